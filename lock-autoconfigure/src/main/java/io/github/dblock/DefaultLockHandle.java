@@ -1,0 +1,79 @@
+package io.github.dblock;
+
+import java.time.Duration;
+
+import io.github.dblock.spi.HeldLock;
+
+/**
+ * A {@link LockHandle} for one hold of a resource's {@link LocalLocks.Entry}.
+ */
+final class DefaultLockHandle implements LockHandle {
+
+	private final LockTemplate template;
+
+	private final LocalLocks.Entry entry;
+
+	private final HeldLock lock;
+
+	private final LockMode mode;
+
+	private final Duration leaseTime;
+
+	private final Thread owner;
+
+	private volatile boolean closed;
+
+	DefaultLockHandle(LockTemplate template, LocalLocks.Entry entry, HeldLock lock, LockMode mode, Duration leaseTime) {
+		this.template = template;
+		this.entry = entry;
+		this.lock = lock;
+		this.mode = mode;
+		this.leaseTime = leaseTime;
+		this.owner = Thread.currentThread();
+	}
+
+	@Override
+	public String resource() {
+		return this.entry.resource;
+	}
+
+	@Override
+	public LockMode mode() {
+		return this.mode;
+	}
+
+	@Override
+	public long fencingToken() {
+		return this.lock.fencingToken();
+	}
+
+	@Override
+	public Duration leaseTime() {
+		return this.leaseTime;
+	}
+
+	@Override
+	public boolean isHeld() {
+		return !this.closed && System.nanoTime() - this.lock.acquiredAtNanos() < this.leaseTime.toNanos();
+	}
+
+	@Override
+	public void close() {
+		if (this.closed) {
+			return;
+		}
+		if (Thread.currentThread() != this.owner) {
+			throw new IllegalStateException("Lock '" + resource() + "' must be released by the thread that acquired it ("
+					+ this.owner.getName() + "), not by " + Thread.currentThread().getName());
+		}
+		this.closed = true;
+		this.template.release(this.entry, this.lock);
+	}
+
+	@Override
+	public String toString() {
+		return "LockHandle[resource=" + resource() + ", mode=" + this.mode + ", fencingToken=" + fencingToken()
+				+ ", held=" + isHeld() + "]";
+	}
+
+}

@@ -1,0 +1,75 @@
+package io.github.dblock;
+
+import java.lang.annotation.Documented;
+import java.lang.annotation.ElementType;
+import java.lang.annotation.Inherited;
+import java.lang.annotation.Retention;
+import java.lang.annotation.RetentionPolicy;
+import java.lang.annotation.Target;
+
+import org.springframework.core.annotation.AliasFor;
+
+/**
+ * Runs the annotated method of a Spring bean while holding a distributed lock on a resource.
+ * <p>
+ * The lock is acquired before the method runs and before the method's own {@code @Transactional} transaction
+ * begins (the lock advisor is ordered outside the transaction advisor, see
+ * {@code distributed-lock.interceptor.order}), and released after that transaction has committed or rolled
+ * back. If the method is called inside a transaction that is already active (the caller's), the release is
+ * deferred until that transaction completes, so no other node can take the lock and read data that is not
+ * committed yet.
+ * <p>
+ * The {@link #resource() resource} is a template: literal text with {@code #{...}} SpEL expressions, evaluated
+ * over the method's arguments, and {@code ${...}} property placeholders, resolved once at start-up. In SpEL,
+ * arguments are available by name ({@code #order}, which needs the {@code -parameters} compiler flag that
+ * Spring Boot's build plugins set), by position ({@code #p0}, {@code #a0}), and beans as {@code @beanName};
+ * the root object has {@code method}, {@code args}, {@code target} and {@code targetClass}. Examples:
+ * <pre class="code">
+ * &#64;DistributedLock(resource = "nightly-report")
+ * &#64;DistributedLock(resource = "order:#{#order.id}")
+ * &#64;DistributedLock(resource = "${spring.application.name}:stock:#{#sku}", waitTime = "2s", leaseTime = "PT1M")
+ * </pre>
+ * Misuse fails clearly: an expression that does not parse or an unparsable duration fails application start-up
+ * naming the method; an expression that evaluates to {@code null} or blank fails the call with an
+ * {@link IllegalArgumentException} before anything is locked.
+ * <p>
+ * The annotation works on public methods called through the Spring proxy; calls from within the same bean
+ * (self-invocation) and private methods are not intercepted, as with {@code @Transactional}.
+ *
+ * @see LockTemplate
+ */
+@Target({ ElementType.METHOD, ElementType.ANNOTATION_TYPE })
+@Retention(RetentionPolicy.RUNTIME)
+@Inherited
+@Documented
+public @interface DistributedLock {
+
+	/** Alias for {@link #resource()}. */
+	@AliasFor("resource")
+	String value() default "";
+
+	/** The resource to lock: a template with {@code #{...}} SpEL and {@code ${...}} placeholders. Required. */
+	@AliasFor("value")
+	String resource() default "";
+
+	/**
+	 * How long to wait for the lock, as a duration string ({@code "500ms"}, {@code "5s"}, {@code "PT5S"}; a bare
+	 * number is milliseconds; placeholders allowed); {@code "0"} for a single attempt. Empty: the configured
+	 * {@code distributed-lock.wait-time}. On time-out the method is not run and
+	 * {@link LockNotAcquiredException} is thrown.
+	 */
+	String waitTime() default "";
+
+	/**
+	 * How long the lock stays valid on the database server's clock if it is not released first, as a duration
+	 * string. Empty: the configured {@code distributed-lock.lease-time}.
+	 */
+	String leaseTime() default "";
+
+	/**
+	 * The lock mode; empty (the default) uses the configured {@code distributed-lock.mode}. Give at most one:
+	 * {@code mode = LockMode.LEASE}.
+	 */
+	LockMode[] mode() default {};
+
+}

@@ -1,0 +1,71 @@
+package io.github.dblock;
+
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.locks.ReentrantLock;
+
+import io.github.dblock.spi.HeldLock;
+
+/**
+ * The JVM-local side of every lock: one fair {@link ReentrantLock} per resource that is in use, so that only
+ * one thread of this JVM at a time asks the database for a resource (other local waiters queue here instead of
+ * polling) and so that re-acquisition by the holding thread needs no database round trip.
+ * <p>
+ * Entries are reference-counted and removed when the last user is gone, so no state is retained per released
+ * resource. Thread-safe.
+ */
+final class LocalLocks {
+
+	private final ConcurrentHashMap<String, Entry> entries = new ConcurrentHashMap<>();
+
+	/** Returns the resource's entry, creating it if needed, and counts the caller as a user. */
+	Entry retain(String resource) {
+		return this.entries.compute(resource, (key, entry) -> {
+			Entry result = (entry != null) ? entry : new Entry(key);
+			result.users++;
+			return result;
+		});
+	}
+
+	/** Stops counting the caller as a user of the entry; removes the entry when nobody uses it. */
+	void release(Entry entry) {
+		this.entries.computeIfPresent(entry.resource, (key, current) -> {
+			if (current != entry) {
+				return current;
+			}
+			return (--current.users == 0) ? null : current;
+		});
+	}
+
+	/** The number of resources with local users (held or awaited); for tests and diagnostics. */
+	int size() {
+		return this.entries.size();
+	}
+
+	static final class Entry {
+
+		final String resource;
+
+		/** Fair, so that local waiters are served in arrival order. */
+		final ReentrantLock gate = new ReentrantLock(true);
+
+		/** Threads holding or waiting for the gate; guarded by the map's per-key locking. */
+		int users;
+
+		/** The database-level lock while the gate's holder holds it; written and read by the gate holder. */
+		volatile HeldLock held;
+
+		/** The mode and lease time {@link #held} was taken with; reentrant holds share them. */
+		volatile LockMode mode;
+
+		volatile java.time.Duration leaseTime;
+
+		/** Description of the local holder, for error messages of local waiters. */
+		volatile String holder;
+
+		Entry(String resource) {
+			this.resource = resource;
+		}
+
+	}
+
+}

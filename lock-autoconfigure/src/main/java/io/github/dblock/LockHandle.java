@@ -1,0 +1,55 @@
+package io.github.dblock;
+
+import java.time.Duration;
+
+/**
+ * One hold of a distributed lock, returned by {@link LockTemplate#acquire(String)} and passed to
+ * {@link LockCallback}s. Close it (try-with-resources) to release the hold.
+ * <p>
+ * Locks are reentrant per thread: while a thread holds a resource, acquiring it again returns another handle
+ * for the same database-level lock (same {@linkplain #fencingToken() fencing token}) without a database round
+ * trip, and the lock is released in the database when the last handle is closed.
+ * <p>
+ * Thread-safety: the accessors may be called from any thread; {@link #close()} must be called by the thread
+ * that acquired the handle, as with {@link java.util.concurrent.locks.ReentrantLock#unlock()}.
+ */
+public interface LockHandle extends AutoCloseable {
+
+	/** The locked resource name, exactly as given. */
+	String resource();
+
+	/** The mode the lock was taken in. */
+	LockMode mode();
+
+	/**
+	 * The fencing token of this acquisition: a number that strictly increases with every acquisition of this
+	 * resource by any owner, assigned by the database in the statement that granted the lock. Pass it to the
+	 * resource you protect and have it reject writes carrying a token lower than one it has already seen
+	 * (see the README's "Fencing tokens" section); that keeps data safe even when a holder outlives its lease.
+	 */
+	long fencingToken();
+
+	/** The lease time this lock was taken with. */
+	Duration leaseTime();
+
+	/**
+	 * Whether this handle still holds the lock, as far as this JVM can tell without asking the database:
+	 * {@code false} once the handle is closed, and {@code false} once the lease time has elapsed since the
+	 * acquiring statement was sent (measured with {@link System#nanoTime()}, so it errs towards {@code false};
+	 * the server may consider the lease valid a little longer, never shorter).
+	 */
+	boolean isHeld();
+
+	/**
+	 * Releases this hold. When it is the thread's last hold of the resource, the lock is released in the
+	 * database with an owner-checked statement. Closing an already closed handle does nothing.
+	 * @throws LockLostException if the database shows the lock was no longer held by this owner (its lease had
+	 * expired, and possibly another owner took it); nothing is changed in the database in that case
+	 * @throws IllegalStateException if called by a thread other than the one that acquired the handle
+	 * @throws org.springframework.dao.DataAccessException if the database could not be reached; the lock is
+	 * then released locally and expires in the database at the end of its lease
+	 */
+	@Override
+	void close();
+
+}

@@ -1,0 +1,37 @@
+package io.github.dblock;
+
+import java.time.Duration;
+
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Thrown when a lock could not be acquired within its wait time because another owner held it. This is
+ * contention, not a failure of the database: database failures surface as
+ * {@link org.springframework.dao.DataAccessException}s.
+ */
+public class LockNotAcquiredException extends DistributedLockException {
+
+	private final Duration waitTime;
+
+	@Nullable
+	private final String holder;
+
+	public LockNotAcquiredException(String resource, Duration waitTime, @Nullable String holder) {
+		super(resource, "Could not acquire lock '" + resource + "' within " + waitTime + "; "
+				+ ((holder != null) ? "held by " + holder : "holder unknown"), null);
+		this.waitTime = waitTime;
+		this.holder = holder;
+	}
+
+	/** The wait time that elapsed. */
+	public Duration getWaitTime() {
+		return this.waitTime;
+	}
+
+	/** The description of the owner that held the lock at the last attempt, when known. */
+	@Nullable
+	public String getHolder() {
+		return this.holder;
+	}
+
+}

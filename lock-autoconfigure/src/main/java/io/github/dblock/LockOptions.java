@@ -1,0 +1,112 @@
+package io.github.dblock;
+
+import java.time.Duration;
+import java.util.Objects;
+
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Per-call settings for acquiring a lock. Immutable and thread-safe; every {@code with…} method returns a new
+ * instance. A setting left unset ({@code null}) takes the configured default ({@code distributed-lock.*}).
+ *
+ * <pre class="code">
+ * LockOptions options = LockOptions.defaults()
+ *         .withWaitTime(Duration.ofSeconds(2))
+ *         .withLeaseTime(Duration.ofMinutes(1));
+ * </pre>
+ */
+public final class LockOptions {
+
+	private static final LockOptions DEFAULTS = new LockOptions(null, null, null);
+
+	@Nullable
+	private final Duration waitTime;
+
+	@Nullable
+	private final Duration leaseTime;
+
+	@Nullable
+	private final LockMode mode;
+
+	private LockOptions(@Nullable Duration waitTime, @Nullable Duration leaseTime, @Nullable LockMode mode) {
+		this.waitTime = waitTime;
+		this.leaseTime = leaseTime;
+		this.mode = mode;
+	}
+
+	/** Options that take every setting from configuration. */
+	public static LockOptions defaults() {
+		return DEFAULTS;
+	}
+
+	/**
+	 * How long to wait for a lock held by another owner. {@link Duration#ZERO} means a single attempt.
+	 * @param waitTime the maximum wait, zero or positive
+	 * @throws IllegalArgumentException if {@code waitTime} is null or negative
+	 */
+	public LockOptions withWaitTime(Duration waitTime) {
+		Objects.requireNonNull(waitTime, "waitTime must not be null");
+		if (waitTime.isNegative()) {
+			throw new IllegalArgumentException("waitTime must not be negative, was " + waitTime);
+		}
+		return new LockOptions(waitTime, this.leaseTime, this.mode);
+	}
+
+	/**
+	 * How long the lock stays valid after it is taken, measured by the database server's clock, if it is not
+	 * released first. Resolution is one microsecond.
+	 * @param leaseTime the lease, positive
+	 * @throws IllegalArgumentException if {@code leaseTime} is null, zero or negative
+	 */
+	public LockOptions withLeaseTime(Duration leaseTime) {
+		Objects.requireNonNull(leaseTime, "leaseTime must not be null");
+		if (leaseTime.isNegative() || leaseTime.isZero()) {
+			throw new IllegalArgumentException("leaseTime must be positive, was " + leaseTime);
+		}
+		return new LockOptions(this.waitTime, leaseTime, this.mode);
+	}
+
+	/**
+	 * The lock mode for this call.
+	 * @throws IllegalArgumentException if {@code mode} is null
+	 */
+	public LockOptions withMode(LockMode mode) {
+		Objects.requireNonNull(mode, "mode must not be null");
+		return new LockOptions(this.waitTime, this.leaseTime, mode);
+	}
+
+	/** The wait time, or {@code null} for the configured default. */
+	@Nullable
+	public Duration getWaitTime() {
+		return this.waitTime;
+	}
+
+	/** The lease time, or {@code null} for the configured default. */
+	@Nullable
+	public Duration getLeaseTime() {
+		return this.leaseTime;
+	}
+
+	/** The mode, or {@code null} for the configured default. */
+	@Nullable
+	public LockMode getMode() {
+		return this.mode;
+	}
+
+	@Override
+	public boolean equals(Object other) {
+		return (other instanceof LockOptions that) && Objects.equals(this.waitTime, that.waitTime)
+				&& Objects.equals(this.leaseTime, that.leaseTime) && this.mode == that.mode;
+	}
+
+	@Override
+	public int hashCode() {
+		return Objects.hash(this.waitTime, this.leaseTime, this.mode);
+	}
+
+	@Override
+	public String toString() {
+		return "LockOptions[waitTime=" + this.waitTime + ", leaseTime=" + this.leaseTime + ", mode=" + this.mode + "]";
+	}
+
+}

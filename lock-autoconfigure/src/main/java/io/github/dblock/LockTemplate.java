@@ -1,0 +1,343 @@
+package io.github.dblock;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Collection;
+import java.util.EnumMap;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+
+import io.github.dblock.spi.AcquireResult;
+import io.github.dblock.spi.LockProvider;
+import io.github.dblock.spi.LockRequest;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The programmatic entry point: acquire distributed locks on named resources, or run code while holding one.
+ * <p>
+ * Locks are reentrant per thread, like {@link java.util.concurrent.locks.ReentrantLock}: the holding thread may
+ * acquire the same resource again without a database round trip, and the lock is released in the database when
+ * its hold count returns to zero. Other threads of the same JVM are other owners; they wait in a fair local
+ * queue rather than polling the database, so at most one thread per JVM asks the database for a resource.
+ * <p>
+ * Waiting: a wait time of zero makes a single attempt; a positive wait time retries (with backoff and jitter in
+ * {@link LockMode#LEASE}) until the wait time has passed. Waiting is interruptible.
+ * <p>
+ * Resource names are compared exactly (byte for byte in UTF-8: case, accents and trailing spaces matter) and
+ * may have 1 to {@value #MAX_RESOURCE_LENGTH} characters (Unicode code points), emoji included.
+ * <p>
+ * Thread-safe; one instance serves the whole application.
+ */
+public class LockTemplate {
+
+	/** The longest resource name, in Unicode code points. */
+	public static final int MAX_RESOURCE_LENGTH = 255;
+
+	private static final int MAX_HOLDER_LENGTH = 255;
+
+	private final Map<LockMode, LockProvider> providers = new EnumMap<>(LockMode.class);
+
+	private final LockMode defaultMode;
+
+	private final Duration defaultWaitTime;
+
+	private final Duration defaultLeaseTime;
+
+	private final String nodeName;
+
+	private final LocalLocks locals = new LocalLocks();
+
+	/**
+	 * Creates a template.
+	 * @param providers one provider per supported mode
+	 * @param defaultMode the mode used when a call does not choose one; must have a provider
+	 * @param defaultWaitTime the wait time used when a call does not give one; zero or positive
+	 * @param defaultLeaseTime the lease time used when a call does not give one; positive
+	 * @param nodeName describes this JVM in holder descriptions (for example {@code host/pid})
+	 * @throws IllegalArgumentException if an argument is invalid or two providers serve the same mode
+	 */
+	public LockTemplate(Collection<? extends LockProvider> providers, LockMode defaultMode, Duration defaultWaitTime,
+			Duration defaultLeaseTime, String nodeName) {
+		for (LockProvider provider : providers) {
+			if (this.providers.put(provider.mode(), provider) != null) {
+				throw new IllegalArgumentException("More than one LockProvider for mode " + provider.mode());
+			}
+		}
+		if (!this.providers.containsKey(defaultMode)) {
+			throw new IllegalArgumentException("No LockProvider for the default mode " + defaultMode);
+		}
+		this.defaultMode = defaultMode;
+		this.defaultWaitTime = LockOptions.defaults().withWaitTime(defaultWaitTime).getWaitTime();
+		this.defaultLeaseTime = LockOptions.defaults().withLeaseTime(defaultLeaseTime).getLeaseTime();
+		this.nodeName = Objects.requireNonNull(nodeName, "nodeName must not be null");
+	}
+
+	/**
+	 * Acquires a lock with the configured wait time, lease time and mode.
+	 * @param resource the resource name
+	 * @return the held lock; close it to release
+	 * @throws LockNotAcquiredException if another owner held the lock for the whole wait time
+	 * @throws LockInterruptedException if the thread was interrupted while waiting
+	 * @throws IllegalArgumentException if the resource name is null, blank or too long
+	 * @throws org.springframework.dao.DataAccessException on a database failure
+	 */
+	public LockHandle acquire(String resource) {
+		return acquire(resource, LockOptions.defaults());
+	}
+
+	/**
+	 * Acquires a lock, waiting at most the options' wait time.
+	 * @param resource the resource name
+	 * @param options wait time, lease time and mode; unset ones take the configured defaults
+	 * @return the held lock; close it to release
+	 * @throws LockNotAcquiredException if another owner held the lock for the whole wait time; it names the
+	 * resource, the wait time and the holder when known
+	 * @throws LockInterruptedException if the thread was interrupted while waiting
+	 * @throws IllegalArgumentException if the resource name is invalid or the mode has no provider
+	 * @throws org.springframework.dao.DataAccessException on a database failure
+	 */
+	public LockHandle acquire(String resource, LockOptions options) {
+		Request request = request(resource, options);
+		Attempt attempt = doAcquire(request);
+		if (attempt.handle == null) {
+			throw new LockNotAcquiredException(resource, request.waitTime, attempt.holder);
+		}
+		return attempt.handle;
+	}
+
+	/**
+	 * Makes a single attempt to acquire a lock, with the configured lease time and mode.
+	 * @return the held lock, or empty if another owner holds it
+	 * @throws IllegalArgumentException if the resource name is invalid
+	 * @throws org.springframework.dao.DataAccessException on a database failure
+	 */
+	public Optional<LockHandle> tryAcquire(String resource) {
+		return tryAcquire(resource, LockOptions.defaults().withWaitTime(Duration.ZERO));
+	}
+
+	/**
+	 * Tries to acquire a lock within the given wait time, with the configured lease time and mode.
+	 * @param waitTime how long to wait; zero for a single attempt
+	 * @return the held lock, or empty if another owner held it for the whole wait time
+	 * @throws LockInterruptedException if the thread was interrupted while waiting
+	 * @throws IllegalArgumentException if the resource name is invalid or the wait time negative
+	 * @throws org.springframework.dao.DataAccessException on a database failure
+	 */
+	public Optional<LockHandle> tryAcquire(String resource, Duration waitTime) {
+		return tryAcquire(resource, LockOptions.defaults().withWaitTime(waitTime));
+	}
+
+	/**
+	 * Tries to acquire a lock within the options' wait time.
+	 * @return the held lock, or empty if another owner held it for the whole wait time
+	 * @throws LockInterruptedException if the thread was interrupted while waiting
+	 * @throws IllegalArgumentException if the resource name is invalid or the mode has no provider
+	 * @throws org.springframework.dao.DataAccessException on a database failure
+	 */
+	public Optional<LockHandle> tryAcquire(String resource, LockOptions options) {
+		return Optional.ofNullable(doAcquire(request(resource, options)).handle);
+	}
+
+	/**
+	 * Runs the action while holding the lock, with the configured defaults, and releases it afterwards
+	 * (also when the action throws).
+	 * @return the action's result
+	 * @throws LockNotAcquiredException if the lock could not be acquired within the wait time; the action
+	 * does not run
+	 * @throws LockLostException if the action completed but the lock turned out to be lost on release
+	 * (lease expired); the action's result is discarded
+	 * @see #acquire(String, LockOptions) for the other exceptions
+	 */
+	@Nullable
+	public <T> T execute(String resource, LockCallback<T> action) {
+		return execute(resource, LockOptions.defaults(), action);
+	}
+
+	/**
+	 * Runs the action while holding the lock and releases it afterwards (also when the action throws).
+	 * @return the action's result
+	 * @throws LockNotAcquiredException if the lock could not be acquired within the wait time; the action
+	 * does not run
+	 * @throws LockLostException if the action completed but the lock turned out to be lost on release
+	 * (lease expired); if the action threw, the loss is added to its exception as suppressed instead
+	 * @see #acquire(String, LockOptions) for the other exceptions
+	 */
+	@Nullable
+	public <T> T execute(String resource, LockOptions options, LockCallback<T> action) {
+		Objects.requireNonNull(action, "action must not be null");
+		T result;
+		LockHandle lock = acquire(resource, options);
+		try {
+			result = action.doWithLock(lock);
+		}
+		catch (Throwable ex) {
+			try {
+				lock.close();
+			}
+			catch (RuntimeException releaseFailure) {
+				ex.addSuppressed(releaseFailure);
+			}
+			throw ex;
+		}
+		lock.close();
+		return result;
+	}
+
+	/**
+	 * Like {@link #execute(String, LockCallback)}, for an action without a result.
+	 */
+	public void executeWithoutResult(String resource, Consumer<LockHandle> action) {
+		executeWithoutResult(resource, LockOptions.defaults(), action);
+	}
+
+	/**
+	 * Like {@link #execute(String, LockOptions, LockCallback)}, for an action without a result.
+	 */
+	public void executeWithoutResult(String resource, LockOptions options, Consumer<LockHandle> action) {
+		Objects.requireNonNull(action, "action must not be null");
+		execute(resource, options, (lock) -> {
+			action.accept(lock);
+			return null;
+		});
+	}
+
+	/** The number of resources this JVM currently holds or waits for. */
+	public int localResourceCount() {
+		return this.locals.size();
+	}
+
+	private Request request(String resource, LockOptions options) {
+		validateResource(resource);
+		Objects.requireNonNull(options, "options must not be null");
+		LockMode mode = (options.getMode() != null) ? options.getMode() : this.defaultMode;
+		LockProvider provider = this.providers.get(mode);
+		if (provider == null) {
+			throw new IllegalArgumentException("Lock mode " + mode + " is not available; available modes: "
+					+ this.providers.keySet());
+		}
+		Duration waitTime = (options.getWaitTime() != null) ? options.getWaitTime() : this.defaultWaitTime;
+		Duration leaseTime = (options.getLeaseTime() != null) ? options.getLeaseTime() : this.defaultLeaseTime;
+		return new Request(resource, provider, mode, waitTime, leaseTime);
+	}
+
+	/**
+	 * Checks a resource name: not null, not blank, at most {@value #MAX_RESOURCE_LENGTH} code points, and
+	 * well-formed Unicode (no unpaired surrogate), so that it can be stored exactly as UTF-8.
+	 * @throws IllegalArgumentException naming the problem
+	 */
+	public static void validateResource(String resource) {
+		if (resource == null) {
+			throw new IllegalArgumentException("Lock resource name must not be null");
+		}
+		if (resource.isBlank()) {
+			throw new IllegalArgumentException("Lock resource name must not be blank");
+		}
+		int length = resource.codePointCount(0, resource.length());
+		if (length > MAX_RESOURCE_LENGTH) {
+			throw new IllegalArgumentException("Lock resource name is " + length + " characters long; at most "
+					+ MAX_RESOURCE_LENGTH + " are allowed: '" + resource.substring(0, 40) + "...'");
+		}
+		if (!StandardCharsets.UTF_8.newEncoder().canEncode(resource)) {
+			throw new IllegalArgumentException(
+					"Lock resource name is not well-formed Unicode (unpaired surrogate): '" + resource + "'");
+		}
+	}
+
+	private Attempt doAcquire(Request request) {
+		LocalLocks.Entry entry = this.locals.retain(request.resource);
+		boolean gateHeld = false;
+		boolean acquired = false;
+		try {
+			if (entry.gate.isHeldByCurrentThread()) {
+				entry.gate.lock();
+				gateHeld = true;
+				DefaultLockHandle handle = new DefaultLockHandle(this, entry, entry.held, entry.mode, entry.leaseTime);
+				acquired = true;
+				return new Attempt(handle, null);
+			}
+			long waitNanos = saturatedNanos(request.waitTime);
+			long deadline = System.nanoTime() + waitNanos;
+			if (!entry.gate.tryLock(waitNanos, TimeUnit.NANOSECONDS)) {
+				String localHolder = entry.holder;
+				return new Attempt(null, (localHolder != null) ? localHolder + " (this JVM)" : "another thread of this JVM");
+			}
+			gateHeld = true;
+			String holder = holderDescription();
+			AcquireResult result = request.provider
+				.acquire(new LockRequest(request.resource, request.leaseTime, deadline, holder));
+			if (result.lock() == null) {
+				return new Attempt(null, result.holder());
+			}
+			entry.held = result.lock();
+			entry.mode = request.mode;
+			entry.leaseTime = request.leaseTime;
+			entry.holder = holder;
+			acquired = true;
+			return new Attempt(new DefaultLockHandle(this, entry, result.lock(), request.mode, request.leaseTime), null);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new LockInterruptedException(request.resource, ex);
+		}
+		finally {
+			if (!acquired) {
+				if (gateHeld) {
+					entry.gate.unlock();
+				}
+				this.locals.release(entry);
+			}
+		}
+	}
+
+	/** Called by {@link DefaultLockHandle#close()} on the acquiring thread. */
+	void release(LocalLocks.Entry entry, io.github.dblock.spi.HeldLock lock) {
+		if (entry.gate.getHoldCount() > 1) {
+			entry.gate.unlock();
+			this.locals.release(entry);
+			return;
+		}
+		entry.held = null;
+		entry.holder = null;
+		boolean released;
+		try {
+			released = lock.release();
+		}
+		finally {
+			entry.gate.unlock();
+			this.locals.release(entry);
+		}
+		if (!released) {
+			throw new LockLostException(entry.resource, lock.fencingToken(), "Lock '" + entry.resource
+					+ "' (fencing token " + lock.fencingToken() + ") was no longer held at release: its lease had "
+					+ "expired and another owner may have taken it");
+		}
+	}
+
+	private String holderDescription() {
+		String description = this.nodeName + " [" + Thread.currentThread().getName() + "]";
+		if (description.length() > MAX_HOLDER_LENGTH) {
+			description = description.substring(0, MAX_HOLDER_LENGTH);
+		}
+		return description;
+	}
+
+	private static long saturatedNanos(Duration duration) {
+		try {
+			return duration.toNanos();
+		}
+		catch (ArithmeticException ex) {
+			return Long.MAX_VALUE / 2;
+		}
+	}
+
+	private record Request(String resource, LockProvider provider, LockMode mode, Duration waitTime,
+			Duration leaseTime) {
+	}
+
+	private record Attempt(@Nullable LockHandle handle, @Nullable String holder) {
+	}
+
+}

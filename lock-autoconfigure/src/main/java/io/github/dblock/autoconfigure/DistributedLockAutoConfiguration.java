@@ -1,0 +1,28 @@
+package io.github.dblock.autoconfigure;
+
+import javax.sql.DataSource;
+
+import io.github.dblock.LockTemplate;
+import org.flywaydb.core.Flyway;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Import;
+
+/**
+ * Auto-configuration of distributed locks on the application's MySQL or MariaDB {@link DataSource}: the lock
+ * table (through the library's own Flyway migrations), the {@link LockTemplate} bean and the
+ * {@link io.github.dblock.DistributedLock @DistributedLock} advisor.
+ */
+@AutoConfiguration(afterName = { "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
+		"org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration" })
+@ConditionalOnClass({ DataSource.class, Flyway.class })
+@ConditionalOnBean(DataSource.class)
+@ConditionalOnBooleanProperty(name = DistributedLockProperties.PREFIX + ".enabled", matchIfMissing = true)
+@EnableConfigurationProperties(DistributedLockProperties.class)
+@Import({ LockJdbcConfiguration.class, LockInterceptorConfiguration.class })
+public final class DistributedLockAutoConfiguration {
+
+}

@@ -1,0 +1,250 @@
+package io.github.dblock.autoconfigure;
+
+import java.time.Duration;
+
+import io.github.dblock.LockMode;
+import io.github.dblock.jdbc.LockTable;
+import org.jspecify.annotations.Nullable;
+import org.springframework.beans.factory.InitializingBean;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.source.InvalidConfigurationPropertyValueException;
+import org.springframework.core.Ordered;
+
+/**
+ * Configuration of distributed locks, under {@code distributed-lock.*}. Validated at start-up; an invalid value
+ * stops the application with a message naming the property.
+ */
+@ConfigurationProperties(DistributedLockProperties.PREFIX)
+public class DistributedLockProperties implements InitializingBean {
+
+	/** The prefix of every property. */
+	public static final String PREFIX = "distributed-lock";
+
+	/** Default order of the lock advisor: smaller (outer) than the transaction advisor's default. */
+	public static final int DEFAULT_INTERCEPTOR_ORDER = Ordered.LOWEST_PRECEDENCE - 100;
+
+	/**
+	 * Whether to enable distributed locks (the LockTemplate bean and @DistributedLock interception).
+	 */
+	private boolean enabled = true;
+
+	/**
+	 * Name of the lock table: a plain SQL identifier of at most 48 characters.
+	 */
+	private String tableName = "distributed_lock";
+
+	/**
+	 * Lock mode used when a call or annotation does not choose one.
+	 */
+	private LockMode mode = LockMode.LEASE;
+
+	/**
+	 * How long to wait for a lock held by another owner when a call or annotation does not say. Zero makes a
+	 * single attempt.
+	 */
+	private Duration waitTime = Duration.ofSeconds(5);
+
+	/**
+	 * How long a lock stays valid, on the database server's clock, when a call or annotation does not say.
+	 */
+	private Duration leaseTime = Duration.ofSeconds(30);
+
+	/**
+	 * Describes this application instance in the lock table's holder column and in error messages. Defaults to
+	 * the host name and process id.
+	 */
+	@Nullable
+	private String nodeName;
+
+	/**
+	 * Upper bound of the query timeout of every lock statement (JDBC counts whole seconds; at least 1s).
+	 */
+	private Duration statementTimeout = Duration.ofSeconds(5);
+
+	private final Retry retry = new Retry();
+
+	private final Flyway flyway = new Flyway();
+
+	private final Interceptor interceptor = new Interceptor();
+
+	public boolean isEnabled() {
+		return this.enabled;
+	}
+
+	public void setEnabled(boolean enabled) {
+		this.enabled = enabled;
+	}
+
+	public String getTableName() {
+		return this.tableName;
+	}
+
+	public void setTableName(String tableName) {
+		this.tableName = tableName;
+	}
+
+	public LockMode getMode() {
+		return this.mode;
+	}
+
+	public void setMode(LockMode mode) {
+		this.mode = mode;
+	}
+
+	public Duration getWaitTime() {
+		return this.waitTime;
+	}
+
+	public void setWaitTime(Duration waitTime) {
+		this.waitTime = waitTime;
+	}
+
+	public Duration getLeaseTime() {
+		return this.leaseTime;
+	}
+
+	public void setLeaseTime(Duration leaseTime) {
+		this.leaseTime = leaseTime;
+	}
+
+	@Nullable
+	public String getNodeName() {
+		return this.nodeName;
+	}
+
+	public void setNodeName(@Nullable String nodeName) {
+		this.nodeName = nodeName;
+	}
+
+	public Duration getStatementTimeout() {
+		return this.statementTimeout;
+	}
+
+	public void setStatementTimeout(Duration statementTimeout) {
+		this.statementTimeout = statementTimeout;
+	}
+
+	public Retry getRetry() {
+		return this.retry;
+	}
+
+	public Flyway getFlyway() {
+		return this.flyway;
+	}
+
+	public Interceptor getInterceptor() {
+		return this.interceptor;
+	}
+
+	/**
+	 * Checks every value.
+	 * @throws InvalidConfigurationPropertyValueException naming the first invalid property
+	 */
+	@Override
+	public void afterPropertiesSet() {
+		try {
+			LockTable.of(this.tableName);
+		}
+		catch (IllegalArgumentException ex) {
+			throw invalid("table-name", this.tableName, ex.getMessage());
+		}
+		if (this.mode == null) {
+			throw invalid("mode", null, "must be set");
+		}
+		if (this.waitTime == null || this.waitTime.isNegative()) {
+			throw invalid("wait-time", this.waitTime, "must be zero or positive");
+		}
+		if (this.leaseTime == null || this.leaseTime.isNegative() || this.leaseTime.isZero()) {
+			throw invalid("lease-time", this.leaseTime, "must be positive");
+		}
+		if (this.nodeName != null && this.nodeName.isBlank()) {
+			throw invalid("node-name", this.nodeName, "must not be blank (leave it unset for host/pid)");
+		}
+		if (this.statementTimeout == null || this.statementTimeout.compareTo(Duration.ofSeconds(1)) < 0) {
+			throw invalid("statement-timeout", this.statementTimeout, "must be at least 1s (JDBC counts seconds)");
+		}
+		Duration initial = this.retry.getInitialBackoff();
+		if (initial == null || initial.isNegative() || initial.isZero()) {
+			throw invalid("retry.initial-backoff", initial, "must be positive");
+		}
+		if (this.retry.getMaxBackoff() == null || this.retry.getMaxBackoff().compareTo(initial) < 0) {
+			throw invalid("retry.max-backoff", this.retry.getMaxBackoff(),
+					"must be at least retry.initial-backoff (" + initial + ")");
+		}
+	}
+
+	private static InvalidConfigurationPropertyValueException invalid(String name, @Nullable Object value,
+			String reason) {
+		return new InvalidConfigurationPropertyValueException(PREFIX + "." + name, value, reason);
+	}
+
+	/** Pauses between acquisition attempts while waiting for a lease held elsewhere. */
+	public static class Retry {
+
+		/**
+		 * First pause between attempts; each further pause doubles, with random jitter, up to max-backoff.
+		 */
+		private Duration initialBackoff = Duration.ofMillis(10);
+
+		/**
+		 * Longest pause between attempts.
+		 */
+		private Duration maxBackoff = Duration.ofMillis(200);
+
+		public Duration getInitialBackoff() {
+			return this.initialBackoff;
+		}
+
+		public void setInitialBackoff(Duration initialBackoff) {
+			this.initialBackoff = initialBackoff;
+		}
+
+		public Duration getMaxBackoff() {
+			return this.maxBackoff;
+		}
+
+		public void setMaxBackoff(Duration maxBackoff) {
+			this.maxBackoff = maxBackoff;
+		}
+
+	}
+
+	/** The library's own Flyway migrations of the lock table. */
+	public static class Flyway {
+
+		/**
+		 * Whether to create and upgrade the lock table with the library's own Flyway migrations. When false,
+		 * start-up only checks that the table exists with the expected columns.
+		 */
+		private boolean enabled = true;
+
+		public boolean isEnabled() {
+			return this.enabled;
+		}
+
+		public void setEnabled(boolean enabled) {
+			this.enabled = enabled;
+		}
+
+	}
+
+	/** The @DistributedLock method interceptor. */
+	public static class Interceptor {
+
+		/**
+		 * Order of the @DistributedLock advisor. Must be smaller than the transaction advisor's order (Integer.MAX_VALUE
+		 * by default) for the lock to be taken before the method's transaction begins and released after it ends.
+		 */
+		private int order = DEFAULT_INTERCEPTOR_ORDER;
+
+		public int getOrder() {
+			return this.order;
+		}
+
+		public void setOrder(int order) {
+			this.order = order;
+		}
+
+	}
+
+}

@@ -1,0 +1,76 @@
+package io.github.dblock.autoconfigure;
+
+import io.github.dblock.LockTemplate;
+import io.github.dblock.interceptor.DistributedLockAdvisor;
+import io.github.dblock.interceptor.DistributedLockInterceptor;
+import io.github.dblock.interceptor.LockAttributeSource;
+import org.springframework.aop.config.AopConfigUtils;
+import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.config.BeanDefinition;
+import org.springframework.beans.factory.support.BeanDefinitionRegistry;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.context.EnvironmentAware;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
+import org.springframework.context.annotation.ImportBeanDefinitionRegistrar;
+import org.springframework.context.annotation.Role;
+import org.springframework.context.expression.BeanFactoryResolver;
+import org.springframework.core.env.Environment;
+import org.springframework.core.type.AnnotationMetadata;
+
+/**
+ * The {@code @DistributedLock} advisor, registered as an infrastructure bean so that Spring's auto-proxy
+ * creator applies it, plus that auto-proxy creator when the application has none yet. Its beans are static and
+ * reach the {@link LockTemplate} lazily, so creating the advisor does not create the data source early.
+ */
+@Configuration(proxyBeanMethods = false)
+@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+@Import(LockInterceptorConfiguration.AutoProxyRegistrar.class)
+class LockInterceptorConfiguration {
+
+	@Bean
+	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+	@ConditionalOnMissingBean
+	static LockAttributeSource lockAttributeSource(Environment environment) {
+		return new LockAttributeSource(environment);
+	}
+
+	@Bean
+	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+	static DistributedLockAdvisor distributedLockAdvisor(LockAttributeSource lockAttributeSource,
+			ObjectProvider<LockTemplate> lockTemplate, Environment environment, BeanFactory beanFactory) {
+		int order = Binder.get(environment)
+			.bind(DistributedLockProperties.PREFIX + ".interceptor.order", Integer.class)
+			.orElse(DistributedLockProperties.DEFAULT_INTERCEPTOR_ORDER);
+		DistributedLockInterceptor interceptor = new DistributedLockInterceptor(lockAttributeSource,
+				lockTemplate::getObject, new BeanFactoryResolver(beanFactory));
+		return new DistributedLockAdvisor(lockAttributeSource, interceptor, order);
+	}
+
+	/**
+	 * Registers Spring's infrastructure auto-proxy creator if no (stronger) one is registered yet, using class
+	 * proxies unless {@code spring.aop.proxy-target-class=false}, as Spring Boot does.
+	 */
+	static class AutoProxyRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAware {
+
+		private Environment environment;
+
+		@Override
+		public void setEnvironment(Environment environment) {
+			this.environment = environment;
+		}
+
+		@Override
+		public void registerBeanDefinitions(AnnotationMetadata metadata, BeanDefinitionRegistry registry) {
+			AopConfigUtils.registerAutoProxyCreatorIfNecessary(registry);
+			if (this.environment.getProperty("spring.aop.proxy-target-class", Boolean.class, true)) {
+				AopConfigUtils.forceAutoProxyCreatorToUseClassProxying(registry);
+			}
+		}
+
+	}
+
+}

@@ -1,0 +1,79 @@
+package io.github.dblock.autoconfigure;
+
+import java.net.InetAddress;
+import java.util.List;
+
+import javax.sql.DataSource;
+
+import io.github.dblock.LockTemplate;
+import io.github.dblock.jdbc.LeaseLockProvider;
+import io.github.dblock.jdbc.LockTable;
+import io.github.dblock.spi.LockProvider;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+/**
+ * The lock table, the providers and the {@link LockTemplate}.
+ */
+@Configuration(proxyBeanMethods = false)
+class LockJdbcConfiguration {
+
+	@Bean
+	@ConditionalOnMissingBean
+	LockSchemaInitializer distributedLockSchemaInitializer(DistributedLockProperties properties,
+			@LockDataSource ObjectProvider<DataSource> lockDataSource, ObjectProvider<DataSource> dataSources) {
+		return new LockSchemaInitializer(resolve(lockDataSource, dataSources), LockTable.of(properties.getTableName()),
+				properties.getFlyway().isEnabled());
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	LeaseLockProvider leaseLockProvider(DistributedLockProperties properties, LockSchemaInitializer schema,
+			@LockDataSource ObjectProvider<DataSource> lockDataSource, ObjectProvider<DataSource> dataSources) {
+		return new LeaseLockProvider(resolve(lockDataSource, dataSources), schema.getTable(),
+				properties.getStatementTimeout(), properties.getRetry().getInitialBackoff(),
+				properties.getRetry().getMaxBackoff());
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	LockTemplate lockTemplate(DistributedLockProperties properties, ObjectProvider<LockProvider> providers) {
+		List<LockProvider> all = providers.orderedStream().toList();
+		String nodeName = (properties.getNodeName() != null) ? properties.getNodeName() : defaultNodeName();
+		return new LockTemplate(all, properties.getMode(), properties.getWaitTime(), properties.getLeaseTime(),
+				nodeName);
+	}
+
+	/**
+	 * The {@code @LockDataSource} one if present, else the single or primary data source.
+	 * @throws IllegalStateException if there are several data sources and none is chosen
+	 */
+	static DataSource resolve(ObjectProvider<DataSource> lockDataSource, ObjectProvider<DataSource> dataSources) {
+		DataSource qualified = lockDataSource.getIfAvailable();
+		if (qualified != null) {
+			return qualified;
+		}
+		DataSource unique = dataSources.getIfUnique();
+		if (unique == null) {
+			throw new IllegalStateException("Distributed locks need one DataSource, but there are several and none "
+					+ "is @Primary. Mark the one holding the lock table with @LockDataSource.");
+		}
+		return unique;
+	}
+
+	static String defaultNodeName() {
+		String host = System.getenv("HOSTNAME");
+		if (host == null || host.isBlank()) {
+			try {
+				host = InetAddress.getLocalHost().getHostName();
+			}
+			catch (Exception ex) {
+				host = "unknown-host";
+			}
+		}
+		return host + "/" + ProcessHandle.current().pid();
+	}
+
+}

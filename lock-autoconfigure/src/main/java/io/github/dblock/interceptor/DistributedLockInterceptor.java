@@ -1,0 +1,130 @@
+package io.github.dblock.interceptor;
+
+import java.lang.reflect.Method;
+import java.util.function.Supplier;
+
+import io.github.dblock.LockHandle;
+import io.github.dblock.LockTemplate;
+import org.aopalliance.intercept.MethodInterceptor;
+import org.aopalliance.intercept.MethodInvocation;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+import org.springframework.aop.support.AopUtils;
+import org.springframework.core.DefaultParameterNameDiscoverer;
+import org.springframework.core.ParameterNameDiscoverer;
+import org.springframework.expression.BeanResolver;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+
+/**
+ * Acquires the lock described by a method's {@link io.github.dblock.DistributedLock} annotation, proceeds, and
+ * releases it.
+ * <p>
+ * Steps per invocation:
+ * <ol>
+ * <li>Evaluate the resource template over the arguments (expressions were parsed once, at start-up).</li>
+ * <li>Acquire through {@link LockTemplate#acquire(String, io.github.dblock.LockOptions)}; on time-out the method
+ * does not run and {@link io.github.dblock.LockNotAcquiredException} propagates.</li>
+ * <li>Proceed. The interceptor is ordered outside Spring's transaction interceptor, so the method's own
+ * transaction has completed when control returns here.</li>
+ * <li>Release. If transaction synchronization is active at this point, a transaction was already running when
+ * the method was called (the caller's); the release is then registered to run after that transaction completes,
+ * so the lock covers the commit.</li>
+ * </ol>
+ * If the method completed normally but the release reports that the lock was lost (lease expired), the
+ * {@link io.github.dblock.LockLostException} is thrown instead of the result. Thread-safe.
+ */
+public class DistributedLockInterceptor implements MethodInterceptor {
+
+	private static final Log logger = LogFactory.getLog(DistributedLockInterceptor.class);
+
+	private final LockAttributeSource attributeSource;
+
+	private final Supplier<LockTemplate> lockTemplate;
+
+	private final ParameterNameDiscoverer parameterNames = new DefaultParameterNameDiscoverer();
+
+	@Nullable
+	private final BeanResolver beanResolver;
+
+	/**
+	 * @param attributeSource parses and caches annotations
+	 * @param lockTemplate supplies the template lazily, so that the advisor can be created before the data source
+	 * @param beanResolver resolves {@code @beanName} references in expressions, may be {@code null}
+	 */
+	public DistributedLockInterceptor(LockAttributeSource attributeSource, Supplier<LockTemplate> lockTemplate,
+			@Nullable BeanResolver beanResolver) {
+		this.attributeSource = attributeSource;
+		this.lockTemplate = lockTemplate;
+		this.beanResolver = beanResolver;
+	}
+
+	@Override
+	@Nullable
+	public Object invoke(MethodInvocation invocation) throws Throwable {
+		Method method = invocation.getMethod();
+		Object target = invocation.getThis();
+		Class<?> targetClass = (target != null) ? AopUtils.getTargetClass(target) : method.getDeclaringClass();
+		LockAttribute attribute = this.attributeSource.getLockAttribute(method, targetClass);
+		if (attribute == null) {
+			return invocation.proceed();
+		}
+		String resource = attribute.resolveResource(method, invocation.getArguments(), target, targetClass,
+				this.parameterNames, this.beanResolver);
+		LockHandle lock = this.lockTemplate.get().acquire(resource, attribute.getOptions());
+		Object result;
+		try {
+			result = invocation.proceed();
+		}
+		catch (Throwable ex) {
+			release(lock, ex);
+			throw ex;
+		}
+		release(lock, null);
+		return result;
+	}
+
+	private void release(LockHandle lock, @Nullable Throwable methodFailure) {
+		if (TransactionSynchronizationManager.isSynchronizationActive()) {
+			if (logger.isDebugEnabled()) {
+				logger.debug("Deferring release of lock '" + lock.resource() + "' until the surrounding transaction completes");
+			}
+			TransactionSynchronizationManager.registerSynchronization(new ReleaseAfterCompletion(lock));
+			return;
+		}
+		if (methodFailure == null) {
+			lock.close();
+			return;
+		}
+		try {
+			lock.close();
+		}
+		catch (RuntimeException releaseFailure) {
+			methodFailure.addSuppressed(releaseFailure);
+		}
+	}
+
+	/** Releases a lock once the transaction that was active when the locked method returned has completed. */
+	private static final class ReleaseAfterCompletion implements TransactionSynchronization {
+
+		private final LockHandle lock;
+
+		ReleaseAfterCompletion(LockHandle lock) {
+			this.lock = lock;
+		}
+
+		@Override
+		public void afterCompletion(int status) {
+			try {
+				this.lock.close();
+			}
+			catch (RuntimeException ex) {
+				// Nothing can be thrown to the caller any more: the transaction has completed.
+				logger.error("Releasing lock '" + this.lock.resource() + "' after transaction completion failed", ex);
+			}
+		}
+
+	}
+
+}

@@ -1,0 +1,114 @@
+package io.github.dblock.interceptor;
+
+import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.List;
+
+import io.github.dblock.LockOptions;
+import org.jspecify.annotations.Nullable;
+import org.springframework.context.expression.MethodBasedEvaluationContext;
+import org.springframework.core.ParameterNameDiscoverer;
+import org.springframework.expression.BeanResolver;
+import org.springframework.expression.Expression;
+import org.springframework.expression.common.CompositeStringExpression;
+import org.springframework.expression.common.LiteralExpression;
+
+/**
+ * A parsed {@link io.github.dblock.DistributedLock} annotation: the resource template's SpEL parts, already
+ * parsed, and the lock options. Immutable and thread-safe; built once per method by {@link LockAttributeSource}.
+ */
+public final class LockAttribute {
+
+	private final Method method;
+
+	private final String template;
+
+	/** Literal parts and expressions in order; literal parts are {@link LiteralExpression}s. */
+	private final List<Expression> parts;
+
+	private final LockOptions options;
+
+	LockAttribute(Method method, String template, Expression parsed, LockOptions options) {
+		this.method = method;
+		this.template = template;
+		this.parts = (parsed instanceof CompositeStringExpression composite) ? List.of(composite.getExpressions())
+				: List.of(parsed);
+		this.options = options;
+	}
+
+	/** The annotated method. */
+	public Method getMethod() {
+		return this.method;
+	}
+
+	/** The resource template after placeholder resolution. */
+	public String getTemplate() {
+		return this.template;
+	}
+
+	/** The options from the annotation; unset ones take configured defaults. */
+	public LockOptions getOptions() {
+		return this.options;
+	}
+
+	/** Whether the resource needs no evaluation (no SpEL parts). */
+	public boolean isLiteral() {
+		return this.parts.stream().allMatch(LiteralExpression.class::isInstance);
+	}
+
+	/**
+	 * Evaluates the resource for one invocation.
+	 * @throws IllegalArgumentException if an expression evaluates to {@code null} or blank, or throws, naming
+	 * the method and the expression
+	 */
+	String resolveResource(Method method, @Nullable Object[] args, Object target, Class<?> targetClass,
+			ParameterNameDiscoverer parameterNames, @Nullable BeanResolver beanResolver) {
+		if (isLiteral()) {
+			return this.template;
+		}
+		LockExpressionRootObject root = new LockExpressionRootObject(method, args, target, targetClass);
+		MethodBasedEvaluationContext context = new MethodBasedEvaluationContext(root, method,
+				(args != null) ? args : new Object[0], parameterNames);
+		if (beanResolver != null) {
+			context.setBeanResolver(beanResolver);
+		}
+		StringBuilder resource = new StringBuilder();
+		for (Expression part : this.parts) {
+			if (part instanceof LiteralExpression literal) {
+				resource.append(literal.getExpressionString());
+				continue;
+			}
+			String value;
+			try {
+				value = part.getValue(context, String.class);
+			}
+			catch (RuntimeException ex) {
+				throw new IllegalArgumentException("@DistributedLock resource expression #{" + part.getExpressionString()
+						+ "} of " + describe(this.method) + " failed: " + ex.getMessage(), ex);
+			}
+			if (value == null || value.isBlank()) {
+				throw new IllegalArgumentException("@DistributedLock resource expression #{" + part.getExpressionString()
+						+ "} of " + describe(this.method) + " evaluated to " + ((value == null) ? "null" : "a blank string")
+						+ "; the lock resource would be ambiguous");
+			}
+			resource.append(value);
+		}
+		return resource.toString();
+	}
+
+	static String describe(Method method) {
+		return method.getDeclaringClass().getName() + "." + method.getName() + "()";
+	}
+
+	/** The expressions of the resource template, for diagnostics. */
+	List<String> expressionStrings() {
+		List<String> result = new ArrayList<>();
+		for (Expression part : this.parts) {
+			if (!(part instanceof LiteralExpression)) {
+				result.add(part.getExpressionString());
+			}
+		}
+		return result;
+	}
+
+}

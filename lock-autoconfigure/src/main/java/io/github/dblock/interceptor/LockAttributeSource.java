@@ -1,0 +1,144 @@
+package io.github.dblock.interceptor;
+
+import java.lang.reflect.Method;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+
+import io.github.dblock.DistributedLock;
+import io.github.dblock.LockOptions;
+import io.github.dblock.LockTemplate;
+import org.jspecify.annotations.Nullable;
+import org.springframework.aop.support.AopUtils;
+import org.springframework.boot.convert.DurationStyle;
+import org.springframework.core.MethodClassKey;
+import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.core.env.PropertyResolver;
+import org.springframework.expression.Expression;
+import org.springframework.expression.ParseException;
+import org.springframework.expression.ParserContext;
+import org.springframework.expression.spel.standard.SpelExpressionParser;
+import org.springframework.util.StringUtils;
+
+/**
+ * Finds and parses {@link DistributedLock} annotations, once per method and target class, and caches the
+ * result, as Spring's transaction and cache attribute sources do. Parsing happens when the auto-proxy creator
+ * asks the pointcut whether a method matches, that is during start-up, so a broken annotation stops the
+ * application with a message naming the method. Thread-safe.
+ */
+public class LockAttributeSource {
+
+	private static final Optional<LockAttribute> NONE = Optional.empty();
+
+	private final Map<MethodClassKey, Optional<LockAttribute>> cache = new ConcurrentHashMap<>(256);
+
+	private final SpelExpressionParser parser = new SpelExpressionParser();
+
+	private final PropertyResolver placeholders;
+
+	/**
+	 * @param placeholders resolves {@code ${...}} placeholders in resource templates and durations (normally
+	 * the application's {@link org.springframework.core.env.Environment})
+	 */
+	public LockAttributeSource(PropertyResolver placeholders) {
+		this.placeholders = placeholders;
+	}
+
+	/**
+	 * The lock attribute of a method as invoked on a target class, or {@code null} if it is not annotated.
+	 * @throws IllegalStateException if the annotation is invalid, naming the method and the problem
+	 */
+	@Nullable
+	public LockAttribute getLockAttribute(Method method, @Nullable Class<?> targetClass) {
+		if (method.getDeclaringClass() == Object.class) {
+			return null;
+		}
+		MethodClassKey key = new MethodClassKey(method, targetClass);
+		Optional<LockAttribute> cached = this.cache.get(key);
+		if (cached == null) {
+			LockAttribute parsed = find(method, targetClass);
+			cached = (parsed != null) ? Optional.of(parsed) : NONE;
+			this.cache.put(key, cached);
+		}
+		return cached.orElse(null);
+	}
+
+	@Nullable
+	private LockAttribute find(Method method, @Nullable Class<?> targetClass) {
+		Method specific = AopUtils.getMostSpecificMethod(method, targetClass);
+		DistributedLock annotation = AnnotatedElementUtils.findMergedAnnotation(specific, DistributedLock.class);
+		if (annotation == null && specific != method) {
+			annotation = AnnotatedElementUtils.findMergedAnnotation(method, DistributedLock.class);
+		}
+		return (annotation != null) ? parse(specific, annotation) : null;
+	}
+
+	private LockAttribute parse(Method method, DistributedLock annotation) {
+		String where = "@DistributedLock on " + LockAttribute.describe(method);
+		if (!StringUtils.hasText(annotation.resource())) {
+			throw new IllegalStateException(where + " has no resource; give one, e.g. resource = \"order:#{#id}\"");
+		}
+		String template;
+		try {
+			template = this.placeholders.resolveRequiredPlaceholders(annotation.resource());
+		}
+		catch (IllegalArgumentException ex) {
+			throw new IllegalStateException(where + ": " + ex.getMessage(), ex);
+		}
+		Expression expression;
+		try {
+			expression = this.parser.parseExpression(template, ParserContext.TEMPLATE_EXPRESSION);
+		}
+		catch (ParseException ex) {
+			throw new IllegalStateException(where + ": resource '" + template + "' does not parse: " + ex.getMessage(),
+					ex);
+		}
+		LockOptions options = LockOptions.defaults();
+		Duration waitTime = duration(where, "waitTime", annotation.waitTime());
+		if (waitTime != null) {
+			if (waitTime.isNegative()) {
+				throw new IllegalStateException(where + ": waitTime must not be negative, was " + annotation.waitTime());
+			}
+			options = options.withWaitTime(waitTime);
+		}
+		Duration leaseTime = duration(where, "leaseTime", annotation.leaseTime());
+		if (leaseTime != null) {
+			if (leaseTime.isNegative() || leaseTime.isZero()) {
+				throw new IllegalStateException(where + ": leaseTime must be positive, was " + annotation.leaseTime());
+			}
+			options = options.withLeaseTime(leaseTime);
+		}
+		if (annotation.mode().length > 1) {
+			throw new IllegalStateException(where + ": give at most one mode, was " + annotation.mode().length);
+		}
+		if (annotation.mode().length == 1) {
+			options = options.withMode(annotation.mode()[0]);
+		}
+		LockAttribute attribute = new LockAttribute(method, template, expression, options);
+		if (attribute.isLiteral()) {
+			try {
+				LockTemplate.validateResource(template);
+			}
+			catch (IllegalArgumentException ex) {
+				throw new IllegalStateException(where + ": " + ex.getMessage(), ex);
+			}
+		}
+		return attribute;
+	}
+
+	@Nullable
+	private Duration duration(String where, String attribute, String value) {
+		if (!StringUtils.hasText(value)) {
+			return null;
+		}
+		try {
+			return DurationStyle.detectAndParse(this.placeholders.resolveRequiredPlaceholders(value.trim()));
+		}
+		catch (IllegalArgumentException ex) {
+			throw new IllegalStateException(where + ": " + attribute + " '" + value
+					+ "' is not a duration (use e.g. \"500ms\", \"5s\", \"PT1M\")", ex);
+		}
+	}
+
+}

@@ -1,0 +1,148 @@
+package io.github.dblock.jdbc;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+
+import javax.sql.DataSource;
+
+import org.springframework.dao.DataAccessException;
+import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
+import org.springframework.jdbc.support.SQLErrorCodeSQLExceptionTranslator;
+import org.springframework.jdbc.support.SQLExceptionTranslator;
+
+/**
+ * Connection handling shared by the JDBC lock providers: every lock statement runs on a connection taken
+ * directly from the lock {@link DataSource} (never the one bound to the caller's Spring transaction), as its
+ * own transaction, with a query timeout; transient errors (deadlock 1213, lock wait timeout 1205, SQLSTATE
+ * 40001) are retried a bounded number of times; every other error is translated to a
+ * {@link DataAccessException}.
+ */
+final class JdbcLockSupport {
+
+	/** How often one operation is retried after a deadlock or lock wait timeout before the error surfaces. */
+	static final int MAX_TRANSIENT_RETRIES = 8;
+
+	private final DataSource dataSource;
+
+	private final int statementTimeoutSeconds;
+
+	private final SQLExceptionTranslator translator;
+
+	JdbcLockSupport(DataSource dataSource, Duration statementTimeout) {
+		this.dataSource = unwrap(dataSource);
+		this.statementTimeoutSeconds = (int) Math.max(1, Math.min(Integer.MAX_VALUE, ceilSeconds(statementTimeout)));
+		this.translator = new SQLErrorCodeSQLExceptionTranslator(this.dataSource);
+	}
+
+	private static DataSource unwrap(DataSource dataSource) {
+		// A transaction-aware proxy would hand out the caller's transactional connection.
+		DataSource current = dataSource;
+		while (current instanceof TransactionAwareDataSourceProxy proxy && proxy.getTargetDataSource() != null) {
+			current = proxy.getTargetDataSource();
+		}
+		return current;
+	}
+
+	private static long ceilSeconds(Duration duration) {
+		long seconds = duration.getSeconds();
+		return (duration.getNano() > 0) ? seconds + 1 : seconds;
+	}
+
+	/**
+	 * The query timeout for a statement of an acquisition with the given time left: the time left rounded up
+	 * to whole seconds (JDBC's unit), at least one second and at most the configured statement timeout.
+	 */
+	int queryTimeoutSeconds(long remainingNanos) {
+		long seconds = (remainingNanos + TimeUnit.SECONDS.toNanos(1) - 1) / TimeUnit.SECONDS.toNanos(1);
+		return (int) Math.max(1, Math.min(seconds, this.statementTimeoutSeconds));
+	}
+
+	int statementTimeoutSeconds() {
+		return this.statementTimeoutSeconds;
+	}
+
+	/**
+	 * Runs work on a fresh connection of the lock data source. If the pool hands out connections with
+	 * autocommit off, each statement is committed by {@link #commitIfNeeded(Connection)}.
+	 */
+	<T> T execute(String task, ConnectionWork<T> work) {
+		int transientFailures = 0;
+		while (true) {
+			try (Connection connection = this.dataSource.getConnection()) {
+				try {
+					return work.run(connection);
+				}
+				catch (SQLException | RuntimeException ex) {
+					rollbackQuietly(connection);
+					throw ex;
+				}
+			}
+			catch (SQLException ex) {
+				if (isTransient(ex) && transientFailures++ < MAX_TRANSIENT_RETRIES) {
+					pauseBeforeRetry(transientFailures);
+					continue;
+				}
+				DataAccessException translated = this.translator.translate(task, null, ex);
+				throw (translated != null) ? translated
+						: new org.springframework.jdbc.UncategorizedSQLException(task, null, ex);
+			}
+		}
+	}
+
+	static void commitIfNeeded(Connection connection) throws SQLException {
+		if (!connection.getAutoCommit()) {
+			connection.commit();
+		}
+	}
+
+	private static void rollbackQuietly(Connection connection) {
+		try {
+			if (!connection.getAutoCommit()) {
+				connection.rollback();
+			}
+		}
+		catch (SQLException ignored) {
+			// the original failure is reported
+		}
+	}
+
+	private static void pauseBeforeRetry(int failures) {
+		try {
+			// 1..(2^failures) ms, jittered so that colliding transactions do not collide again
+			long bound = Math.min(64, 1L << Math.min(failures, 6));
+			Thread.sleep(1 + ThreadLocalRandom.current().nextLong(bound));
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+	}
+
+	/** Deadlock (1213), lock wait timeout (1205), or any serialization failure (SQLSTATE 40001). */
+	static boolean isTransient(SQLException ex) {
+		for (Throwable t = ex; t != null; t = t.getCause()) {
+			if (t instanceof SQLException sql) {
+				int code = sql.getErrorCode();
+				if (code == 1213 || code == 1205 || "40001".equals(sql.getSQLState())) {
+					return true;
+				}
+			}
+		}
+		return false;
+	}
+
+	/** Duplicate entry for a unique key (1062). */
+	static boolean isDuplicateKey(SQLException ex) {
+		return ex.getErrorCode() == 1062;
+	}
+
+	@FunctionalInterface
+	interface ConnectionWork<T> {
+
+		T run(Connection connection) throws SQLException;
+
+	}
+
+}

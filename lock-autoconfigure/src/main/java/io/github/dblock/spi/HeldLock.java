@@ -1,0 +1,26 @@
+package io.github.dblock.spi;
+
+/**
+ * A lock taken in the database by a {@link LockProvider} for one owner.
+ */
+public interface HeldLock {
+
+	/** The fencing token the database assigned to this acquisition. */
+	long fencingToken();
+
+	/** The unique token identifying this acquisition's owner in the lock table. */
+	String ownerToken();
+
+	/** The {@link System#nanoTime()} value read just before the acquiring statement was sent. */
+	long acquiredAtNanos();
+
+	/**
+	 * Gives the lock back. Must be called at most once.
+	 * @return {@code true} if the database showed this owner still held the lock and it is now released;
+	 * {@code false} if it was no longer held by this owner (lease expired or taken over), in which case nothing
+	 * was changed
+	 * @throws org.springframework.dao.DataAccessException if the database could not be reached
+	 */
+	boolean release();
+
+}

