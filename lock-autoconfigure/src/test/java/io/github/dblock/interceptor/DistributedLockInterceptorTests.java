@@ -1,0 +1,384 @@
+package io.github.dblock.interceptor;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.github.dblock.DistributedLock;
+import io.github.dblock.LockHandle;
+import io.github.dblock.LockMode;
+import io.github.dblock.LockNotAcquiredException;
+import io.github.dblock.LockTemplate;
+import io.github.dblock.autoconfigure.DistributedLockAutoConfiguration;
+import io.github.dblock.test.LockNodes;
+import io.github.dblock.test.TestDatabase;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.autoconfigure.aop.AopAutoConfiguration;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration;
+import org.springframework.boot.jdbc.autoconfigure.JdbcTemplateAutoConfiguration;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.transaction.annotation.Transactional;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
+
+/**
+ * {@code @DistributedLock} in a Spring Boot context on the real database: SpEL resources, misuse errors, and the
+ * ordering against Spring's transactions. A second, independent {@link LockTemplate} ("the other node") probes
+ * whether the application holds a lock at a given moment.
+ */
+class DistributedLockInterceptorTests {
+
+	private static HikariDataSource otherNodePool;
+
+	private static LockTemplate otherNode;
+
+	private final ApplicationContextRunner runner = new ApplicationContextRunner()
+		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
+				DataSourceTransactionManagerAutoConfiguration.class, TransactionAutoConfiguration.class,
+				JdbcTemplateAutoConfiguration.class, AopAutoConfiguration.class, DistributedLockAutoConfiguration.class))
+		.withPropertyValues(TestDatabase.get().springProperties())
+		.withPropertyValues("distributed-lock.node-name=app", "test.prefix=tenant-7");
+
+	@BeforeAll
+	static void otherNode() {
+		otherNodePool = TestDatabase.get().newDataSource(4);
+		LockNodes.migrateOnce(otherNodePool);
+		otherNode = LockNodes.node(LockMode.LEASE, "other-node", otherNodePool);
+		TestDatabase.get().execute("CREATE TABLE IF NOT EXISTS lock_test_item (id VARCHAR(64) PRIMARY KEY, note VARCHAR(64))");
+	}
+
+	@AfterAll
+	static void closePool() {
+		otherNodePool.close();
+	}
+
+	/** Whether another node could take the lock right now (it gives it back at once). */
+	static boolean freeForOthers(String resource) {
+		Optional<LockHandle> probe = otherNode.tryAcquire(resource);
+		probe.ifPresent(LockHandle::close);
+		return probe.isPresent();
+	}
+
+	static boolean committedRowVisible(String id) {
+		return new JdbcTemplate(otherNodePool).queryForObject("SELECT COUNT(*) FROM lock_test_item WHERE id = ?",
+				Integer.class, id) == 1;
+	}
+
+	@Test
+	void theLockIsTakenBeforeTheMethodsTransactionBeginsAndReleasedAfterItCommits() {
+		this.runner.withUserConfiguration(Services.class).run((context) -> {
+			Inventory inventory = context.getBean(Inventory.class);
+			String id = UUID.randomUUID().toString();
+			inventory.reserve(new Item(id));
+			assertThat(inventory.events()).containsExactly("in method: tx active=true, free for others=false",
+					"after commit: free for others=false, row visible to others=true");
+			assertThat(freeForOthers("item:" + id)).isTrue();
+		});
+	}
+
+	@Test
+	void insideACallersTransactionTheReleaseWaitsForThatTransactionToComplete() {
+		this.runner.withUserConfiguration(Services.class).run((context) -> {
+			Caller caller = context.getBean(Caller.class);
+			String id = UUID.randomUUID().toString();
+			List<String> seen = new ArrayList<>();
+			caller.inTransaction(id, () -> seen.add("after locked method returned, still in caller's tx: free for others="
+					+ freeForOthers("item:" + id) + ", row visible=" + committedRowVisible(id)));
+			// Were the lock released when the locked method returned, another node could take it and would not see
+			// the row written under it: the first entry would say "free for others=true".
+			assertThat(seen).containsExactly(
+					"after locked method returned, still in caller's tx: free for others=false, row visible=false");
+			assertThat(committedRowVisible(id)).isTrue();
+			assertThat(freeForOthers("item:" + id)).isTrue();
+		});
+	}
+
+	@Test
+	void aRollbackOfTheCallersTransactionAlsoReleasesTheLock() {
+		this.runner.withUserConfiguration(Services.class).run((context) -> {
+			Caller caller = context.getBean(Caller.class);
+			String id = UUID.randomUUID().toString();
+			assertThatExceptionOfType(IllegalStateException.class).isThrownBy(() -> caller.inTransaction(id, () -> {
+				assertThat(freeForOthers("item:" + id)).isFalse();
+				throw new IllegalStateException("business failure");
+			}));
+			assertThat(committedRowVisible(id)).isFalse();
+			assertThat(freeForOthers("item:" + id)).isTrue();
+		});
+	}
+
+	@Test
+	void resourcesAreTemplatesOverArgumentsPropertiesAndBeans() {
+		this.runner.withUserConfiguration(Services.class).run((context) -> {
+			Inventory inventory = context.getBean(Inventory.class);
+			String key = UUID.randomUUID().toString();
+			assertThat(inventory.byPosition(key)).isEqualTo("pos:" + key + " held=true");
+			assertThat(inventory.withPlaceholderAndBean(key)).isEqualTo("tenant-7:KEY-" + key + " held=true");
+			assertThat(inventory.literal()).isEqualTo("literal held=true");
+			assertThat(freeForOthers("pos:" + key)).isTrue();
+		});
+	}
+
+	@Test
+	void anExpressionEvaluatingToNullOrBlankFailsTheCallBeforeTheMethodRuns() {
+		this.runner.withUserConfiguration(Services.class).run((context) -> {
+			Inventory inventory = context.getBean(Inventory.class);
+			assertThatIllegalArgumentException().isThrownBy(() -> inventory.nullable(null))
+				.withMessageContaining("#{#value}")
+				.withMessageContaining("Inventory.nullable()")
+				.withMessageContaining("null");
+			assertThatIllegalArgumentException().isThrownBy(() -> inventory.nullable(" "))
+				.withMessageContaining("blank");
+			assertThat(inventory.calls()).hasValue(0);
+		});
+	}
+
+	@Test
+	void aLockHeldElsewhereMakesTheCallFailWithoutRunningTheMethod() {
+		this.runner.withUserConfiguration(Services.class).run((context) -> {
+			Inventory inventory = context.getBean(Inventory.class);
+			String key = UUID.randomUUID().toString();
+			try (LockHandle held = otherNode.acquire("n:" + key)) {
+				assertThatExceptionOfType(LockNotAcquiredException.class).isThrownBy(() -> inventory.nullable(key))
+					.withMessageContaining("other-node");
+			}
+			assertThat(inventory.calls()).hasValue(0);
+			inventory.nullable(key);
+			assertThat(inventory.calls()).hasValue(1);
+		});
+	}
+
+	@Test
+	void aMethodThatThrowsStillReleasesItsLock() {
+		this.runner.withUserConfiguration(Services.class).run((context) -> {
+			Inventory inventory = context.getBean(Inventory.class);
+			String key = UUID.randomUUID().toString();
+			assertThatExceptionOfType(UnsupportedOperationException.class).isThrownBy(() -> inventory.failing(key));
+			assertThat(freeForOthers("fail:" + key)).isTrue();
+		});
+	}
+
+	@Test
+	void anExpressionThatDoesNotParseStopsStartUpNamingTheMethod() {
+		this.runner.withUserConfiguration(BrokenExpression.class).run((context) -> {
+			assertThat(context).hasFailed();
+			assertThat(messages(context.getStartupFailure())).anySatisfy((message) -> assertThat(message)
+				.contains("BrokenExpression$Worker.work()")
+				.contains("does not parse"));
+		});
+	}
+
+	@Test
+	void anUnparsableDurationStopsStartUpNamingTheMethod() {
+		this.runner.withUserConfiguration(BrokenDuration.class).run((context) -> {
+			assertThat(context).hasFailed();
+			assertThat(messages(context.getStartupFailure())).anySatisfy((message) -> assertThat(message)
+				.contains("BrokenDuration$Worker.work()")
+				.contains("waitTime '5 parsecs' is not a duration"));
+		});
+	}
+
+	@Test
+	void aMissingResourceStopsStartUpNamingTheMethod() {
+		this.runner.withUserConfiguration(MissingResource.class).run((context) -> {
+			assertThat(context).hasFailed();
+			assertThat(messages(context.getStartupFailure())).anySatisfy((message) -> assertThat(message)
+				.contains("MissingResource$Worker.work()")
+				.contains("has no resource"));
+		});
+	}
+
+	private static List<String> messages(Throwable failure) {
+		List<String> messages = new ArrayList<>();
+		for (Throwable t = failure; t != null; t = t.getCause()) {
+			messages.add(String.valueOf(t.getMessage()));
+		}
+		return messages;
+	}
+
+	record Item(String id) {
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class Services {
+
+		@Bean
+		Inventory inventory(JdbcTemplate jdbc) {
+			return new Inventory(jdbc);
+		}
+
+		@Bean
+		Caller caller(Inventory inventory) {
+			return new Caller(inventory);
+		}
+
+		@Bean
+		Keys keys() {
+			return new Keys();
+		}
+
+	}
+
+	public static class Keys {
+
+		public String key(String raw) {
+			return "KEY-" + raw;
+		}
+
+	}
+
+	public static class Inventory {
+
+		final JdbcTemplate jdbc;
+
+		final List<String> events = new ArrayList<>();
+
+		final AtomicInteger calls = new AtomicInteger();
+
+		Inventory(JdbcTemplate jdbc) {
+			this.jdbc = jdbc;
+		}
+
+		public List<String> events() {
+			return this.events;
+		}
+
+		public AtomicInteger calls() {
+			return this.calls;
+		}
+
+		@DistributedLock(resource = "item:#{#item.id}")
+		@Transactional
+		public void reserve(Item item) {
+			String resource = "item:" + item.id();
+			this.events.add("in method: tx active=" + TransactionSynchronizationManager.isActualTransactionActive()
+					+ ", free for others=" + freeForOthers(resource));
+			this.jdbc.update("INSERT INTO lock_test_item (id, note) VALUES (?, 'reserve')", item.id());
+			TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+				@Override
+				public void afterCommit() {
+					Inventory.this.events.add("after commit: free for others=" + freeForOthers(resource)
+							+ ", row visible to others=" + committedRowVisible(item.id()));
+				}
+			});
+		}
+
+		@DistributedLock("item:#{#id}")
+		public void write(String id) {
+			this.jdbc.update("INSERT INTO lock_test_item (id, note) VALUES (?, 'caller')", id);
+		}
+
+		@DistributedLock("pos:#{#p0}")
+		public String byPosition(String key) {
+			return "pos:" + key + " held=" + !freeForOthers("pos:" + key);
+		}
+
+		@DistributedLock("${test.prefix}:#{@keys.key(#a0)}")
+		public String withPlaceholderAndBean(String key) {
+			String resource = "tenant-7:KEY-" + key;
+			return resource + " held=" + !freeForOthers(resource);
+		}
+
+		@DistributedLock(resource = "literal", waitTime = "10s", leaseTime = "PT1M", mode = LockMode.LEASE)
+		public String literal() {
+			return "literal held=" + !freeForOthers("literal");
+		}
+
+		@DistributedLock(resource = "n:#{#value}", waitTime = "0")
+		public void nullable(String value) {
+			this.calls.incrementAndGet();
+		}
+
+		@DistributedLock("fail:#{#key}")
+		public void failing(String key) {
+			throw new UnsupportedOperationException("boom");
+		}
+
+	}
+
+	public static class Caller {
+
+		private final Inventory inventory;
+
+		Caller(Inventory inventory) {
+			this.inventory = inventory;
+		}
+
+		@Transactional
+		public void inTransaction(String id, Runnable afterLockedCall) {
+			this.inventory.write(id);
+			afterLockedCall.run();
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class BrokenExpression {
+
+		@Bean
+		BrokenExpression.Worker worker() {
+			return new Worker();
+		}
+
+		public static class Worker {
+
+			@DistributedLock("x:#{#id.}")
+			public void work() {
+			}
+
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class BrokenDuration {
+
+		@Bean
+		BrokenDuration.Worker worker() {
+			return new Worker();
+		}
+
+		public static class Worker {
+
+			@DistributedLock(resource = "x", waitTime = "5 parsecs")
+			public void work() {
+			}
+
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class MissingResource {
+
+		@Bean
+		MissingResource.Worker worker() {
+			return new Worker();
+		}
+
+		public static class Worker {
+
+			@DistributedLock(waitTime = "1s")
+			public void work() {
+			}
+
+		}
+
+	}
+
+}
