@@ -1,0 +1,160 @@
+package io.github.dblock.process;
+
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.github.dblock.LockHandle;
+import io.github.dblock.LockMode;
+import io.github.dblock.LockOptions;
+import io.github.dblock.LockTemplate;
+import io.github.dblock.test.LockNodes;
+import io.github.dblock.test.TestDatabase;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Mutual exclusion between real JVM processes, checked independently of the lock itself, and recovery from a
+ * holder process killed with SIGKILL.
+ */
+class CrossProcessLockTests {
+
+	private static final Pattern RESULT = Pattern.compile("RESULT acquisitions=(\\d+) violations=(\\d+)");
+
+	private static HikariDataSource pool;
+
+	@BeforeAll
+	static void tables() {
+		pool = TestDatabase.get().newDataSource(4);
+		LockNodes.migrateOnce(pool);
+		TestDatabase.get().execute(
+				"CREATE TABLE IF NOT EXISTS lock_test_counter (name VARCHAR(100) PRIMARY KEY, value BIGINT NOT NULL)",
+				"CREATE TABLE IF NOT EXISTS lock_test_probe (name VARCHAR(100) PRIMARY KEY, holder VARCHAR(100) NULL)",
+				"CREATE TABLE IF NOT EXISTS lock_test_token (seq BIGINT AUTO_INCREMENT PRIMARY KEY, "
+						+ "name VARCHAR(100) NOT NULL, token BIGINT NOT NULL, KEY (name))");
+	}
+
+	@AfterAll
+	static void close() {
+		pool.close();
+	}
+
+	@ParameterizedTest
+	@EnumSource(LockMode.class)
+	void threeProcessesWithSeveralThreadsEachNeverOverlap(LockMode mode) throws Exception {
+		String resource = "processes-" + UUID.randomUUID();
+		JdbcTemplate jdbc = new JdbcTemplate(pool);
+		jdbc.update("INSERT INTO lock_test_counter (name, value) VALUES (?, 0)", resource);
+		jdbc.update("INSERT INTO lock_test_probe (name, holder) VALUES (?, NULL)", resource);
+		int processes = 3;
+		int threads = 3;
+		int iterations = 15;
+		List<Process> started = new ArrayList<>();
+		for (int p = 0; p < processes; p++) {
+			started.add(start("contend", mode.name(), resource, String.valueOf(threads), String.valueOf(iterations)));
+		}
+		int acquisitions = 0;
+		int violations = 0;
+		for (Process process : started) {
+			String output = outputOf(process, Duration.ofMinutes(5));
+			Matcher m = RESULT.matcher(output);
+			assertThat(m.find()).as("worker output:%n%s", output).isTrue();
+			acquisitions += Integer.parseInt(m.group(1));
+			violations += Integer.parseInt(m.group(2));
+			assertThat(process.exitValue()).as("worker output:%n%s", output).isZero();
+		}
+		int expected = processes * threads * iterations;
+		assertThat(violations).isZero();
+		assertThat(acquisitions).isEqualTo(expected);
+		assertThat(jdbc.queryForObject("SELECT value FROM lock_test_counter WHERE name = ?", Long.class, resource))
+			.isEqualTo(expected);
+		List<Long> tokens = jdbc.queryForList("SELECT token FROM lock_test_token WHERE name = ? ORDER BY seq",
+				Long.class, resource);
+		assertThat(tokens).hasSize(expected);
+		for (int i = 1; i < tokens.size(); i++) {
+			assertThat(tokens.get(i)).as("token #%d in database order", i).isGreaterThan(tokens.get(i - 1));
+		}
+	}
+
+	@Test
+	void aLeaseHeldByAKilledProcessBecomesAvailableWhenTheLeaseEndsAndNotBefore() throws Exception {
+		String resource = "killed-" + UUID.randomUUID();
+		long leaseMillis = 2_000;
+		Process holder = start("hold", LockMode.LEASE.name(), resource, String.valueOf(leaseMillis));
+		BufferedReader out = new BufferedReader(new InputStreamReader(holder.getInputStream(), StandardCharsets.UTF_8));
+		String line = CompletableFuture.supplyAsync(() -> readUntil(out, "HOLDING")).get(60, TimeUnit.SECONDS);
+		long killedToken = Long.parseLong(line.substring("HOLDING ".length()).trim());
+		long killedAt = System.nanoTime();
+		holder.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
+		LockTemplate survivor = LockNodes.node(LockMode.LEASE, "survivor", pool);
+		assertThat(survivor.tryAcquire(resource)).as("lease still running right after the kill").isEmpty();
+		try (LockHandle lock = survivor.acquire(resource,
+				LockOptions.defaults().withWaitTime(Duration.ofSeconds(30)))) {
+			long recoveredMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killedAt);
+			System.out.println("[lock tests] LEASE recovery after SIGKILL: " + recoveredMillis + " ms (lease "
+					+ leaseMillis + " ms)");
+			assertThat(lock.fencingToken()).isGreaterThan(killedToken);
+			assertThat(recoveredMillis).isLessThan(leaseMillis + 1_000);
+		}
+	}
+
+	private static String readUntil(BufferedReader reader, String prefix) {
+		try {
+			for (String line = reader.readLine(); line != null; line = reader.readLine()) {
+				if (line.startsWith(prefix)) {
+					return line;
+				}
+			}
+			throw new IllegalStateException("worker ended before printing " + prefix);
+		}
+		catch (java.io.IOException ex) {
+			throw new IllegalStateException(ex);
+		}
+	}
+
+	private static Process start(String... args) throws Exception {
+		TestDatabase db = TestDatabase.get();
+		List<String> command = new ArrayList<>(List.of(
+				System.getProperty("java.home") + File.separator + "bin" + File.separator + "java", "-Xmx128m",
+				"-XX:TieredStopAtLevel=1", "-cp", System.getProperty("java.class.path"), LockWorker.class.getName(),
+				args[0], db.jdbcUrl(), (db.username() != null) ? db.username() : "",
+				(db.password() == null || db.password().isEmpty()) ? "-" : db.password()));
+		for (int i = 1; i < args.length; i++) {
+			command.add(args[i]);
+		}
+		return new ProcessBuilder(command).redirectErrorStream(true).start();
+	}
+
+	private static String outputOf(Process process, Duration timeout) throws Exception {
+		CompletableFuture<String> output = CompletableFuture.supplyAsync(() -> {
+			try {
+				return new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+			}
+			catch (java.io.IOException ex) {
+				return ex.toString();
+			}
+		});
+		if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+			process.destroyForcibly();
+			throw new AssertionError("worker did not finish within " + timeout);
+		}
+		return output.get(30, TimeUnit.SECONDS);
+	}
+
+}
