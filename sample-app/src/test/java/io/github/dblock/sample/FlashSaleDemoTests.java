@@ -1,5 +1,6 @@
 package io.github.dblock.sample;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -7,6 +8,7 @@ import java.util.UUID;
 import io.github.dblock.sample.demo.FlashSaleDemo;
 import io.github.dblock.sample.demo.FlashSaleDemo.SaleResult;
 import io.github.dblock.sample.stock.StockService;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Value;
@@ -15,6 +17,7 @@ import org.springframework.boot.test.context.SpringBootTest.WebEnvironment;
 import org.springframework.core.ParameterizedTypeReference;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.ResponseEntity;
+import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.web.client.RestClient;
@@ -41,8 +44,22 @@ class FlashSaleDemoTests {
 	@Autowired
 	private StockService stockService;
 
+	@Autowired
+	private JdbcTemplate jdbc;
+
 	@Value("${local.server.port}")
 	private int port;
+
+	private final List<String> skus = new ArrayList<>();
+
+	@AfterEach
+	void deleteTestRows() {
+		// The test database may be shared (-Dlock.test.jdbc-url); leave nothing behind but the tables.
+		for (String sku : this.skus) {
+			this.jdbc.update("DELETE FROM purchase WHERE sku = ?", sku);
+			this.jdbc.update("DELETE FROM stock WHERE sku = ?", sku);
+		}
+	}
 
 	@Test
 	void withTheLockExactlyTheStockIsSold() {
@@ -71,6 +88,7 @@ class FlashSaleDemoTests {
 
 	@Test
 	void runDemoUsesTheConfiguredSettingsAndReportsBothRuns() {
+		this.skus.add("demo-sku-tests");
 		List<SaleResult> results = this.demo.runDemo();
 		assertThat(results).extracting(SaleResult::locked).containsExactly(true, false);
 		SaleResult locked = results.get(0);
@@ -116,8 +134,10 @@ class FlashSaleDemoTests {
 		assertThat(unknown.getStatusCode()).isEqualTo(HttpStatus.NOT_FOUND);
 	}
 
-	private static String uniqueSku() {
-		return "test-" + UUID.randomUUID();
+	private String uniqueSku() {
+		String sku = "test-" + UUID.randomUUID();
+		this.skus.add(sku);
+		return sku;
 	}
 
 }

@@ -53,6 +53,8 @@ class ReportJobTests {
 			// The lock was released when the report finished: now the other instance gets its turn.
 			assertThat((ran.get(0) ? jobB : jobA).runOnce()).isTrue();
 			assertThat(runsBy(jdbc, nodeA, nodeB)).containsExactly(winner, loser);
+
+			jdbc.update("DELETE FROM report_run WHERE instance IN (?, ?)", nodeA, nodeB);
 		}
 	}
 
