@@ -44,8 +44,8 @@ public class DailySalesReportJob {
 			return true;
 		}
 		catch (LockNotAcquiredException ex) {
-			logger.info("Daily sales report skipped: another instance is generating it (lock '" + ex.getResource()
-					+ "' held by " + ((ex.getHolder() != null) ? ex.getHolder() : "an unknown holder") + ")");
+			logger.info("Daily sales report skipped, another instance is generating it: lock '" + ex.getResource()
+					+ "' is held by " + ((ex.getHolder() != null) ? ex.getHolder() : "an unknown holder"));
 			return false;
 		}
 	}
