@@ -1,7 +1,5 @@
 package io.github.dblock;
 
-import java.time.Duration;
-
 import io.github.dblock.spi.HeldLock;
 
 /**
@@ -17,18 +15,15 @@ final class DefaultLockHandle implements LockHandle {
 
 	private final LockMode mode;
 
-	private final Duration leaseTime;
-
 	private final Thread owner;
 
 	private volatile boolean closed;
 
-	DefaultLockHandle(LockTemplate template, LocalLocks.Entry entry, HeldLock lock, LockMode mode, Duration leaseTime) {
+	DefaultLockHandle(LockTemplate template, LocalLocks.Entry entry, HeldLock lock, LockMode mode) {
 		this.template = template;
 		this.entry = entry;
 		this.lock = lock;
 		this.mode = mode;
-		this.leaseTime = leaseTime;
 		this.owner = Thread.currentThread();
 	}
 
@@ -48,13 +43,8 @@ final class DefaultLockHandle implements LockHandle {
 	}
 
 	@Override
-	public Duration leaseTime() {
-		return this.leaseTime;
-	}
-
-	@Override
 	public boolean isHeld() {
-		return !this.closed && System.nanoTime() - this.lock.acquiredAtNanos() < this.leaseTime.toNanos();
+		return !this.closed && System.nanoTime() - this.lock.validUntilNanos() < 0;
 	}
 
 	@Override

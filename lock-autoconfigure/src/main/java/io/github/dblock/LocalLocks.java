@@ -54,10 +54,8 @@ final class LocalLocks {
 		/** The database-level lock while the gate's holder holds it; written and read by the gate holder. */
 		volatile HeldLock held;
 
-		/** The mode and lease time {@link #held} was taken with; reentrant holds share them. */
+		/** The mode {@link #held} was taken in; reentrant holds share it. */
 		volatile LockMode mode;
-
-		volatile java.time.Duration leaseTime;
 
 		/** Description of the local holder, for error messages of local waiters. */
 		volatile String holder;

@@ -1,7 +1,5 @@
 package io.github.dblock;
 
-import java.time.Duration;
-
 /**
  * One hold of a distributed lock, returned by {@link LockTemplate#acquire(String)} and passed to
  * {@link LockCallback}s. Close it (try-with-resources) to release the hold.
@@ -23,20 +21,19 @@ public interface LockHandle extends AutoCloseable {
 
 	/**
 	 * The fencing token of this acquisition: a number that strictly increases with every acquisition of this
-	 * resource by any owner, assigned by the database in the statement that granted the lock. Pass it to the
-	 * resource you protect and have it reject writes carrying a token lower than one it has already seen
-	 * (see the README's "Fencing tokens" section); that keeps data safe even when a holder outlives its lease.
+	 * resource by any owner, in every mode, assigned by the database in the statement that granted the lock. Pass
+	 * it to the resource you protect and have it reject writes carrying a token lower than one it has already
+	 * seen (see the README's "Fencing tokens" section); that keeps data safe even when a holder outlives its
+	 * lease. In {@link LockMode#OPTIMISTIC} mode the work sees the token it started from (the version it read);
+	 * its own compare-and-set is the guard there.
 	 */
 	long fencingToken();
 
-	/** The lease time this lock was taken with. */
-	Duration leaseTime();
-
 	/**
 	 * Whether this handle still holds the lock, as far as this JVM can tell without asking the database:
-	 * {@code false} once the handle is closed, and {@code false} once the lease time has elapsed since the
-	 * acquiring statement was sent (measured with {@link System#nanoTime()}, so it errs towards {@code false};
-	 * the server may consider the lease valid a little longer, never shorter).
+	 * {@code false} once the handle is closed, and, in {@link LockMode#LEASE} mode, {@code false} once the lease
+	 * time has elapsed since the acquiring statement was sent (measured with {@link System#nanoTime()}, so it errs
+	 * towards {@code false}; the server may consider the lease valid a little longer, never shorter).
 	 */
 	boolean isHeld();
 

@@ -11,7 +11,11 @@ public class LockLostException extends DistributedLockException {
 	private final long fencingToken;
 
 	public LockLostException(String resource, long fencingToken, String message) {
-		super(resource, message, null);
+		this(resource, fencingToken, message, null);
+	}
+
+	public LockLostException(String resource, long fencingToken, String message, Throwable cause) {
+		super(resource, message, cause);
 		this.fencingToken = fencingToken;
 	}
 

@@ -11,9 +11,13 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 import io.github.dblock.spi.AcquireResult;
+import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockProvider;
 import io.github.dblock.spi.LockRequest;
+import io.github.dblock.spi.WorkLockProvider;
 import org.jspecify.annotations.Nullable;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
  * The programmatic entry point: acquire distributed locks on named resources, or run code while holding one.
@@ -168,8 +172,38 @@ public class LockTemplate {
 	@Nullable
 	public <T> T execute(String resource, LockOptions options, LockCallback<T> action) {
 		Objects.requireNonNull(action, "action must not be null");
+		Request request = request(resource, options);
+		if (request.provider instanceof WorkLockProvider work) {
+			return executeWork(work, request, action);
+		}
+		return request.provider.inTransaction(() -> executeHolding(request, action));
+	}
+
+	@Nullable
+	private <T> T executeWork(WorkLockProvider provider, Request request, LockCallback<T> action) {
+		WorkLockProvider.Outcome<T> outcome;
+		try {
+			outcome = provider.execute(lockRequest(request), (held) -> action
+				.doWithLock(new WorkLockHandle(request.resource, request.mode, held.fencingToken())));
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new LockInterruptedException(request.resource, ex);
+		}
+		if (!outcome.committed()) {
+			throw new LockNotAcquiredException(request.resource, request.waitTime, outcome.failure());
+		}
+		return outcome.value();
+	}
+
+	@Nullable
+	private <T> T executeHolding(Request request, LockCallback<T> action) {
 		T result;
-		LockHandle lock = acquire(resource, options);
+		Attempt attempt = doAcquire(request);
+		if (attempt.handle == null) {
+			throw new LockNotAcquiredException(request.resource, request.waitTime, attempt.holder);
+		}
+		LockHandle lock = attempt.handle;
 		try {
 			result = action.doWithLock(lock);
 		}
@@ -202,6 +236,11 @@ public class LockTemplate {
 			action.accept(lock);
 			return null;
 		});
+	}
+
+	/** The mode used when a call does not choose one. */
+	public LockMode getDefaultMode() {
+		return this.defaultMode;
 	}
 
 	/** The number of resources this JVM currently holds or waits for. */
@@ -247,6 +286,10 @@ public class LockTemplate {
 	}
 
 	private Attempt doAcquire(Request request) {
+		if (request.provider instanceof WorkLockProvider) {
+			throw new IllegalArgumentException("Lock mode " + request.mode + " has no lock to hold: its work runs in the "
+					+ "transaction that checks the version. Use execute(...) or @DistributedLock for '" + request.resource + "'");
+		}
 		LocalLocks.Entry entry = this.locals.retain(request.resource);
 		boolean gateHeld = false;
 		boolean acquired = false;
@@ -254,7 +297,7 @@ public class LockTemplate {
 			if (entry.gate.isHeldByCurrentThread()) {
 				entry.gate.lock();
 				gateHeld = true;
-				DefaultLockHandle handle = new DefaultLockHandle(this, entry, entry.held, entry.mode, entry.leaseTime);
+				DefaultLockHandle handle = new DefaultLockHandle(this, entry, entry.held, entry.mode);
 				acquired = true;
 				return new Attempt(handle, null);
 			}
@@ -265,18 +308,15 @@ public class LockTemplate {
 				return new Attempt(null, (localHolder != null) ? localHolder + " (this JVM)" : "another thread of this JVM");
 			}
 			gateHeld = true;
-			String holder = holderDescription();
-			AcquireResult result = request.provider
-				.acquire(new LockRequest(request.resource, request.leaseTime, deadline, holder));
+			AcquireResult result = request.provider.acquire(lockRequest(request, deadline));
 			if (result.lock() == null) {
 				return new Attempt(null, result.holder());
 			}
 			entry.held = result.lock();
 			entry.mode = request.mode;
-			entry.leaseTime = request.leaseTime;
-			entry.holder = holder;
+			entry.holder = holderDescription();
 			acquired = true;
-			return new Attempt(new DefaultLockHandle(this, entry, result.lock(), request.mode, request.leaseTime), null);
+			return new Attempt(new DefaultLockHandle(this, entry, result.lock(), request.mode), null);
 		}
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();
@@ -292,11 +332,35 @@ public class LockTemplate {
 		}
 	}
 
+	private LockRequest lockRequest(Request request) {
+		return lockRequest(request, System.nanoTime() + saturatedNanos(request.waitTime));
+	}
+
+	private LockRequest lockRequest(Request request, long deadline) {
+		return new LockRequest(request.resource, request.leaseTime, deadline, holderDescription());
+	}
+
 	/** Called by {@link DefaultLockHandle#close()} on the acquiring thread. */
-	void release(LocalLocks.Entry entry, io.github.dblock.spi.HeldLock lock) {
+	void release(LocalLocks.Entry entry, HeldLock lock) {
 		if (entry.gate.getHoldCount() > 1) {
 			entry.gate.unlock();
 			this.locals.release(entry);
+			return;
+		}
+		if (lock.isTransactionBound() && TransactionSynchronizationManager.isSynchronizationActive()) {
+			// The database lock ends with the transaction; keep this JVM's side until then, so that the thread
+			// can re-enter and other local threads keep waiting.
+			TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+				@Override
+				public void afterCompletion(int status) {
+					if (entry.gate.getHoldCount() == 1) {
+						entry.held = null;
+						entry.holder = null;
+					}
+					entry.gate.unlock();
+					LockTemplate.this.locals.release(entry);
+				}
+			});
 			return;
 		}
 		entry.held = null;

@@ -3,6 +3,7 @@ package io.github.dblock.autoconfigure;
 import java.time.Duration;
 
 import io.github.dblock.LockMode;
+import io.github.dblock.jdbc.LockDialect;
 import io.github.dblock.jdbc.LockTable;
 import org.jspecify.annotations.Nullable;
 import org.springframework.beans.factory.InitializingBean;
@@ -61,7 +62,17 @@ public class DistributedLockProperties implements InitializingBean {
 	 */
 	private Duration statementTimeout = Duration.ofSeconds(5);
 
+	/**
+	 * SQL dialect of the lock database; detected from the server's version when not set.
+	 */
+	@Nullable
+	private LockDialect dialect;
+
 	private final Retry retry = new Retry();
+
+	private final Pessimistic pessimistic = new Pessimistic();
+
+	private final Optimistic optimistic = new Optimistic();
 
 	private final Flyway flyway = new Flyway();
 
@@ -124,8 +135,25 @@ public class DistributedLockProperties implements InitializingBean {
 		this.statementTimeout = statementTimeout;
 	}
 
+	@Nullable
+	public LockDialect getDialect() {
+		return this.dialect;
+	}
+
+	public void setDialect(@Nullable LockDialect dialect) {
+		this.dialect = dialect;
+	}
+
 	public Retry getRetry() {
 		return this.retry;
+	}
+
+	public Pessimistic getPessimistic() {
+		return this.pessimistic;
+	}
+
+	public Optimistic getOptimistic() {
+		return this.optimistic;
 	}
 
 	public Flyway getFlyway() {
@@ -171,6 +199,12 @@ public class DistributedLockProperties implements InitializingBean {
 			throw invalid("retry.max-backoff", this.retry.getMaxBackoff(),
 					"must be at least retry.initial-backoff (" + initial + ")");
 		}
+		if (this.pessimistic.getMaxConnections() < 1) {
+			throw invalid("pessimistic.max-connections", this.pessimistic.getMaxConnections(), "must be at least 1");
+		}
+		if (this.optimistic.getMaxAttempts() < 1) {
+			throw invalid("optimistic.max-attempts", this.optimistic.getMaxAttempts(), "must be at least 1");
+		}
 	}
 
 	private static InvalidConfigurationPropertyValueException invalid(String name, @Nullable Object value,
@@ -205,6 +239,43 @@ public class DistributedLockProperties implements InitializingBean {
 
 		public void setMaxBackoff(Duration maxBackoff) {
 			this.maxBackoff = maxBackoff;
+		}
+
+	}
+
+	/** PESSIMISTIC mode. */
+	public static class Pessimistic {
+
+		/**
+		 * How many PESSIMISTIC locks this JVM may hold or await at once on connections of their own (each pins a
+		 * pooled connection and an open transaction). Locks that join a caller's transaction do not count.
+		 */
+		private int maxConnections = 5;
+
+		public int getMaxConnections() {
+			return this.maxConnections;
+		}
+
+		public void setMaxConnections(int maxConnections) {
+			this.maxConnections = maxConnections;
+		}
+
+	}
+
+	/** OPTIMISTIC mode. */
+	public static class Optimistic {
+
+		/**
+		 * How many times the work may run before a conflict is reported as LockNotAcquiredException.
+		 */
+		private int maxAttempts = 5;
+
+		public int getMaxAttempts() {
+			return this.maxAttempts;
+		}
+
+		public void setMaxAttempts(int maxAttempts) {
+			this.maxAttempts = maxAttempts;
 		}
 
 	}

@@ -6,13 +6,19 @@ import java.util.List;
 import javax.sql.DataSource;
 
 import io.github.dblock.LockTemplate;
+import io.github.dblock.jdbc.Backoff;
 import io.github.dblock.jdbc.LeaseLockProvider;
+import io.github.dblock.jdbc.LockDialect;
 import io.github.dblock.jdbc.LockTable;
+import io.github.dblock.jdbc.OptimisticLockProvider;
+import io.github.dblock.jdbc.PessimisticLockProvider;
 import io.github.dblock.spi.LockProvider;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.transaction.PlatformTransactionManager;
 
 /**
  * The lock table, the providers and the {@link LockTemplate}.
@@ -35,6 +41,45 @@ class LockJdbcConfiguration {
 		return new LeaseLockProvider(resolve(lockDataSource, dataSources), schema.getTable(),
 				properties.getStatementTimeout(), properties.getRetry().getInitialBackoff(),
 				properties.getRetry().getMaxBackoff());
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	PessimisticLockProvider pessimisticLockProvider(DistributedLockProperties properties, LockSchemaInitializer schema,
+			@LockDataSource ObjectProvider<DataSource> lockDataSource, ObjectProvider<DataSource> dataSources,
+			ObjectProvider<PlatformTransactionManager> transactionManagers) {
+		DataSource dataSource = resolve(lockDataSource, dataSources);
+		LockDialect dialect = (properties.getDialect() != null) ? properties.getDialect()
+				: LockDialect.of(schema.getServer());
+		return new PessimisticLockProvider(dataSource, schema.getTable(), dialect,
+				transactionManager(transactionManagers, dataSource), properties.getStatementTimeout(), backoff(properties),
+				properties.getPessimistic().getMaxConnections());
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	OptimisticLockProvider optimisticLockProvider(DistributedLockProperties properties, LockSchemaInitializer schema,
+			@LockDataSource ObjectProvider<DataSource> lockDataSource, ObjectProvider<DataSource> dataSources,
+			ObjectProvider<PlatformTransactionManager> transactionManagers) {
+		DataSource dataSource = resolve(lockDataSource, dataSources);
+		return new OptimisticLockProvider(dataSource, schema.getTable(),
+				transactionManager(transactionManagers, dataSource), properties.getStatementTimeout(), backoff(properties),
+				properties.getOptimistic().getMaxAttempts());
+	}
+
+	private static Backoff backoff(DistributedLockProperties properties) {
+		return new Backoff(properties.getRetry().getInitialBackoff(), properties.getRetry().getMaxBackoff());
+	}
+
+	/**
+	 * The application's single (or primary) transaction manager, which must manage the lock data source for the
+	 * transaction-bound modes (checked when they run); without one, a private
+	 * {@link DataSourceTransactionManager} for the lock data source.
+	 */
+	private static PlatformTransactionManager transactionManager(
+			ObjectProvider<PlatformTransactionManager> transactionManagers, DataSource dataSource) {
+		PlatformTransactionManager manager = transactionManagers.getIfUnique();
+		return (manager != null) ? manager : new DataSourceTransactionManager(dataSource);
 	}
 
 	@Bean

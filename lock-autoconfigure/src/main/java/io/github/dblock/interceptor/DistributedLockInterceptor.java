@@ -4,12 +4,14 @@ import java.lang.reflect.Method;
 import java.util.function.Supplier;
 
 import io.github.dblock.LockHandle;
+import io.github.dblock.LockMode;
 import io.github.dblock.LockTemplate;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
+import org.springframework.aop.ProxyMethodInvocation;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.core.DefaultParameterNameDiscoverer;
 import org.springframework.core.ParameterNameDiscoverer;
@@ -33,7 +35,12 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * so the lock covers the commit.</li>
  * </ol>
  * If the method completed normally but the release reports that the lock was lost (lease expired), the
- * {@link io.github.dblock.LockLostException} is thrown instead of the result. Thread-safe.
+ * {@link io.github.dblock.LockLostException} is thrown instead of the result.
+ * <p>
+ * {@link LockMode#PESSIMISTIC} and {@link LockMode#OPTIMISTIC} locks belong to a transaction: for them the method
+ * runs through {@link LockTemplate#execute(String, io.github.dblock.LockOptions, io.github.dblock.LockCallback)},
+ * inside the lock's transaction on the lock data source (PESSIMISTIC joins a caller's transaction there;
+ * OPTIMISTIC may run the method several times). Thread-safe.
  */
 public class DistributedLockInterceptor implements MethodInterceptor {
 
@@ -72,7 +79,13 @@ public class DistributedLockInterceptor implements MethodInterceptor {
 		}
 		String resource = attribute.resolveResource(method, invocation.getArguments(), target, targetClass,
 				this.parameterNames, this.beanResolver);
-		LockHandle lock = this.lockTemplate.get().acquire(resource, attribute.getOptions());
+		LockTemplate template = this.lockTemplate.get();
+		LockMode mode = (attribute.getOptions().getMode() != null) ? attribute.getOptions().getMode()
+				: template.getDefaultMode();
+		if (mode != LockMode.LEASE) {
+			return invokeInLockTransaction(template, resource, attribute, invocation);
+		}
+		LockHandle lock = template.acquire(resource, attribute.getOptions());
 		Object result;
 		try {
 			result = invocation.proceed();
@@ -82,6 +95,36 @@ public class DistributedLockInterceptor implements MethodInterceptor {
 			throw ex;
 		}
 		release(lock, null);
+		return result;
+	}
+
+	/**
+	 * PESSIMISTIC and OPTIMISTIC locks belong to a transaction: the template runs the method inside it (joining
+	 * the caller's for PESSIMISTIC). As with {@code @Transactional}'s default rules, a checked exception from the
+	 * method still commits and is then rethrown; an unchecked one rolls back.
+	 */
+	@Nullable
+	private Object invokeInLockTransaction(LockTemplate template, String resource, LockAttribute attribute,
+			MethodInvocation invocation) throws Throwable {
+		Throwable[] checked = new Throwable[1];
+		Object result = template.execute(resource, attribute.getOptions(), (lock) -> {
+			checked[0] = null;
+			try {
+				// OPTIMISTIC may run the method again: each run needs a fresh copy of the interceptor chain.
+				return (invocation instanceof ProxyMethodInvocation proxied) ? proxied.invocableClone().proceed()
+						: invocation.proceed();
+			}
+			catch (RuntimeException | Error ex) {
+				throw ex;
+			}
+			catch (Throwable ex) {
+				checked[0] = ex;
+				return null;
+			}
+		});
+		if (checked[0] != null) {
+			throw checked[0];
+		}
 		return result;
 	}
 

@@ -85,11 +85,20 @@ final class JdbcLockSupport {
 					pauseBeforeRetry(transientFailures);
 					continue;
 				}
-				DataAccessException translated = this.translator.translate(task, null, ex);
-				throw (translated != null) ? translated
-						: new org.springframework.jdbc.UncategorizedSQLException(task, null, ex);
+				throw translate(task, ex);
 			}
 		}
+	}
+
+	/** A connection straight from the (unwrapped) lock data source; the caller closes it. */
+	Connection rawConnection() throws SQLException {
+		return this.dataSource.getConnection();
+	}
+
+	/** Translates a JDBC failure to Spring's {@link DataAccessException} hierarchy. */
+	DataAccessException translate(String task, SQLException ex) {
+		DataAccessException translated = this.translator.translate(task, null, ex);
+		return (translated != null) ? translated : new org.springframework.jdbc.UncategorizedSQLException(task, null, ex);
 	}
 
 	static void commitIfNeeded(Connection connection) throws SQLException {

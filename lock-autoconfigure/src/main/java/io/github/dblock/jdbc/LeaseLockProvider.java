@@ -2,12 +2,10 @@ package io.github.dblock.jdbc;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.UUID;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
 import javax.sql.DataSource;
@@ -50,25 +48,18 @@ import org.jspecify.annotations.Nullable;
  */
 public class LeaseLockProvider implements LockProvider {
 
-	/** Microseconds since the epoch on the server's UTC clock; no session time zone is involved. */
-	private static final String SERVER_MICROS = "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))";
-
 	/** Bound on immediate re-attempts after a lost race (insert collision, lease ending between statements). */
 	private static final int MAX_RACES_PER_ATTEMPT = 4;
 
 	private final JdbcLockSupport jdbc;
 
-	private final Duration initialBackoff;
+	private final Backoff backoff;
 
-	private final Duration maxBackoff;
+	private final LockRows rows;
 
 	private final String takeSql;
 
-	private final String peekSql;
-
 	private final String insertSql;
-
-	private final String tokenSql;
 
 	private final String releaseSql;
 
@@ -84,24 +75,16 @@ public class LeaseLockProvider implements LockProvider {
 	 */
 	public LeaseLockProvider(DataSource dataSource, LockTable table, Duration statementTimeout, Duration initialBackoff,
 			Duration maxBackoff) {
-		if (initialBackoff.isNegative() || initialBackoff.isZero() || maxBackoff.compareTo(initialBackoff) < 0) {
-			throw new IllegalArgumentException("backoff must satisfy 0 < initialBackoff <= maxBackoff, was "
-					+ initialBackoff + " and " + maxBackoff);
-		}
+		this.backoff = new Backoff(initialBackoff, maxBackoff);
 		this.jdbc = new JdbcLockSupport(dataSource, statementTimeout);
-		this.initialBackoff = initialBackoff;
-		this.maxBackoff = maxBackoff;
 		String t = table.quoted();
-		this.takeSql = "UPDATE " + t + " SET owner_token = ?, holder = ?, fencing_token = LAST_INSERT_ID(GREATEST("
-				+ "fencing_token + 1, " + SERVER_MICROS + ")), acquired_at = UTC_TIMESTAMP(6), "
-				+ "expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
-				+ "WHERE resource = ? AND expires_at <= UTC_TIMESTAMP(6)";
-		this.peekSql = "SELECT holder, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM " + t
-				+ " WHERE resource = ?";
+		this.rows = new LockRows(table);
+		this.takeSql = "UPDATE " + t + " SET owner_token = ?, holder = ?, " + LockRows.NEXT_TOKEN
+				+ ", acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND"
+				+ " WHERE resource = ? AND " + LockRows.FREE;
 		this.insertSql = "INSERT INTO " + t + " (resource, owner_token, holder, fencing_token, acquired_at, expires_at)"
-				+ " VALUES (?, ?, ?, LAST_INSERT_ID(" + SERVER_MICROS + "), UTC_TIMESTAMP(6),"
+				+ " VALUES (?, ?, ?, LAST_INSERT_ID(" + LockRows.SERVER_MICROS + "), UTC_TIMESTAMP(6),"
 				+ " UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)";
-		this.tokenSql = "SELECT fencing_token FROM " + t + " WHERE resource = ? AND owner_token = ?";
 		this.releaseSql = "UPDATE " + t + " SET owner_token = NULL, expires_at = UTC_TIMESTAMP(6)"
 				+ " WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)";
 	}
@@ -125,19 +108,8 @@ public class LeaseLockProvider implements LockProvider {
 			if (Thread.interrupted()) {
 				throw new InterruptedException();
 			}
-			TimeUnit.NANOSECONDS.sleep(pause(attempt, result.leaseRemainingNanos, remaining));
+			TimeUnit.NANOSECONDS.sleep(this.backoff.pauseNanos(attempt, result.leaseRemainingNanos, remaining));
 		}
-	}
-
-	/** Exponential backoff with jitter, cut short where the holder's lease ends or the caller's deadline. */
-	long pause(int attempt, long leaseRemainingNanos, long waitRemainingNanos) {
-		long base = this.initialBackoff.toNanos() << Math.min(attempt, 20);
-		long ceiling = Math.min(Math.max(base, 0), this.maxBackoff.toNanos());
-		long pause = ceiling / 2 + ThreadLocalRandom.current().nextLong(ceiling / 2 + 1);
-		if (leaseRemainingNanos > 0) {
-			pause = Math.min(pause, leaseRemainingNanos + TimeUnit.MILLISECONDS.toNanos(1));
-		}
-		return Math.max(0, Math.min(pause, waitRemainingNanos));
 	}
 
 	private Attempt attemptOnce(LockRequest request) {
@@ -150,16 +122,17 @@ public class LeaseLockProvider implements LockProvider {
 				long sentAt = System.nanoTime();
 				Long token = take(connection, request, owner, leaseMicros, timeout);
 				if (token != null) {
-					return new Attempt(new LeaseLock(request.resource(), owner, token, sentAt), null, 0);
+					return new Attempt(new LeaseLock(request.resource(), owner, token, sentAt + request.leaseTime().toNanos()), null, 0);
 				}
-				last = peek(connection, request.resource(), timeout);
+				LockRows.Peek peek = this.rows.peek(connection, request.resource(), timeout);
+				last = (peek != null) ? new Attempt(null, peek.holderDescription(), peek.leaseRemainingNanos()) : null;
 				if (last != null && last.leaseRemainingNanos > 0) {
 					return last;
 				}
 				if (last == null) {
 					token = insert(connection, request, owner, leaseMicros, timeout);
 					if (token != null) {
-						return new Attempt(new LeaseLock(request.resource(), owner, token, sentAt), null, 0);
+						return new Attempt(new LeaseLock(request.resource(), owner, token, sentAt + request.leaseTime().toNanos()), null, 0);
 					}
 					last = Attempt.NONE;
 				}
@@ -177,10 +150,10 @@ public class LeaseLockProvider implements LockProvider {
 			ps.setString(1, owner);
 			ps.setString(2, request.holder());
 			ps.setLong(3, leaseMicros);
-			ps.setBytes(4, bytes(request.resource()));
+			ps.setBytes(4, LockRows.bytes(request.resource()));
 			int matched = ps.executeUpdate();
 			JdbcLockSupport.commitIfNeeded(connection);
-			return (matched == 1) ? fencingToken(connection, ps, request.resource(), owner, timeout) : null;
+			return (matched == 1) ? this.rows.fencingToken(connection, ps, request.resource(), owner, timeout) : null;
 		}
 	}
 
@@ -189,13 +162,13 @@ public class LeaseLockProvider implements LockProvider {
 			throws SQLException {
 		try (PreparedStatement ps = connection.prepareStatement(this.insertSql, Statement.RETURN_GENERATED_KEYS)) {
 			ps.setQueryTimeout(timeout);
-			ps.setBytes(1, bytes(request.resource()));
+			ps.setBytes(1, LockRows.bytes(request.resource()));
 			ps.setString(2, owner);
 			ps.setString(3, request.holder());
 			ps.setLong(4, leaseMicros);
 			ps.executeUpdate();
 			JdbcLockSupport.commitIfNeeded(connection);
-			return fencingToken(connection, ps, request.resource(), owner, timeout);
+			return this.rows.fencingToken(connection, ps, request.resource(), owner, timeout);
 		}
 		catch (SQLException ex) {
 			if (JdbcLockSupport.isDuplicateKey(ex)) {
@@ -208,54 +181,11 @@ public class LeaseLockProvider implements LockProvider {
 		}
 	}
 
-	/** Reads the token from the OK packet's insert id; falls back to a query for drivers that do not expose it. */
-	private long fencingToken(Connection connection, PreparedStatement ps, String resource, String owner, int timeout)
-			throws SQLException {
-		try (ResultSet keys = ps.getGeneratedKeys()) {
-			if (keys.next()) {
-				long token = keys.getLong(1);
-				if (token > 0) {
-					return token;
-				}
-			}
-		}
-		try (PreparedStatement query = connection.prepareStatement(this.tokenSql)) {
-			query.setQueryTimeout(timeout);
-			query.setBytes(1, bytes(resource));
-			query.setString(2, owner);
-			try (ResultSet rs = query.executeQuery()) {
-				if (!rs.next()) {
-					throw new SQLException("lock row for '" + resource + "' vanished right after it was taken");
-				}
-				return rs.getLong(1);
-			}
-		}
-	}
-
-	@Nullable
-	private Attempt peek(Connection connection, String resource, int timeout) throws SQLException {
-		try (PreparedStatement ps = connection.prepareStatement(this.peekSql)) {
-			ps.setQueryTimeout(timeout);
-			ps.setBytes(1, bytes(resource));
-			try (ResultSet rs = ps.executeQuery()) {
-				if (!rs.next()) {
-					return null;
-				}
-				String holder = rs.getString(1);
-				long remainingMicros = rs.getLong(2);
-				return new Attempt(null, holder, TimeUnit.MICROSECONDS.toNanos(Math.max(0, remainingMicros)));
-			}
-			finally {
-				JdbcLockSupport.commitIfNeeded(connection);
-			}
-		}
-	}
-
 	boolean release(LeaseLock lock) {
 		return this.jdbc.execute("release lock '" + lock.resource + "'", (connection) -> {
 			try (PreparedStatement ps = connection.prepareStatement(this.releaseSql)) {
 				ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
-				ps.setBytes(1, bytes(lock.resource));
+				ps.setBytes(1, LockRows.bytes(lock.resource));
 				ps.setString(2, lock.ownerToken);
 				int matched = ps.executeUpdate();
 				JdbcLockSupport.commitIfNeeded(connection);
@@ -264,23 +194,10 @@ public class LeaseLockProvider implements LockProvider {
 		});
 	}
 
-	/** Resource names are stored as their UTF-8 bytes in a {@code VARBINARY} column: exact comparison. */
-	static byte[] bytes(String resource) {
-		return resource.getBytes(java.nio.charset.StandardCharsets.UTF_8);
-	}
-
 	/** The result of one attempt: a lock, or what was learned about the holder. */
-	private record Attempt(@Nullable HeldLock lock, @Nullable String holder, long leaseRemainingNanos) {
+	private record Attempt(@Nullable HeldLock lock, @Nullable String holderDescription, long leaseRemainingNanos) {
 
 		static final Attempt NONE = new Attempt(null, null, 0);
-
-		@Nullable
-		String holderDescription() {
-			if (this.holder == null) {
-				return null;
-			}
-			return this.holder + " (lease ends in " + TimeUnit.NANOSECONDS.toMillis(this.leaseRemainingNanos) + " ms)";
-		}
 
 	}
 
@@ -292,13 +209,13 @@ public class LeaseLockProvider implements LockProvider {
 
 		private final long fencingToken;
 
-		private final long acquiredAtNanos;
+		private final long validUntilNanos;
 
-		LeaseLock(String resource, String ownerToken, long fencingToken, long acquiredAtNanos) {
+		LeaseLock(String resource, String ownerToken, long fencingToken, long validUntilNanos) {
 			this.resource = resource;
 			this.ownerToken = ownerToken;
 			this.fencingToken = fencingToken;
-			this.acquiredAtNanos = acquiredAtNanos;
+			this.validUntilNanos = validUntilNanos;
 		}
 
 		@Override
@@ -312,8 +229,8 @@ public class LeaseLockProvider implements LockProvider {
 		}
 
 		@Override
-		public long acquiredAtNanos() {
-			return this.acquiredAtNanos;
+		public long validUntilNanos() {
+			return this.validUntilNanos;
 		}
 
 		@Override

@@ -11,8 +11,20 @@ public interface HeldLock {
 	/** The unique token identifying this acquisition's owner in the lock table. */
 	String ownerToken();
 
-	/** The {@link System#nanoTime()} value read just before the acquiring statement was sent. */
-	long acquiredAtNanos();
+	/**
+	 * The {@link System#nanoTime()} value until which this JVM may consider the lock held: for a lease, the time
+	 * read just before the acquiring statement was sent plus the lease time (so it errs early); for a lock held by a
+	 * transaction, {@link Long#MAX_VALUE}.
+	 */
+	long validUntilNanos();
+
+	/**
+	 * Whether the lock ends with the Spring-managed transaction it joined rather than with {@link #release()}: the
+	 * template then keeps the lock's JVM-local state until that transaction completes.
+	 */
+	default boolean isTransactionBound() {
+		return false;
+	}
 
 	/**
 	 * Gives the lock back. Must be called at most once.

@@ -25,4 +25,16 @@ public interface LockProvider {
 	 */
 	AcquireResult acquire(LockRequest request) throws InterruptedException;
 
+	/**
+	 * Runs work in a transaction on the lock data source when this mode's locks belong to transactions
+	 * ({@link LockMode#PESSIMISTIC}), joining one that is already active; other modes run the work directly.
+	 * {@link io.github.dblock.LockTemplate#execute} calls this around acquisition, work and release, so that
+	 * the work's writes commit together with the release.
+	 * @param work the acquisition, work and release
+	 * @return the work's result
+	 */
+	default <T> T inTransaction(java.util.function.Supplier<T> work) {
+		return work.get();
+	}
+
 }

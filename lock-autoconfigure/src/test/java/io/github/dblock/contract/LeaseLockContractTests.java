@@ -1,13 +1,100 @@
 package io.github.dblock.contract;
 
-import io.github.dblock.LockMode;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
-/** The lock contract for {@link LockMode#LEASE}. */
-class LeaseLockContractTests extends LockContractTests {
+import javax.sql.DataSource;
+
+import io.github.dblock.LockHandle;
+import io.github.dblock.LockInterruptedException;
+import io.github.dblock.LockLostException;
+import io.github.dblock.LockMode;
+import io.github.dblock.LockNotAcquiredException;
+import io.github.dblock.LockOptions;
+import io.github.dblock.LockTemplate;
+import io.github.dblock.spi.LockProvider;
+import io.github.dblock.test.LockNodes;
+import io.github.dblock.test.TestDatabase;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.springframework.jdbc.datasource.DataSourceUtils;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
+
+/** The lock contract for {@link LockMode#LEASE}, plus what leases add: expiry on the server's clock. */
+class LeaseLockContractTests extends HeldLockContractTests {
 
 	@Override
 	protected LockMode mode() {
 		return LockMode.LEASE;
 	}
+
+	@Test
+	void anExpiredLeaseIsTakenOverAndTheFormerHolderCannotReleaseIt() throws Exception {
+		String resource = newResource();
+		LockHandle stale = this.nodeA.acquire(resource, LockOptions.defaults().withLeaseTime(Duration.ofMillis(400)));
+		assertThat(this.nodeB.tryAcquire(resource)).as("lease still running").isEmpty();
+		long start = System.nanoTime();
+		LockHandle successor = this.nodeB.acquire(resource, LockOptions.defaults().withWaitTime(Duration.ofSeconds(10)));
+		long waitedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+		assertThat(waitedMillis).as("waited for the lease to run out").isGreaterThanOrEqualTo(200L);
+		assertThat(successor.fencingToken()).isGreaterThan(stale.fencingToken());
+		assertThat(stale.isHeld()).isFalse();
+		assertThatExceptionOfType(LockLostException.class).isThrownBy(stale::close)
+			.satisfies((ex) -> assertThat(ex.getFencingToken()).isEqualTo(stale.fencingToken()));
+		assertThat(currentOwner(resource)).as("the stale release changed nothing").isNotNull();
+		assertThat(this.nodeA.tryAcquire(resource)).as("successor still holds").isEmpty();
+		successor.close();
+		assertThat(currentOwner(resource)).isNull();
+	}
+
+	@Test
+	void theLeaseIsMeasuredOnTheDatabaseServersClock() throws Exception {
+		String resource = newResource();
+		Duration lease = Duration.ofSeconds(7);
+		try (LockHandle lock = this.nodeA.acquire(resource, LockOptions.defaults().withLeaseTime(lease))) {
+			try (Connection c = this.nodes.dataSource().getConnection();
+					PreparedStatement ps = c.prepareStatement("SELECT TIMESTAMPDIFF(MICROSECOND, acquired_at, expires_at),"
+							+ " TIMESTAMPDIFF(MICROSECOND, acquired_at, UTC_TIMESTAMP(6)) FROM distributed_lock WHERE resource = ?")) {
+				ps.setBytes(1, resource.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+				try (ResultSet rs = ps.executeQuery()) {
+					assertThat(rs.next()).isTrue();
+					assertThat(rs.getLong(1)).isEqualTo(lease.toNanos() / 1000);
+					assertThat(rs.getLong(2)).as("acquired_at is the server's UTC now").isBetween(0L, 5_000_000L);
+				}
+			}
+		}
+	}
+
+	@Test
+	void isHeldTurnsFalseOnceTheLeaseTimeHasElapsedLocally() throws Exception {
+		String resource = newResource();
+		LockHandle lock = this.nodeA.acquire(resource, LockOptions.defaults().withLeaseTime(Duration.ofMillis(150)));
+		assertThat(lock.isHeld()).isTrue();
+		Thread.sleep(250);
+		assertThat(lock.isHeld()).isFalse();
+		assertThatExceptionOfType(LockLostException.class).isThrownBy(lock::close);
+	}
+
 
 }

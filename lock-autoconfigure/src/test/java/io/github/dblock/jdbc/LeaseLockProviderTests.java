@@ -118,15 +118,14 @@ class LeaseLockProviderTests {
 
 	@Test
 	void backoffGrowsWithJitterAndStopsAtTheLeaseEndAndTheDeadline() {
-		LeaseLockProvider provider = new LeaseLockProvider(TestDatabase.get().newDataSource(1), LockNodes.TABLE,
-				Duration.ofSeconds(5), Duration.ofMillis(10), Duration.ofMillis(200));
+		Backoff backoff = new Backoff(Duration.ofMillis(10), Duration.ofMillis(200));
 		long ms = 1_000_000L;
 		for (int i = 0; i < 50; i++) {
-			assertThat(provider.pause(0, 0, Long.MAX_VALUE)).isBetween(5 * ms, 10 * ms);
-			assertThat(provider.pause(3, 0, Long.MAX_VALUE)).isBetween(40 * ms, 80 * ms);
-			assertThat(provider.pause(30, 0, Long.MAX_VALUE)).isBetween(100 * ms, 200 * ms);
-			assertThat(provider.pause(30, 3 * ms, Long.MAX_VALUE)).isLessThanOrEqualTo(4 * ms);
-			assertThat(provider.pause(30, 0, 2 * ms)).isLessThanOrEqualTo(2 * ms);
+			assertThat(backoff.pauseNanos(0, 0, Long.MAX_VALUE)).isBetween(5 * ms, 10 * ms);
+			assertThat(backoff.pauseNanos(3, 0, Long.MAX_VALUE)).isBetween(40 * ms, 80 * ms);
+			assertThat(backoff.pauseNanos(30, 0, Long.MAX_VALUE)).isBetween(100 * ms, 200 * ms);
+			assertThat(backoff.pauseNanos(30, 3 * ms, Long.MAX_VALUE)).isLessThanOrEqualTo(4 * ms);
+			assertThat(backoff.pauseNanos(30, 0, 2 * ms)).isLessThanOrEqualTo(2 * ms);
 		}
 	}
 

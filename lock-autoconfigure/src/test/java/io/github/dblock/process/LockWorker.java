@@ -19,6 +19,7 @@ import io.github.dblock.LockMode;
 import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.test.LockNodes;
+import org.springframework.jdbc.datasource.DataSourceUtils;
 
 /**
  * A separate JVM process that contends for a lock, started by {@link CrossProcessLockTests}.
@@ -66,10 +67,8 @@ public final class LockWorker {
 				futures.add(pool.submit(() -> {
 					for (int i = 0; i < iterations; i++) {
 						locks.executeWithoutResult(resource, LockOptions.defaults().withWaitTime(Duration.ofMinutes(2)),
-								(lock) -> {
-									acquisitions.incrementAndGet();
-									criticalSection(dataSource, resource, holder, lock.fencingToken(), violations);
-								});
+								(lock) -> criticalSection(dataSource, mode, resource, holder, lock.fencingToken(), violations));
+						acquisitions.incrementAndGet(); // counted once committed and released, not per OPTIMISTIC re-run
 					}
 					return null;
 				}));
@@ -82,10 +81,21 @@ public final class LockWorker {
 		}
 	}
 
-	private static void criticalSection(HikariDataSource dataSource, String resource, String holder, long token,
-			AtomicInteger violations) {
-		try (Connection c = dataSource.getConnection()) {
-			if (update(c, "UPDATE lock_test_probe SET holder = ? WHERE name = ? AND holder IS NULL", holder, resource) != 1) {
+	/**
+	 * OPTIMISTIC work may overlap in time (only its commits are serialized), so it skips the probe and writes in
+	 * the work's transaction, where a conflict rolls everything back; the other modes must exclude each other in
+	 * time, which the probe checks on a connection of its own.
+	 */
+	private static void criticalSection(HikariDataSource dataSource, LockMode mode, String resource, String holder,
+			long token, AtomicInteger violations) {
+		boolean probe = mode != LockMode.OPTIMISTIC;
+		Connection c = probe ? null : DataSourceUtils.getConnection(dataSource);
+		try {
+			if (c == null) {
+				c = dataSource.getConnection();
+			}
+			if (probe && update(c, "UPDATE lock_test_probe SET holder = ? WHERE name = ? AND holder IS NULL", holder,
+					resource) != 1) {
 				violations.incrementAndGet();
 			}
 			long value;
@@ -98,12 +108,32 @@ public final class LockWorker {
 			}
 			update(c, "UPDATE lock_test_counter SET value = ? WHERE name = ?", value + 1, resource);
 			update(c, "INSERT INTO lock_test_token (name, token) VALUES (?, ?)", resource, token);
-			if (update(c, "UPDATE lock_test_probe SET holder = NULL WHERE name = ? AND holder = ?", resource, holder) != 1) {
+			if (probe && update(c, "UPDATE lock_test_probe SET holder = NULL WHERE name = ? AND holder = ?", resource,
+					holder) != 1) {
 				violations.incrementAndGet();
 			}
 		}
 		catch (SQLException ex) {
 			throw new IllegalStateException(ex);
+		}
+		finally {
+			if (probe) {
+				closeQuietly(c);
+			}
+			else {
+				DataSourceUtils.releaseConnection(c, dataSource);
+			}
+		}
+	}
+
+	private static void closeQuietly(Connection c) {
+		try {
+			if (c != null) {
+				c.close();
+			}
+		}
+		catch (SQLException ex) {
+			// the test fails elsewhere if the database is gone
 		}
 	}
 

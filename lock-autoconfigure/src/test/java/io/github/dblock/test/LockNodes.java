@@ -8,10 +8,16 @@ import javax.sql.DataSource;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockTemplate;
+import io.github.dblock.jdbc.Backoff;
+import io.github.dblock.jdbc.DatabaseServer;
 import io.github.dblock.jdbc.LeaseLockProvider;
+import io.github.dblock.jdbc.LockDialect;
+import io.github.dblock.jdbc.OptimisticLockProvider;
+import io.github.dblock.jdbc.PessimisticLockProvider;
 import io.github.dblock.jdbc.LockSchema;
 import io.github.dblock.jdbc.LockTable;
 import io.github.dblock.spi.LockProvider;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 
 /**
  * Builds {@link LockTemplate}s that behave like separate application nodes on the shared test database: each
@@ -42,11 +48,35 @@ public final class LockNodes implements AutoCloseable {
 		return this.dataSource;
 	}
 
-	/** A provider for the mode on the given data source. */
+	private static volatile LockDialect detectedDialect;
+
+	/** The dialect of the test server. */
+	public static LockDialect dialect(DataSource dataSource) {
+		LockDialect dialect = detectedDialect;
+		if (dialect == null) {
+			dialect = LockDialect.of(DatabaseServer.detect(dataSource));
+			detectedDialect = dialect;
+		}
+		return dialect;
+	}
+
+	/** A provider for the mode on the given data source, with the server's dialect. */
 	public static LockProvider provider(LockMode mode, DataSource dataSource) {
+		return provider(mode, dataSource, dialect(dataSource));
+	}
+
+	/**
+	 * A provider for the mode on the given data source. OPTIMISTIC may retry 1,000 times, so that contention tests
+	 * finish with every unit of work committed.
+	 */
+	public static LockProvider provider(LockMode mode, DataSource dataSource, LockDialect dialect) {
+		Backoff backoff = new Backoff(Duration.ofMillis(5), Duration.ofMillis(50));
 		return switch (mode) {
-			case LEASE -> new LeaseLockProvider(dataSource, TABLE, Duration.ofSeconds(5), Duration.ofMillis(5),
-					Duration.ofMillis(50));
+			case LEASE -> new LeaseLockProvider(dataSource, TABLE, Duration.ofSeconds(5), backoff.initial(), backoff.max());
+			case PESSIMISTIC -> new PessimisticLockProvider(dataSource, TABLE, dialect,
+					new DataSourceTransactionManager(dataSource), Duration.ofSeconds(5), backoff, 64);
+			case OPTIMISTIC -> new OptimisticLockProvider(dataSource, TABLE, new DataSourceTransactionManager(dataSource),
+					Duration.ofSeconds(5), backoff, 1000);
 		};
 	}
 
@@ -56,7 +86,12 @@ public final class LockNodes implements AutoCloseable {
 	}
 
 	public static LockTemplate node(LockMode mode, String name, DataSource dataSource) {
-		return new LockTemplate(List.of(provider(mode, dataSource)), mode, Duration.ZERO, Duration.ofSeconds(30), name);
+		return node(provider(mode, dataSource), name);
+	}
+
+	/** A node using the given provider, with defaults wait 0 and lease 30 s. */
+	public static LockTemplate node(LockProvider provider, String name) {
+		return new LockTemplate(List.of(provider), provider.mode(), Duration.ZERO, Duration.ofSeconds(30), name);
 	}
 
 	@Override

@@ -1,0 +1,50 @@
+package io.github.dblock;
+
+/**
+ * The {@link LockHandle} an {@link LockMode#OPTIMISTIC} unit of work sees: it is valid while the work runs, and
+ * closing it does nothing (the template ends the work's transaction).
+ */
+final class WorkLockHandle implements LockHandle {
+
+	private final String resource;
+
+	private final LockMode mode;
+
+	private final long fencingToken;
+
+	WorkLockHandle(String resource, LockMode mode, long fencingToken) {
+		this.resource = resource;
+		this.mode = mode;
+		this.fencingToken = fencingToken;
+	}
+
+	@Override
+	public String resource() {
+		return this.resource;
+	}
+
+	@Override
+	public LockMode mode() {
+		return this.mode;
+	}
+
+	@Override
+	public long fencingToken() {
+		return this.fencingToken;
+	}
+
+	@Override
+	public boolean isHeld() {
+		return true;
+	}
+
+	@Override
+	public void close() {
+	}
+
+	@Override
+	public String toString() {
+		return "LockHandle[resource=" + this.resource + ", mode=" + this.mode + ", fencingToken=" + this.fencingToken + "]";
+	}
+
+}

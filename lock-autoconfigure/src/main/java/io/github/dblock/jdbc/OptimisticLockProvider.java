@@ -1,0 +1,212 @@
+package io.github.dblock.jdbc;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+
+import javax.sql.DataSource;
+
+import io.github.dblock.LockMode;
+import io.github.dblock.spi.AcquireResult;
+import io.github.dblock.spi.HeldLock;
+import io.github.dblock.spi.LockRequest;
+import io.github.dblock.spi.WorkLockProvider;
+import org.jspecify.annotations.Nullable;
+import org.springframework.jdbc.datasource.DataSourceUtils;
+import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/**
+ * The {@link LockMode#OPTIMISTIC} provider: compare-and-set on the resource's fencing token, which serves as its
+ * version (it increases with every acquisition in every mode).
+ * <p>
+ * One attempt, in a new transaction of the lock data source's transaction manager:
+ * <ol>
+ * <li>read the resource's fencing token with a plain (non-locking) {@code SELECT}, as the transaction's first
+ * read, so its snapshot and the version agree;</li>
+ * <li>run the work, which writes through the same data source and so in the same transaction;</li>
+ * <li>{@code UPDATE ... SET fencing_token = <next> ... WHERE resource = ? AND fencing_token = <read> AND
+ * expires_at <= UTC_TIMESTAMP(6)}: one row means nobody committed under this resource since step 1 (and no
+ * LEASE or PESSIMISTIC owner holds it), so the transaction commits; zero rows means another node won, so the
+ * transaction rolls back.</li>
+ * </ol>
+ * After a conflict the attempt is repeated, after a pause with backoff and jitter, up to {@code maxAttempts}
+ * times and not past the caller's wait time (at least two attempts are always made when {@code maxAttempts}
+ * allows). A concurrent compare-and-set on the same row waits for the row lock of the first, then sees the new
+ * version and fails, so exactly one of two overlapping attempts commits. The work must be safe to run again and
+ * must not be inside an existing transaction (its rollback could not be repeated). Thread-safe.
+ */
+public class OptimisticLockProvider implements WorkLockProvider {
+
+	private final DataSource dataSource;
+
+	private final JdbcLockSupport jdbc;
+
+	private final LockRows rows;
+
+	private final TransactionTemplate transactions;
+
+	private final Backoff backoff;
+
+	private final int maxAttempts;
+
+	private final String readSql;
+
+	private final String casSql;
+
+	private final KnownRows knownRows = new KnownRows();
+
+	/**
+	 * Creates a provider.
+	 * @param dataSource the data source holding the lock table
+	 * @param table the lock table
+	 * @param transactionManager the transaction manager of the lock data source; each attempt runs in a new
+	 * transaction of it
+	 * @param statementTimeout query timeout of the lock statements (whole seconds, at least 1)
+	 * @param backoff pauses between attempts
+	 * @param maxAttempts how many times the work may run, at least 1
+	 */
+	public OptimisticLockProvider(DataSource dataSource, LockTable table, PlatformTransactionManager transactionManager,
+			Duration statementTimeout, Backoff backoff, int maxAttempts) {
+		if (maxAttempts < 1) {
+			throw new IllegalArgumentException("maxAttempts must be at least 1, was " + maxAttempts);
+		}
+		this.dataSource = dataSource;
+		this.jdbc = new JdbcLockSupport(dataSource, statementTimeout);
+		this.rows = new LockRows(table);
+		this.transactions = new TransactionTemplate(transactionManager);
+		this.backoff = backoff;
+		this.maxAttempts = maxAttempts;
+		String t = table.quoted();
+		this.readSql = "SELECT fencing_token FROM " + t + " WHERE resource = ?";
+		this.casSql = "UPDATE " + t + " SET owner_token = ?, holder = ?, " + LockRows.NEXT_TOKEN
+				+ ", acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) WHERE resource = ? AND fencing_token = ? AND "
+				+ LockRows.FREE;
+	}
+
+	@Override
+	public LockMode mode() {
+		return LockMode.OPTIMISTIC;
+	}
+
+	/** Not supported: the work must run in the transaction that checks the version. */
+	@Override
+	public AcquireResult acquire(LockRequest request) {
+		throw new UnsupportedOperationException("OPTIMISTIC locks exist only around a unit of work; use execute");
+	}
+
+	@Override
+	public <T> Outcome<T> execute(LockRequest request, Function<HeldLock, T> work) throws InterruptedException {
+		if (TransactionSynchronizationManager.isActualTransactionActive()) {
+			throw new IllegalStateException("OPTIMISTIC lock on '" + request.resource() + "' was requested inside an "
+					+ "active transaction; it must run its work in a transaction of its own, so that a conflict can roll "
+					+ "the work back and run it again. Call it outside the transaction, or use LEASE or PESSIMISTIC mode.");
+		}
+		for (int attempt = 1;; attempt++) {
+			ensureRow(request.resource());
+			Attempt<T> result = this.transactions.execute((status) -> {
+				Attempt<T> outcome = attemptInTransaction(request, work);
+				if (!outcome.committed) {
+					status.setRollbackOnly();
+				}
+				return outcome;
+			});
+			if (result.committed) {
+				return new Outcome<>(result.value, true, null);
+			}
+			long remaining = request.remainingNanos();
+			if (attempt >= this.maxAttempts || (attempt >= 2 && remaining <= 0)) {
+				return new Outcome<>(null, false, "another owner committed first in each of " + attempt
+						+ " attempts (distributed-lock.optimistic.max-attempts=" + this.maxAttempts + ")");
+			}
+			TimeUnit.NANOSECONDS.sleep(this.backoff.pauseNanos(attempt - 1, 0, Math.max(remaining, this.backoff.initial().toNanos())));
+		}
+	}
+
+	private <T> Attempt<T> attemptInTransaction(LockRequest request, Function<HeldLock, T> work) {
+		Connection connection = DataSourceUtils.getConnection(this.dataSource);
+		try {
+			if (connection.getAutoCommit()) {
+				throw new IllegalStateException("The transaction manager used for OPTIMISTIC locks does not manage the "
+						+ "lock DataSource (its connection is in autocommit); the lock table must be in the data source "
+						+ "of the transaction that runs the work");
+			}
+			int timeout = this.jdbc.statementTimeoutSeconds();
+			Long version = readVersion(connection, request.resource(), timeout);
+			if (version == null) {
+				this.knownRows.forget(request.resource());
+				return new Attempt<>(null, false);
+			}
+			String owner = UUID.randomUUID().toString();
+			T value = work.apply(new WorkInProgress(owner, version));
+			try (PreparedStatement cas = connection.prepareStatement(this.casSql, Statement.RETURN_GENERATED_KEYS)) {
+				cas.setQueryTimeout(timeout);
+				cas.setString(1, owner);
+				cas.setString(2, request.holder());
+				cas.setBytes(3, LockRows.bytes(request.resource()));
+				cas.setLong(4, version);
+				return new Attempt<>(value, cas.executeUpdate() == 1);
+			}
+		}
+		catch (SQLException ex) {
+			if (JdbcLockSupport.isTransient(ex)) {
+				return new Attempt<>(null, false); // a deadlock or lock wait on the row: another owner won
+			}
+			throw this.jdbc.translate("compare-and-set lock '" + request.resource() + "'", ex);
+		}
+		finally {
+			DataSourceUtils.releaseConnection(connection, this.dataSource);
+		}
+	}
+
+	@Nullable
+	private Long readVersion(Connection connection, String resource, int timeout) throws SQLException {
+		try (PreparedStatement ps = connection.prepareStatement(this.readSql)) {
+			ps.setQueryTimeout(timeout);
+			ps.setBytes(1, LockRows.bytes(resource));
+			try (ResultSet rs = ps.executeQuery()) {
+				return rs.next() ? rs.getLong(1) : null;
+			}
+		}
+	}
+
+	/** Creates the row of a never-seen resource before the work's transaction starts. */
+	private void ensureRow(String resource) {
+		if (this.knownRows.contains(resource)) {
+			return;
+		}
+		this.jdbc.execute("create the lock row of '" + resource + "'", (connection) -> {
+			if (this.rows.peek(connection, resource, this.jdbc.statementTimeoutSeconds()) == null) {
+				this.rows.insertFree(connection, resource, this.jdbc.statementTimeoutSeconds());
+			}
+			return null;
+		});
+		this.knownRows.add(resource);
+	}
+
+	private record Attempt<T>(@Nullable T value, boolean committed) {
+	}
+
+	/** The lock as the work sees it: the version it started from. */
+	private record WorkInProgress(String ownerToken, long fencingToken) implements HeldLock {
+
+		@Override
+		public long validUntilNanos() {
+			return Long.MAX_VALUE;
+		}
+
+		@Override
+		public boolean release() {
+			return true;
+		}
+
+	}
+
+}

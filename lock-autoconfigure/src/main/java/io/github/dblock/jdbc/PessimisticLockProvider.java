@@ -1,0 +1,530 @@
+package io.github.dblock.jdbc;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.UUID;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+
+import javax.sql.DataSource;
+
+import io.github.dblock.LockLimitExceededException;
+import io.github.dblock.LockMode;
+import io.github.dblock.spi.AcquireResult;
+import io.github.dblock.spi.HeldLock;
+import io.github.dblock.spi.LockProvider;
+import io.github.dblock.spi.LockRequest;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+import org.springframework.dao.TransientDataAccessResourceException;
+import org.springframework.jdbc.datasource.ConnectionHolder;
+import org.springframework.jdbc.datasource.DataSourceUtils;
+import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/**
+ * The {@link LockMode#PESSIMISTIC} provider: an InnoDB exclusive row lock on the resource's row, held by a
+ * transaction.
+ * <p>
+ * Acquisition is one {@code UPDATE ... WHERE resource = ? AND expires_at <= UTC_TIMESTAMP(6)} by primary key: it
+ * waits in the server's lock queue for the row, locks it until the transaction ends, advances the fencing token
+ * (returned in the same round trip through {@code LAST_INSERT_ID(expr)}) and records the owner. The lease
+ * condition makes the mode exclusive with {@link LockMode#LEASE} holders of the same resource; the expiry it
+ * writes is "now", so once this transaction ends the row is free for every mode.
+ * <p>
+ * The wait is bounded by the server: MariaDB runs the statement as
+ * {@code SET STATEMENT innodb_lock_wait_timeout = n FOR UPDATE ...}; MySQL uses {@code FOR UPDATE NOWAIT} for a
+ * zero wait and otherwise sets the session's {@code innodb_lock_wait_timeout} around the statement (resetting it
+ * to the server default afterwards). The timeout is the wait time rounded up to whole seconds; waiting never
+ * polls, except for a row held by a LEASE-mode owner, which is retried with backoff.
+ * <p>
+ * Which transaction holds the lock:
+ * <ul>
+ * <li>If a Spring-managed transaction is active on the lock data source (its connection bound to the thread,
+ * autocommit off), the lock joins it and ends when it commits or rolls back; no connection is added.</li>
+ * <li>Otherwise the provider takes a connection of its own, runs {@code START TRANSACTION} and keeps both until
+ * release ({@code COMMIT}). At most {@code maxConnections} such locks may be held or awaited per JVM; beyond
+ * that, {@link LockLimitExceededException}.</li>
+ * </ul>
+ * A never-seen resource first gets a free row from a separate autocommit statement, never inside the locking
+ * transaction, so that no gap lock on a missing row is ever held (concurrent creators get a duplicate-key error
+ * and carry on). If the holder's connection drops or its process dies, the server ends the transaction and the
+ * lock is free at once. Thread-safe.
+ */
+public class PessimisticLockProvider implements LockProvider {
+
+	private static final Log logger = LogFactory.getLog(PessimisticLockProvider.class);
+
+	/** ER_LOCK_WAIT_TIMEOUT (MySQL and MariaDB, also MariaDB's NOWAIT) and ER_LOCK_NOWAIT (MySQL). */
+	private static final int LOCK_WAIT_TIMEOUT = 1205;
+
+	private static final int LOCK_NOWAIT = 3572;
+
+	private final DataSource dataSource;
+
+	private final JdbcLockSupport jdbc;
+
+	private final LockRows rows;
+
+	private final LockDialect dialect;
+
+	private final Backoff backoff;
+
+	private final TransactionTemplate transactions;
+
+	private final int maxConnections;
+
+	private final Semaphore connections;
+
+	private final String lockSql;
+
+	private final String nowaitSql;
+
+	private final KnownRows knownRows = new KnownRows();
+
+	/**
+	 * Creates a provider.
+	 * @param dataSource the data source holding the lock table
+	 * @param table the lock table
+	 * @param dialect how to bound a lock wait on this server
+	 * @param transactionManager the transaction manager of the lock data source, for
+	 * {@link #inTransaction(Supplier)}
+	 * @param statementTimeout added to the lock wait for each statement's query timeout (whole seconds, at least 1)
+	 * @param backoff pauses while a LEASE-mode owner holds the row
+	 * @param maxConnections how many locks this JVM may hold or await on connections of their own, at least 1
+	 */
+	public PessimisticLockProvider(DataSource dataSource, LockTable table, LockDialect dialect,
+			PlatformTransactionManager transactionManager, Duration statementTimeout, Backoff backoff, int maxConnections) {
+		if (maxConnections < 1) {
+			throw new IllegalArgumentException("maxConnections must be at least 1, was " + maxConnections);
+		}
+		this.dataSource = dataSource;
+		this.jdbc = new JdbcLockSupport(dataSource, statementTimeout);
+		this.rows = new LockRows(table);
+		this.dialect = dialect;
+		this.backoff = backoff;
+		this.transactions = new TransactionTemplate(transactionManager);
+		this.maxConnections = maxConnections;
+		this.connections = new Semaphore(maxConnections);
+		String t = table.quoted();
+		this.lockSql = "UPDATE " + t + " SET owner_token = ?, holder = ?, " + LockRows.NEXT_TOKEN
+				+ ", acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) WHERE resource = ? AND " + LockRows.FREE;
+		this.nowaitSql = "SELECT 1 FROM " + t + " WHERE resource = ? FOR UPDATE NOWAIT";
+	}
+
+	@Override
+	public LockMode mode() {
+		return LockMode.PESSIMISTIC;
+	}
+
+	/** How many locks of this provider currently hold or await a connection of their own. */
+	public int connectionsInUse() {
+		return this.maxConnections - this.connections.availablePermits();
+	}
+
+	@Override
+	public <T> T inTransaction(Supplier<T> work) {
+		return this.transactions.execute((status) -> work.get());
+	}
+
+	@Override
+	public AcquireResult acquire(LockRequest request) throws InterruptedException {
+		Connection transactional = boundTransactionalConnection();
+		if (transactional != null) {
+			return acquireInTransaction(transactional, request);
+		}
+		return acquireOnOwnConnection(request);
+	}
+
+	/** The connection of an active Spring transaction on the lock data source, or {@code null}. */
+	@Nullable
+	private Connection boundTransactionalConnection() {
+		if (!TransactionSynchronizationManager.isActualTransactionActive()
+				|| !TransactionSynchronizationManager.isSynchronizationActive()) {
+			return null;
+		}
+		Object resource = TransactionSynchronizationManager.getResource(this.dataSource);
+		if (!(resource instanceof ConnectionHolder)) {
+			return null;
+		}
+		try {
+			Connection connection = DataSourceUtils.getConnection(this.dataSource);
+			if (connection.getAutoCommit()) {
+				DataSourceUtils.releaseConnection(connection, this.dataSource);
+				return null;
+			}
+			return connection;
+		}
+		catch (SQLException ex) {
+			throw this.jdbc.translate("inspect the transaction's connection", ex);
+		}
+	}
+
+	private AcquireResult acquireInTransaction(Connection connection, LockRequest request) throws InterruptedException {
+		ensureRow(request);
+		for (int attempt = 0;; attempt++) {
+			String owner = UUID.randomUUID().toString();
+			Locking result;
+			try {
+				result = lockRow(connection, request, owner);
+			}
+			catch (SQLException ex) {
+				throw this.jdbc.translate("lock '" + request.resource() + "' in the current transaction", ex);
+			}
+			if (result.token != null) {
+				return AcquireResult.acquired(new TransactionBoundLock(owner, result.token));
+			}
+			if (result.rowLocked) {
+				return AcquireResult.busy(describeBusy(request));
+			}
+			// no row matched: the row is missing (deleted since we saw it) or held by a LEASE-mode owner
+			LockRows.Peek peek = peek(request);
+			if (peek == null) {
+				this.knownRows.forget(request.resource());
+				throw new TransientDataAccessResourceException("The lock row of '" + request.resource()
+						+ "' was deleted while this transaction tried to lock it; retry the transaction");
+			}
+			if (!sleepBeforeRetry(request, attempt, peek)) {
+				return AcquireResult.busy(peek.holderDescription());
+			}
+		}
+	}
+
+	private AcquireResult acquireOnOwnConnection(LockRequest request) throws InterruptedException {
+		if (!this.connections.tryAcquire()) {
+			throw new LockLimitExceededException(request.resource(), this.maxConnections);
+		}
+		Connection connection = null;
+		boolean held = false;
+		try {
+			connection = this.jdbc.rawConnection();
+			for (int attempt = 0;; attempt++) {
+				String owner = UUID.randomUUID().toString();
+				execute(connection, "START TRANSACTION");
+				Locking result = lockRow(connection, request, owner);
+				if (result.token != null) {
+					held = true;
+					return AcquireResult.acquired(new ConnectionBoundLock(connection, owner, result.token));
+				}
+				execute(connection, "ROLLBACK");
+				if (result.rowLocked) {
+					return AcquireResult.busy(describeBusy(request));
+				}
+				LockRows.Peek peek = this.rows.peek(connection, request.resource(), this.jdbc.statementTimeoutSeconds());
+				if (peek == null) {
+					insertFreeRow(connection, request);
+					continue;
+				}
+				if (!sleepBeforeRetry(request, attempt, peek)) {
+					return AcquireResult.busy(peek.holderDescription());
+				}
+			}
+		}
+		catch (SQLException ex) {
+			throw this.jdbc.translate("lock '" + request.resource() + "'", ex);
+		}
+		finally {
+			if (!held) {
+				closeQuietly(connection, true);
+				this.connections.release();
+			}
+		}
+	}
+
+	/** Sleeps before the next attempt on a row held by a LEASE-mode owner; false when the deadline has passed. */
+	private boolean sleepBeforeRetry(LockRequest request, int attempt, LockRows.Peek peek) throws InterruptedException {
+		long remaining = request.remainingNanos();
+		if (remaining <= 0) {
+			return false;
+		}
+		TimeUnit.NANOSECONDS.sleep(this.backoff.pauseNanos(attempt, peek.leaseRemainingNanos(), remaining));
+		return true;
+	}
+
+	/**
+	 * Runs the locking statement(s) on the connection, inside its open transaction, with the server's lock wait
+	 * bounded by the caller's remaining wait time.
+	 */
+	private Locking lockRow(Connection connection, LockRequest request, String owner) throws SQLException,
+			InterruptedException {
+		int waitSeconds = waitSeconds(request);
+		int timeout = waitSeconds + this.jdbc.statementTimeoutSeconds();
+		try {
+			if (this.dialect == LockDialect.MYSQL && waitSeconds == 0) {
+				try (PreparedStatement ps = connection.prepareStatement(this.nowaitSql)) {
+					ps.setQueryTimeout(timeout);
+					ps.setBytes(1, LockRows.bytes(request.resource()));
+					ps.executeQuery().close();
+				}
+				return run(connection, this.lockSql, true, (ps) -> bindAndLock(connection, ps, request, owner, timeout));
+			}
+			return withLockWait(connection, waitSeconds, this.lockSql, true,
+					(ps) -> bindAndLock(connection, ps, request, owner, timeout));
+		}
+		catch (SQLException ex) {
+			if (Thread.currentThread().isInterrupted()) {
+				throw new InterruptedException("interrupted while waiting for the row lock of '" + request.resource() + "'");
+			}
+			if (isLockUnavailable(ex)) {
+				return Locking.ROW_LOCKED;
+			}
+			throw ex;
+		}
+	}
+
+	/**
+	 * Creates a free row for a never-seen resource in its own autocommit statement. Its duplicate-key check must
+	 * wait for a row lock if another node has just created and locked the row, so that wait is bounded like the
+	 * lock wait; a row found locked counts as existing.
+	 */
+	private void insertFreeRow(Connection connection, LockRequest request) throws SQLException, InterruptedException {
+		try {
+			withLockWait(connection, waitSeconds(request), this.rows.insertFreeSql(), false, (ps) -> {
+				ps.setQueryTimeout(waitSeconds(request) + this.jdbc.statementTimeoutSeconds());
+				ps.setBytes(1, LockRows.bytes(request.resource()));
+				ps.executeUpdate();
+				return null;
+			});
+		}
+		catch (SQLException ex) {
+			if (Thread.currentThread().isInterrupted()) {
+				throw new InterruptedException("interrupted while creating the lock row of '" + request.resource() + "'");
+			}
+			if (!JdbcLockSupport.isDuplicateKey(ex) && !isLockUnavailable(ex)) {
+				throw ex;
+			}
+		}
+	}
+
+	/**
+	 * Runs one statement with the server's lock wait limited to {@code waitSeconds}: MariaDB's {@code SET STATEMENT}
+	 * prefix, or, on MySQL, the session variable set before and reset after. The statement is registered with
+	 * {@link InterruptibleWaits} so that an interrupt cancels the wait.
+	 */
+	private <T> T withLockWait(Connection connection, int waitSeconds, String sql, boolean generatedKeys,
+			BoundedStatement<T> action) throws SQLException {
+		if (this.dialect == LockDialect.MARIADB) {
+			// SET STATEMENT needs a constant: the value is an int computed here, never user input.
+			return run(connection, "SET STATEMENT innodb_lock_wait_timeout=" + waitSeconds + " FOR " + sql, generatedKeys,
+					action);
+		}
+		try (PreparedStatement set = connection.prepareStatement("SET SESSION innodb_lock_wait_timeout = ?")) {
+			set.setInt(1, Math.max(1, waitSeconds));
+			set.execute();
+		}
+		try {
+			return run(connection, sql, generatedKeys, action);
+		}
+		finally {
+			try (Statement reset = connection.createStatement()) {
+				reset.execute("SET SESSION innodb_lock_wait_timeout = DEFAULT");
+			}
+		}
+	}
+
+	private static <T> T run(Connection connection, String sql, boolean generatedKeys, BoundedStatement<T> action)
+			throws SQLException {
+		try (PreparedStatement ps = generatedKeys ? connection.prepareStatement(sql, Statement.RETURN_GENERATED_KEYS)
+				: connection.prepareStatement(sql);
+				InterruptibleWaits.Registration registration = InterruptibleWaits.register(ps)) {
+			return action.run(ps);
+		}
+	}
+
+	private Locking bindAndLock(Connection connection, PreparedStatement ps, LockRequest request, String owner,
+			int timeout) throws SQLException {
+		ps.setQueryTimeout(timeout);
+		ps.setString(1, owner);
+		ps.setString(2, request.holder());
+		ps.setBytes(3, LockRows.bytes(request.resource()));
+		if (ps.executeUpdate() != 1) {
+			return Locking.NOT_MATCHED;
+		}
+		return new Locking(this.rows.fencingToken(connection, ps, request.resource(), owner, timeout), false);
+	}
+
+	/** The caller's remaining wait in whole seconds, rounded up (the unit of {@code innodb_lock_wait_timeout}). */
+	private static int waitSeconds(LockRequest request) {
+		return (int) Math.min(Integer.MAX_VALUE / 2,
+				(request.remainingNanos() + TimeUnit.SECONDS.toNanos(1) - 1) / TimeUnit.SECONDS.toNanos(1));
+	}
+
+	@FunctionalInterface
+	private interface BoundedStatement<T> {
+
+		T run(PreparedStatement statement) throws SQLException;
+
+	}
+
+	/** Lock wait timeout, NOWAIT refusal, or a query cancelled by its timeout while waiting. */
+	static boolean isLockUnavailable(SQLException ex) {
+		return ex.getErrorCode() == LOCK_WAIT_TIMEOUT || ex.getErrorCode() == LOCK_NOWAIT
+				|| ex instanceof java.sql.SQLTimeoutException;
+	}
+
+	/** Makes sure a row exists before a transaction we do not own locks it (see the class comment). */
+	private void ensureRow(LockRequest request) throws InterruptedException {
+		if (this.knownRows.contains(request.resource())) {
+			return;
+		}
+		try (Connection connection = this.jdbc.rawConnection()) {
+			if (this.rows.peek(connection, request.resource(), this.jdbc.statementTimeoutSeconds()) == null) {
+				insertFreeRow(connection, request);
+			}
+		}
+		catch (SQLException ex) {
+			throw this.jdbc.translate("create the lock row of '" + request.resource() + "'", ex);
+		}
+		this.knownRows.add(request.resource());
+	}
+
+	private LockRows.@Nullable Peek peek(LockRequest request) {
+		return this.jdbc.execute("read the lock row of '" + request.resource() + "'",
+				(connection) -> this.rows.peek(connection, request.resource(), this.jdbc.statementTimeoutSeconds()));
+	}
+
+	/** The row is locked by another transaction, whose holder is not committed yet: say who held it last. */
+	private String describeBusy(LockRequest request) {
+		try {
+			LockRows.Peek peek = peek(request);
+			String last = (peek != null && peek.holder() != null) ? "; last committed holder: " + peek.holder() : "";
+			return "an open transaction holding the row lock" + last;
+		}
+		catch (RuntimeException ex) {
+			return "an open transaction holding the row lock";
+		}
+	}
+
+	private static void execute(Connection connection, String sql) throws SQLException {
+		try (Statement statement = connection.createStatement()) {
+			statement.execute(sql);
+		}
+	}
+
+	private static void closeQuietly(@Nullable Connection connection, boolean rollback) {
+		if (connection == null) {
+			return;
+		}
+		try {
+			if (rollback) {
+				execute(connection, "ROLLBACK");
+			}
+		}
+		catch (SQLException ex) {
+			// the connection is discarded below; the server ends its transaction
+		}
+		try {
+			connection.close();
+		}
+		catch (SQLException ex) {
+			logger.debug("Could not close lock connection", ex);
+		}
+	}
+
+	/** The outcome of the locking statement. */
+	private record Locking(@Nullable Long token, boolean rowLocked) {
+
+
+		static final Locking ROW_LOCKED = new Locking(null, true);
+
+		static final Locking NOT_MATCHED = new Locking(null, false);
+
+	}
+
+	/** A lock held by this provider's own connection and transaction, released by {@code COMMIT}. */
+	private final class ConnectionBoundLock implements HeldLock {
+
+		private final Connection connection;
+
+		private final String owner;
+
+		private final long token;
+
+		ConnectionBoundLock(Connection connection, String owner, long token) {
+			this.connection = connection;
+			this.owner = owner;
+			this.token = token;
+		}
+
+		@Override
+		public long fencingToken() {
+			return this.token;
+		}
+
+		@Override
+		public String ownerToken() {
+			return this.owner;
+		}
+
+		@Override
+		public long validUntilNanos() {
+			return Long.MAX_VALUE;
+		}
+
+		@Override
+		public boolean release() {
+			try {
+				execute(this.connection, "COMMIT");
+				closeQuietly(this.connection, false);
+				return true;
+			}
+			catch (SQLException ex) {
+				// The connection failed while the lock was held: the server ended the transaction when it noticed,
+				// so another owner may have taken the lock since.
+				logger.warn("Pessimistic lock connection failed before release; the lock was lost", ex);
+				closeQuietly(this.connection, false);
+				return false;
+			}
+			finally {
+				PessimisticLockProvider.this.connections.release();
+			}
+		}
+
+	}
+
+	/** A lock held by a Spring-managed transaction; it ends when that transaction does. */
+	private static final class TransactionBoundLock implements HeldLock {
+
+		private final String owner;
+
+		private final long token;
+
+		TransactionBoundLock(String owner, long token) {
+			this.owner = owner;
+			this.token = token;
+		}
+
+		@Override
+		public long fencingToken() {
+			return this.token;
+		}
+
+		@Override
+		public String ownerToken() {
+			return this.owner;
+		}
+
+		@Override
+		public long validUntilNanos() {
+			return Long.MAX_VALUE;
+		}
+
+		@Override
+		public boolean isTransactionBound() {
+			return true;
+		}
+
+		@Override
+		public boolean release() {
+			return true;
+		}
+
+	}
+
+}
