@@ -33,6 +33,9 @@ import org.jspecify.annotations.Nullable;
  * <li>If there is no row yet (a never-seen resource), {@code INSERT} it. When several nodes insert the same
  * new resource at once, all but one get a duplicate-key error and go back to step 1.</li>
  * </ol>
+ * If a {@link LockMode#PESSIMISTIC} holder's transaction has the row locked, step 1 waits for it, at most for
+ * the query timeout, and then counts as busy.
+ * <p>
  * Between attempts the provider sleeps with exponential backoff and jitter, never past the holder's lease end
  * (as read in step 2) nor past the caller's deadline. An uncontended acquisition of a known resource costs one
  * statement; release is one owner-checked {@code UPDATE} that clears the owner and ends the lease (rows are
@@ -120,7 +123,17 @@ public class LeaseLockProvider implements LockProvider {
 			Attempt last = Attempt.NONE;
 			for (int race = 0; race < MAX_RACES_PER_ATTEMPT; race++) {
 				long sentAt = System.nanoTime();
-				Long token = take(connection, request, owner, leaseMicros, timeout);
+				Long token;
+				try {
+					token = take(connection, request, owner, leaseMicros, timeout);
+				}
+				catch (SQLException ex) {
+					if (ex instanceof java.sql.SQLTimeoutException) {
+						// the row is locked by a PESSIMISTIC holder's transaction for longer than this caller waits
+						return new Attempt(null, "an open transaction holding the row lock", 0);
+					}
+					throw ex;
+				}
 				if (token != null) {
 					return new Attempt(new LeaseLock(request.resource(), owner, token, sentAt + request.leaseTime().toNanos()), null, 0);
 				}

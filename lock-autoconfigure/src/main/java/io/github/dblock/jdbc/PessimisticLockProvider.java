@@ -210,6 +210,7 @@ public class PessimisticLockProvider implements LockProvider {
 				Locking result = lockRow(connection, request, owner);
 				if (result.token != null) {
 					held = true;
+					this.knownRows.add(request.resource());
 					return AcquireResult.acquired(new ConnectionBoundLock(connection, owner, result.token));
 				}
 				execute(connection, "ROLLBACK");

