@@ -36,9 +36,8 @@ class LockJdbcConfiguration {
 
 	@Bean
 	@ConditionalOnMissingBean
-	LeaseLockProvider leaseLockProvider(DistributedLockProperties properties, LockSchemaInitializer schema,
-			@LockDataSource ObjectProvider<DataSource> lockDataSource, ObjectProvider<DataSource> dataSources) {
-		return new LeaseLockProvider(resolve(lockDataSource, dataSources), schema.getTable(),
+	LeaseLockProvider leaseLockProvider(DistributedLockProperties properties, LockSchemaInitializer schema) {
+		return new LeaseLockProvider(schema.getDataSource(), schema.getTable(),
 				properties.getStatementTimeout(), properties.getRetry().getInitialBackoff(),
 				properties.getRetry().getMaxBackoff());
 	}
@@ -46,9 +45,8 @@ class LockJdbcConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	PessimisticLockProvider pessimisticLockProvider(DistributedLockProperties properties, LockSchemaInitializer schema,
-			@LockDataSource ObjectProvider<DataSource> lockDataSource, ObjectProvider<DataSource> dataSources,
 			ObjectProvider<PlatformTransactionManager> transactionManagers) {
-		DataSource dataSource = resolve(lockDataSource, dataSources);
+		DataSource dataSource = schema.getDataSource();
 		LockDialect dialect = (properties.getDialect() != null) ? properties.getDialect()
 				: LockDialect.of(schema.getServer());
 		return new PessimisticLockProvider(dataSource, schema.getTable(), dialect,
@@ -59,9 +57,8 @@ class LockJdbcConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	OptimisticLockProvider optimisticLockProvider(DistributedLockProperties properties, LockSchemaInitializer schema,
-			@LockDataSource ObjectProvider<DataSource> lockDataSource, ObjectProvider<DataSource> dataSources,
 			ObjectProvider<PlatformTransactionManager> transactionManagers) {
-		DataSource dataSource = resolve(lockDataSource, dataSources);
+		DataSource dataSource = schema.getDataSource();
 		return new OptimisticLockProvider(dataSource, schema.getTable(),
 				transactionManager(transactionManagers, dataSource), properties.getStatementTimeout(), backoff(properties),
 				properties.getOptimistic().getMaxAttempts());

@@ -51,6 +51,11 @@ public class LockSchemaInitializer implements InitializingBean {
 		return this.server;
 	}
 
+	/** The data source holding the lock table. */
+	public DataSource getDataSource() {
+		return this.dataSource;
+	}
+
 	/** The lock table. */
 	public LockTable getTable() {
 		return this.table;

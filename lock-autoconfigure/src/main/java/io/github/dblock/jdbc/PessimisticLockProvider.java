@@ -178,7 +178,7 @@ public class PessimisticLockProvider implements LockProvider {
 				throw this.jdbc.translate("lock '" + request.resource() + "' in the current transaction", ex);
 			}
 			if (result.token != null) {
-				return AcquireResult.acquired(new TransactionBoundLock(owner, result.token));
+				return AcquireResult.acquired(new RowLock(null, owner, result.token));
 			}
 			if (result.rowLocked) {
 				return AcquireResult.busy(describeBusy(request));
@@ -211,7 +211,7 @@ public class PessimisticLockProvider implements LockProvider {
 				if (result.token != null) {
 					held = true;
 					this.knownRows.add(request.resource());
-					return AcquireResult.acquired(new ConnectionBoundLock(connection, owner, result.token));
+					return AcquireResult.acquired(new RowLock(connection, owner, result.token));
 				}
 				execute(connection, "ROLLBACK");
 				if (result.rowLocked) {
@@ -438,16 +438,20 @@ public class PessimisticLockProvider implements LockProvider {
 
 	}
 
-	/** A lock held by this provider's own connection and transaction, released by {@code COMMIT}. */
-	private final class ConnectionBoundLock implements HeldLock {
+	/**
+	 * A held row lock: on this provider's own connection and transaction (released by {@code COMMIT}), or, when
+	 * {@code connection} is {@code null}, in a Spring-managed transaction that releases it when it ends.
+	 */
+	private final class RowLock implements HeldLock {
 
+		@Nullable
 		private final Connection connection;
 
 		private final String owner;
 
 		private final long token;
 
-		ConnectionBoundLock(Connection connection, String owner, long token) {
+		RowLock(@Nullable Connection connection, String owner, long token) {
 			this.connection = connection;
 			this.owner = owner;
 			this.token = token;
@@ -469,7 +473,15 @@ public class PessimisticLockProvider implements LockProvider {
 		}
 
 		@Override
+		public boolean isTransactionBound() {
+			return this.connection == null;
+		}
+
+		@Override
 		public boolean release() {
+			if (this.connection == null) {
+				return true;
+			}
 			try {
 				execute(this.connection, "COMMIT");
 				closeQuietly(this.connection, false);
@@ -485,45 +497,6 @@ public class PessimisticLockProvider implements LockProvider {
 			finally {
 				PessimisticLockProvider.this.connections.release();
 			}
-		}
-
-	}
-
-	/** A lock held by a Spring-managed transaction; it ends when that transaction does. */
-	private static final class TransactionBoundLock implements HeldLock {
-
-		private final String owner;
-
-		private final long token;
-
-		TransactionBoundLock(String owner, long token) {
-			this.owner = owner;
-			this.token = token;
-		}
-
-		@Override
-		public long fencingToken() {
-			return this.token;
-		}
-
-		@Override
-		public String ownerToken() {
-			return this.owner;
-		}
-
-		@Override
-		public long validUntilNanos() {
-			return Long.MAX_VALUE;
-		}
-
-		@Override
-		public boolean isTransactionBound() {
-			return true;
-		}
-
-		@Override
-		public boolean release() {
-			return true;
 		}
 
 	}
