@@ -191,9 +191,10 @@ public class SampleProperties {
 		private boolean enabled = true;
 
 		/**
-		 * Pause between the end of one scheduled run and the start of the next, on each instance.
+		 * When to run the report, as a Spring cron expression (second minute hour day month weekday), on the
+		 * same wall-clock ticks on every instance.
 		 */
-		private Duration interval = Duration.ofSeconds(10);
+		private String cron = "*/10 * * * * *";
 
 		/**
 		 * How long one report takes, simulated; while it runs, other instances skip theirs.
@@ -208,12 +209,12 @@ public class SampleProperties {
 			this.enabled = enabled;
 		}
 
-		public Duration getInterval() {
-			return this.interval;
+		public String getCron() {
+			return this.cron;
 		}
 
-		public void setInterval(Duration interval) {
-			this.interval = interval;
+		public void setCron(String cron) {
+			this.cron = cron;
 		}
 
 		public Duration getWorkTime() {
