@@ -28,7 +28,8 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * queue rather than polling the database, so at most one thread per JVM asks the database for a resource.
  * <p>
  * Waiting: a wait time of zero makes a single attempt; a positive wait time retries (with backoff and jitter in
- * {@link LockMode#LEASE}) until the wait time has passed. Waiting is interruptible.
+ * {@link LockMode#LEASE}; in the server's lock queue, in whole seconds, in {@link LockMode#PESSIMISTIC}) until
+ * the wait time has passed. Waiting is interruptible.
  * <p>
  * Resource names are compared exactly (byte for byte in UTF-8: case, accents and trailing spaces matter) and
  * may have 1 to {@value #MAX_RESOURCE_LENGTH} characters (Unicode code points), emoji included.
@@ -100,7 +101,10 @@ public class LockTemplate {
 	 * @throws LockNotAcquiredException if another owner held the lock for the whole wait time; it names the
 	 * resource, the wait time and the holder when known
 	 * @throws LockInterruptedException if the thread was interrupted while waiting
-	 * @throws IllegalArgumentException if the resource name is invalid or the mode has no provider
+	 * @throws LockLimitExceededException in PESSIMISTIC mode, outside a transaction, when this JVM already holds
+	 * or awaits {@code distributed-lock.pessimistic.max-connections} such locks
+	 * @throws IllegalArgumentException if the resource name is invalid, the mode has no provider, or the mode is
+	 * OPTIMISTIC (which has no lock to hold: use {@link #execute(String, LockOptions, LockCallback)})
 	 * @throws org.springframework.dao.DataAccessException on a database failure
 	 */
 	public LockHandle acquire(String resource, LockOptions options) {
@@ -162,11 +166,21 @@ public class LockTemplate {
 
 	/**
 	 * Runs the action while holding the lock and releases it afterwards (also when the action throws).
+	 * <ul>
+	 * <li>{@link LockMode#LEASE}: acquire, run, release.</li>
+	 * <li>{@link LockMode#PESSIMISTIC}: the whole runs in a transaction of the lock data source's transaction
+	 * manager (joining one already active), so the action's writes through that data source commit together with
+	 * the release; a {@link RuntimeException} or {@link Error} from the action rolls back.</li>
+	 * <li>{@link LockMode#OPTIMISTIC}: the action runs in a new transaction and is run again after a conflict, up to
+	 * {@code distributed-lock.optimistic.max-attempts} times; it must be safe to re-run and write through the lock
+	 * data source. Not allowed inside an active transaction.</li>
+	 * </ul>
 	 * @return the action's result
-	 * @throws LockNotAcquiredException if the lock could not be acquired within the wait time; the action
-	 * does not run
+	 * @throws LockNotAcquiredException if the lock could not be acquired within the wait time (OPTIMISTIC: every
+	 * attempt conflicted); the action's effects are not committed
 	 * @throws LockLostException if the action completed but the lock turned out to be lost on release
 	 * (lease expired); if the action threw, the loss is added to its exception as suppressed instead
+	 * @throws IllegalStateException for OPTIMISTIC inside an active transaction
 	 * @see #acquire(String, LockOptions) for the other exceptions
 	 */
 	@Nullable
