@@ -19,6 +19,12 @@ import org.springframework.core.annotation.AliasFor;
  * deferred until that transaction completes, so no other node can take the lock and read data that is not
  * committed yet.
  * <p>
+ * In {@link LockMode#PESSIMISTIC} and {@link LockMode#OPTIMISTIC} mode the lock belongs to a transaction on the
+ * lock data source, and the method runs inside it: the interceptor starts it (PESSIMISTIC joins the caller's if
+ * there is one), the method's {@code @Transactional} joins it, and its writes commit together with the release.
+ * As with {@code @Transactional}, an unchecked exception rolls back and a checked one commits. OPTIMISTIC runs
+ * the method again after a conflict, so it must be safe to re-run.
+ * <p>
  * The {@link #resource() resource} is a template: literal text with {@code #{...}} SpEL expressions, evaluated
  * over the method's arguments, and {@code ${...}} property placeholders, resolved once at start-up. In SpEL,
  * arguments are available by name ({@code #order}, which needs the {@code -parameters} compiler flag that
@@ -68,7 +74,7 @@ public @interface DistributedLock {
 
 	/**
 	 * The lock mode; empty (the default) uses the configured {@code distributed-lock.mode}. Give at most one:
-	 * {@code mode = LockMode.LEASE}.
+	 * {@code mode = LockMode.PESSIMISTIC}.
 	 */
 	LockMode[] mode() default {};
 
