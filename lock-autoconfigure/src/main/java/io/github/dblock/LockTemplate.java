@@ -252,6 +252,11 @@ public class LockTemplate {
 		});
 	}
 
+	/** How this JVM describes itself in holder descriptions ({@code distributed-lock.node-name}). */
+	public String getNodeName() {
+		return this.nodeName;
+	}
+
 	/** The mode used when a call does not choose one. */
 	public LockMode getDefaultMode() {
 		return this.defaultMode;
