@@ -44,7 +44,12 @@ final class DefaultLockHandle implements LockHandle {
 
 	@Override
 	public boolean isHeld() {
-		return !this.closed && System.nanoTime() - this.lock.validUntilNanos() < 0;
+		return !this.closed && !this.lock.isLost() && System.nanoTime() - this.lock.validUntilNanos() < 0;
+	}
+
+	@Override
+	public void onLost(java.util.function.Consumer<? super LockHandle> listener) {
+		this.lock.onLost(() -> listener.accept(this));
 	}
 
 	@Override
@@ -57,6 +62,7 @@ final class DefaultLockHandle implements LockHandle {
 					+ this.owner.getName() + "), not by " + Thread.currentThread().getName());
 		}
 		this.closed = true;
+		CurrentLock.pop(this);
 		this.template.release(this.entry, this.lock);
 	}
 

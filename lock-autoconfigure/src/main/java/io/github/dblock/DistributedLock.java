@@ -39,6 +39,10 @@ import org.springframework.core.annotation.AliasFor;
  * naming the method; an expression that evaluates to {@code null} or blank fails the call with an
  * {@link IllegalArgumentException} before anything is locked.
  * <p>
+ * The method may declare a parameter of type {@link LockHandle}; callers pass {@code null} and the interceptor
+ * fills in the held lock, for its {@linkplain LockHandle#fencingToken() fencing token}. {@link CurrentLock#get()}
+ * gives the same from deeper in the call.
+ * <p>
  * The annotation works on public methods called through the Spring proxy; calls from within the same bean
  * (self-invocation) and private methods are not intercepted, as with {@code @Transactional}.
  *
@@ -71,6 +75,13 @@ public @interface DistributedLock {
 	 * string. Empty: the configured {@code distributed-lock.lease-time}.
 	 */
 	String leaseTime() default "";
+
+	/**
+	 * Keeps the lock taken until this long after acquisition even if the method returns earlier (ShedLock's
+	 * {@code lockAtLeastFor}), as a duration string; empty for none. Useful with {@code @Scheduled} jobs on several
+	 * instances whose clocks or schedules drift. Must not exceed the lease time.
+	 */
+	String minHoldTime() default "";
 
 	/**
 	 * The lock mode; empty (the default) uses the configured {@code distributed-lock.mode}. Give at most one:

@@ -38,6 +38,16 @@ public interface LockHandle extends AutoCloseable {
 	boolean isHeld();
 
 	/**
+	 * Registers a listener that is told, once and on a background thread, if the lock is found lost while held: in
+	 * {@link LockMode#LEASE} mode with renewal, when a renewal finds the lease expired or taken over, or the
+	 * database unreachable until the lease must be presumed expired. {@link #isHeld()} is already {@code false}
+	 * when it runs. It is not called for a lock released in time, nor in the other modes. Listeners must be quick
+	 * and must not throw.
+	 * @param listener receives this handle
+	 */
+	void onLost(java.util.function.Consumer<? super LockHandle> listener);
+
+	/**
 	 * Releases this hold. When it is the thread's last hold of the resource, the lock is released in the
 	 * database with an owner-checked statement. Closing an already closed handle does nothing.
 	 * @throws LockLostException if the database shows the lock was no longer held by this owner (its lease had

@@ -17,7 +17,7 @@ import org.jspecify.annotations.Nullable;
  */
 public final class LockOptions {
 
-	private static final LockOptions DEFAULTS = new LockOptions(null, null, null);
+	private static final LockOptions DEFAULTS = new LockOptions(null, null, null, null);
 
 	@Nullable
 	private final Duration waitTime;
@@ -28,10 +28,15 @@ public final class LockOptions {
 	@Nullable
 	private final LockMode mode;
 
-	private LockOptions(@Nullable Duration waitTime, @Nullable Duration leaseTime, @Nullable LockMode mode) {
+	@Nullable
+	private final Duration minHoldTime;
+
+	private LockOptions(@Nullable Duration waitTime, @Nullable Duration leaseTime, @Nullable LockMode mode,
+			@Nullable Duration minHoldTime) {
 		this.waitTime = waitTime;
 		this.leaseTime = leaseTime;
 		this.mode = mode;
+		this.minHoldTime = minHoldTime;
 	}
 
 	/** Options that take every setting from configuration. */
@@ -49,12 +54,14 @@ public final class LockOptions {
 		if (waitTime.isNegative()) {
 			throw new IllegalArgumentException("waitTime must not be negative, was " + waitTime);
 		}
-		return new LockOptions(waitTime, this.leaseTime, this.mode);
+		return new LockOptions(waitTime, this.leaseTime, this.mode, this.minHoldTime);
 	}
 
 	/**
 	 * How long the lock stays valid after it is taken, measured by the database server's clock, if it is not
-	 * released first. Resolution is one microsecond.
+	 * released first. Resolution is one microsecond. Giving a lease time switches renewal off: without one, the
+	 * configured default lease is used and renewed in the background while the lock is held
+	 * ({@link LockMode#LEASE}).
 	 * @param leaseTime the lease, positive
 	 * @throws IllegalArgumentException if {@code leaseTime} is null, zero or negative
 	 */
@@ -63,7 +70,23 @@ public final class LockOptions {
 		if (leaseTime.isNegative() || leaseTime.isZero()) {
 			throw new IllegalArgumentException("leaseTime must be positive, was " + leaseTime);
 		}
-		return new LockOptions(this.waitTime, leaseTime, this.mode);
+		return new LockOptions(this.waitTime, leaseTime, this.mode, this.minHoldTime);
+	}
+
+	/**
+	 * Keeps the lock taken until this long after acquisition even if it is released earlier (ShedLock's
+	 * {@code lockAtLeastFor}): for scheduled jobs on nodes whose clocks or schedules drift, so that a fast run on one
+	 * node does not let a late node run the same tick again. Measured on the database server's clock; must not
+	 * exceed the lease time (checked at acquisition). Not used by {@link LockMode#OPTIMISTIC}.
+	 * @param minHoldTime zero or positive
+	 * @throws IllegalArgumentException if {@code minHoldTime} is null or negative
+	 */
+	public LockOptions withMinHoldTime(Duration minHoldTime) {
+		Objects.requireNonNull(minHoldTime, "minHoldTime must not be null");
+		if (minHoldTime.isNegative()) {
+			throw new IllegalArgumentException("minHoldTime must not be negative, was " + minHoldTime);
+		}
+		return new LockOptions(this.waitTime, this.leaseTime, this.mode, minHoldTime);
 	}
 
 	/**
@@ -72,7 +95,7 @@ public final class LockOptions {
 	 */
 	public LockOptions withMode(LockMode mode) {
 		Objects.requireNonNull(mode, "mode must not be null");
-		return new LockOptions(this.waitTime, this.leaseTime, mode);
+		return new LockOptions(this.waitTime, this.leaseTime, mode, this.minHoldTime);
 	}
 
 	/** The wait time, or {@code null} for the configured default. */
@@ -87,6 +110,12 @@ public final class LockOptions {
 		return this.leaseTime;
 	}
 
+	/** The minimum hold time, or {@code null} for none. */
+	@Nullable
+	public Duration getMinHoldTime() {
+		return this.minHoldTime;
+	}
+
 	/** The mode, or {@code null} for the configured default. */
 	@Nullable
 	public LockMode getMode() {
@@ -96,17 +125,19 @@ public final class LockOptions {
 	@Override
 	public boolean equals(Object other) {
 		return (other instanceof LockOptions that) && Objects.equals(this.waitTime, that.waitTime)
-				&& Objects.equals(this.leaseTime, that.leaseTime) && this.mode == that.mode;
+				&& Objects.equals(this.leaseTime, that.leaseTime) && this.mode == that.mode
+				&& Objects.equals(this.minHoldTime, that.minHoldTime);
 	}
 
 	@Override
 	public int hashCode() {
-		return Objects.hash(this.waitTime, this.leaseTime, this.mode);
+		return Objects.hash(this.waitTime, this.leaseTime, this.mode, this.minHoldTime);
 	}
 
 	@Override
 	public String toString() {
-		return "LockOptions[waitTime=" + this.waitTime + ", leaseTime=" + this.leaseTime + ", mode=" + this.mode + "]";
+		return "LockOptions[waitTime=" + this.waitTime + ", leaseTime=" + this.leaseTime + ", mode=" + this.mode
+				+ ", minHoldTime=" + this.minHoldTime + "]";
 	}
 
 }

@@ -55,6 +55,8 @@ public class LockTemplate {
 
 	private final LocalLocks locals = new LocalLocks();
 
+	private volatile boolean interruptOnLoss;
+
 	/**
 	 * Creates a template.
 	 * @param providers one provider per supported mode
@@ -197,8 +199,16 @@ public class LockTemplate {
 	private <T> T executeWork(WorkLockProvider provider, Request request, LockCallback<T> action) {
 		WorkLockProvider.Outcome<T> outcome;
 		try {
-			outcome = provider.execute(lockRequest(request), (held) -> action
-				.doWithLock(new WorkLockHandle(request.resource, request.mode, held.fencingToken())));
+			outcome = provider.execute(lockRequest(request), (held) -> {
+				LockHandle handle = new WorkLockHandle(request.resource, request.mode, held.fencingToken());
+				CurrentLock.push(handle);
+				try {
+					return action.doWithLock(handle);
+				}
+				finally {
+					CurrentLock.pop(handle);
+				}
+			});
 		}
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();
@@ -252,6 +262,14 @@ public class LockTemplate {
 		});
 	}
 
+	/**
+	 * Whether to interrupt the thread that acquired a lock when the lock is found lost while held (see
+	 * {@link LockHandle#onLost}), so that interruptible work stops early. Off by default.
+	 */
+	public void setInterruptOnLoss(boolean interruptOnLoss) {
+		this.interruptOnLoss = interruptOnLoss;
+	}
+
 	/** How this JVM describes itself in holder descriptions ({@code distributed-lock.node-name}). */
 	public String getNodeName() {
 		return this.nodeName;
@@ -278,7 +296,12 @@ public class LockTemplate {
 		}
 		Duration waitTime = (options.getWaitTime() != null) ? options.getWaitTime() : this.defaultWaitTime;
 		Duration leaseTime = (options.getLeaseTime() != null) ? options.getLeaseTime() : this.defaultLeaseTime;
-		return new Request(resource, provider, mode, waitTime, leaseTime);
+		Duration minHoldTime = (options.getMinHoldTime() != null) ? options.getMinHoldTime() : Duration.ZERO;
+		if (minHoldTime.compareTo(leaseTime) > 0) {
+			throw new IllegalArgumentException("minHoldTime " + minHoldTime + " exceeds the lease time " + leaseTime
+					+ " of lock '" + resource + "'");
+		}
+		return new Request(resource, provider, mode, waitTime, leaseTime, options.getLeaseTime() == null, minHoldTime);
 	}
 
 	/**
@@ -318,6 +341,7 @@ public class LockTemplate {
 				gateHeld = true;
 				DefaultLockHandle handle = new DefaultLockHandle(this, entry, entry.held, entry.mode);
 				acquired = true;
+				CurrentLock.push(handle);
 				return new Attempt(handle, null);
 			}
 			long waitNanos = saturatedNanos(request.waitTime);
@@ -335,7 +359,13 @@ public class LockTemplate {
 			entry.mode = request.mode;
 			entry.holder = holderDescription();
 			acquired = true;
-			return new Attempt(new DefaultLockHandle(this, entry, result.lock(), request.mode), null);
+			DefaultLockHandle handle = new DefaultLockHandle(this, entry, result.lock(), request.mode);
+			if (this.interruptOnLoss) {
+				Thread owner = Thread.currentThread();
+				result.lock().onLost(owner::interrupt);
+			}
+			CurrentLock.push(handle);
+			return new Attempt(handle, null);
 		}
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();
@@ -356,7 +386,8 @@ public class LockTemplate {
 	}
 
 	private LockRequest lockRequest(Request request, long deadline) {
-		return new LockRequest(request.resource, request.leaseTime, deadline, holderDescription());
+		return new LockRequest(request.resource, request.leaseTime, request.renew, request.minHoldTime, deadline,
+				holderDescription());
 	}
 
 	/** Called by {@link DefaultLockHandle#close()} on the acquiring thread. */
@@ -417,7 +448,7 @@ public class LockTemplate {
 	}
 
 	private record Request(String resource, LockProvider provider, LockMode mode, Duration waitTime,
-			Duration leaseTime) {
+			Duration leaseTime, boolean renew, Duration minHoldTime) {
 	}
 
 	private record Attempt(@Nullable LockHandle handle, @Nullable String holder) {

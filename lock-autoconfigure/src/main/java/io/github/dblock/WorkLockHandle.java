@@ -39,6 +39,11 @@ final class WorkLockHandle implements LockHandle {
 	}
 
 	@Override
+	public void onLost(java.util.function.Consumer<? super LockHandle> listener) {
+		// nothing is held, so nothing can be lost
+	}
+
+	@Override
 	public void close() {
 	}
 

@@ -46,7 +46,8 @@ public class DistributedLockProperties implements InitializingBean {
 	private Duration waitTime = Duration.ofSeconds(5);
 
 	/**
-	 * How long a lock stays valid, on the database server's clock, when a call or annotation does not say.
+	 * How long a lock stays valid, on the database server's clock, when a call or annotation does not give a lease
+	 * time. Such LEASE locks are renewed in the background every third of this while held.
 	 */
 	private Duration leaseTime = Duration.ofSeconds(30);
 
@@ -56,6 +57,12 @@ public class DistributedLockProperties implements InitializingBean {
 	 */
 	@Nullable
 	private String nodeName;
+
+	/**
+	 * Whether to interrupt the thread holding a lock when the lock is found lost while held (a renewal found the
+	 * lease expired or taken over), so that interruptible work stops early.
+	 */
+	private boolean interruptOnLoss = false;
 
 	/**
 	 * Upper bound of the query timeout of every lock statement (JDBC counts whole seconds; at least 1s).
@@ -125,6 +132,14 @@ public class DistributedLockProperties implements InitializingBean {
 
 	public void setNodeName(@Nullable String nodeName) {
 		this.nodeName = nodeName;
+	}
+
+	public boolean isInterruptOnLoss() {
+		return this.interruptOnLoss;
+	}
+
+	public void setInterruptOnLoss(boolean interruptOnLoss) {
+		this.interruptOnLoss = interruptOnLoss;
 	}
 
 	public Duration getStatementTimeout() {

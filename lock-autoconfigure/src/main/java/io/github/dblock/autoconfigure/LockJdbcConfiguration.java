@@ -84,8 +84,10 @@ class LockJdbcConfiguration {
 	LockTemplate lockTemplate(DistributedLockProperties properties, ObjectProvider<LockProvider> providers) {
 		List<LockProvider> all = providers.orderedStream().toList();
 		String nodeName = (properties.getNodeName() != null) ? properties.getNodeName() : defaultNodeName();
-		return new LockTemplate(all, properties.getMode(), properties.getWaitTime(), properties.getLeaseTime(),
-				nodeName);
+		LockTemplate template = new LockTemplate(all, properties.getMode(), properties.getWaitTime(),
+				properties.getLeaseTime(), nodeName);
+		template.setInterruptOnLoss(properties.isInterruptOnLoss());
+		return template;
 	}
 
 	/**

@@ -88,7 +88,7 @@ public class DistributedLockInterceptor implements MethodInterceptor {
 		LockHandle lock = template.acquire(resource, attribute.getOptions());
 		Object result;
 		try {
-			result = invocation.proceed();
+			result = proceed(invocation, attribute, lock);
 		}
 		catch (Throwable ex) {
 			release(lock, ex);
@@ -111,8 +111,10 @@ public class DistributedLockInterceptor implements MethodInterceptor {
 			checked[0] = null;
 			try {
 				// OPTIMISTIC may run the method again: each run needs a fresh copy of the interceptor chain.
-				return (invocation instanceof ProxyMethodInvocation proxied) ? proxied.invocableClone().proceed()
-						: invocation.proceed();
+				if (invocation instanceof ProxyMethodInvocation proxied) {
+					return proxied.invocableClone(attribute.withHandle(invocation.getArguments(), lock)).proceed();
+				}
+				return proceed(invocation, attribute, lock);
 			}
 			catch (RuntimeException | Error ex) {
 				throw ex;
@@ -126,6 +128,22 @@ public class DistributedLockInterceptor implements MethodInterceptor {
 			throw checked[0];
 		}
 		return result;
+	}
+
+	/** Proceeds with {@code null} {@link LockHandle} parameters filled in with the held lock. */
+	@Nullable
+	private static Object proceed(MethodInvocation invocation, LockAttribute attribute, LockHandle lock) throws Throwable {
+		Object[] arguments = invocation.getArguments();
+		Object[] filled = attribute.withHandle(arguments, lock);
+		if (filled != arguments) {
+			if (invocation instanceof ProxyMethodInvocation proxied) {
+				proxied.setArguments(filled);
+			}
+			else {
+				System.arraycopy(filled, 0, arguments, 0, arguments.length);
+			}
+		}
+		return invocation.proceed();
 	}
 
 	private void release(LockHandle lock, @Nullable Throwable methodFailure) {

@@ -28,12 +28,35 @@ public final class LockAttribute {
 
 	private final LockOptions options;
 
+	/** Positions of parameters of type {@link io.github.dblock.LockHandle}, filled in by the interceptor. */
+	private final int[] handleParameters;
+
 	LockAttribute(Method method, String template, Expression parsed, LockOptions options) {
 		this.method = method;
 		this.template = template;
 		this.parts = (parsed instanceof CompositeStringExpression composite) ? List.of(composite.getExpressions())
 				: List.of(parsed);
 		this.options = options;
+		this.handleParameters = java.util.stream.IntStream.range(0, method.getParameterCount())
+			.filter((i) -> method.getParameterTypes()[i] == io.github.dblock.LockHandle.class)
+			.toArray();
+	}
+
+	/**
+	 * The arguments with every {@code null} {@link io.github.dblock.LockHandle} parameter replaced by the held lock;
+	 * the same array when there is nothing to fill in, a copy otherwise.
+	 */
+	Object[] withHandle(Object[] arguments, io.github.dblock.LockHandle lock) {
+		if (this.handleParameters.length == 0) {
+			return arguments;
+		}
+		Object[] result = arguments.clone();
+		for (int i : this.handleParameters) {
+			if (result[i] == null) {
+				result[i] = lock;
+			}
+		}
+		return result;
 	}
 
 	/** The annotated method. */

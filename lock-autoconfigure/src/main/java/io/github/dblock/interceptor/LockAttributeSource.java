@@ -109,6 +109,17 @@ public class LockAttributeSource {
 			}
 			options = options.withLeaseTime(leaseTime);
 		}
+		Duration minHoldTime = duration(where, "minHoldTime", annotation.minHoldTime());
+		if (minHoldTime != null) {
+			if (minHoldTime.isNegative()) {
+				throw new IllegalStateException(where + ": minHoldTime must not be negative, was " + annotation.minHoldTime());
+			}
+			if (leaseTime != null && minHoldTime.compareTo(leaseTime) > 0) {
+				throw new IllegalStateException(where + ": minHoldTime " + annotation.minHoldTime()
+						+ " exceeds leaseTime " + annotation.leaseTime());
+			}
+			options = options.withMinHoldTime(minHoldTime);
+		}
 		if (annotation.mode().length > 1) {
 			throw new IllegalStateException(where + ": give at most one mode, was " + annotation.mode().length);
 		}

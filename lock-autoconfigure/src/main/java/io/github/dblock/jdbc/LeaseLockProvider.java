@@ -5,8 +5,14 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import javax.sql.DataSource;
 
@@ -15,6 +21,8 @@ import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockProvider;
 import io.github.dblock.spi.LockRequest;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -41,6 +49,17 @@ import org.jspecify.annotations.Nullable;
  * statement; release is one owner-checked {@code UPDATE} that clears the owner and ends the lease (rows are
  * never deleted by a release, so the fencing token keeps increasing).
  * <p>
+ * Renewal: when the caller gave no lease time of its own ({@link LockRequest#renew()}), a shared scheduler renews
+ * the lease every third of the lease time with {@code UPDATE ... SET expires_at = UTC_TIMESTAMP(6) + lease WHERE
+ * resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)}. If that matches nothing (the lease had
+ * expired, or another owner took it), or if the database stays unreachable until the lease must be presumed
+ * expired by this JVM's clock, the lock is marked lost: {@link HeldLock#isLost()} turns true, the
+ * {@link HeldLock#onLost(Runnable) callbacks} run, renewal stops, and release changes nothing in the database.
+ * Renewal stops when the lock is released. Call {@link #close()} to stop the scheduler.
+ * <p>
+ * A minimum hold time keeps the lease until {@code acquired_at + minHoldTime} on release
+ * ({@code expires_at = GREATEST(UTC_TIMESTAMP(6), acquired_at + INTERVAL ? MICROSECOND)}).
+ * <p>
  * Every statement runs in autocommit on a connection taken directly from the data source, never in the
  * caller's transaction, so a lock is visible to other nodes as soon as it is taken and a business rollback
  * cannot undo it. Single-statement, primary-key transactions see the latest committed row whatever the
@@ -49,7 +68,9 @@ import org.jspecify.annotations.Nullable;
  * <p>
  * Thread-safe.
  */
-public class LeaseLockProvider implements LockProvider {
+public class LeaseLockProvider implements LockProvider, AutoCloseable {
+
+	private static final Log logger = LogFactory.getLog(LeaseLockProvider.class);
 
 	/** Bound on immediate re-attempts after a lost race (insert collision, lease ending between statements). */
 	private static final int MAX_RACES_PER_ATTEMPT = 4;
@@ -65,6 +86,10 @@ public class LeaseLockProvider implements LockProvider {
 	private final String insertSql;
 
 	private final String releaseSql;
+
+	private final String renewSql;
+
+	private volatile ScheduledExecutorService renewals;
 
 	/**
 	 * Creates a provider.
@@ -88,7 +113,10 @@ public class LeaseLockProvider implements LockProvider {
 		this.insertSql = "INSERT INTO " + t + " (resource, owner_token, holder, fencing_token, acquired_at, expires_at)"
 				+ " VALUES (?, ?, ?, LAST_INSERT_ID(" + LockRows.SERVER_MICROS + "), UTC_TIMESTAMP(6),"
 				+ " UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)";
-		this.releaseSql = "UPDATE " + t + " SET owner_token = NULL, expires_at = UTC_TIMESTAMP(6)"
+		this.releaseSql = "UPDATE " + t + " SET owner_token = NULL,"
+				+ " expires_at = GREATEST(UTC_TIMESTAMP(6), acquired_at + INTERVAL ? MICROSECOND)"
+				+ " WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)";
+		this.renewSql = "UPDATE " + t + " SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND"
 				+ " WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)";
 	}
 
@@ -135,7 +163,7 @@ public class LeaseLockProvider implements LockProvider {
 					throw ex;
 				}
 				if (token != null) {
-					return new Attempt(new LeaseLock(request.resource(), owner, token, sentAt + request.leaseTime().toNanos()), null, 0);
+					return new Attempt(leased(request, owner, token, sentAt), null, 0);
 				}
 				LockRows.Peek peek = this.rows.peek(connection, request.resource(), timeout);
 				last = (peek != null) ? new Attempt(null, peek.holderDescription(), peek.leaseRemainingNanos()) : null;
@@ -145,7 +173,7 @@ public class LeaseLockProvider implements LockProvider {
 				if (last == null) {
 					token = insert(connection, request, owner, leaseMicros, timeout);
 					if (token != null) {
-						return new Attempt(new LeaseLock(request.resource(), owner, token, sentAt + request.leaseTime().toNanos()), null, 0);
+						return new Attempt(leased(request, owner, token, sentAt), null, 0);
 					}
 					last = Attempt.NONE;
 				}
@@ -194,12 +222,70 @@ public class LeaseLockProvider implements LockProvider {
 		}
 	}
 
-	boolean release(LeaseLock lock) {
+	/** A lock just taken: starts its renewal if the request asks for it. */
+	private LeaseLock leased(LockRequest request, String owner, long token, long sentAt) {
+		LeaseLock lock = new LeaseLock(request.resource(), owner, token, request.leaseTime().toNanos(),
+				request.minHoldMicros(), sentAt + request.leaseTime().toNanos());
+		if (request.renew()) {
+			long period = Math.max(1, request.leaseTime().toNanos() / 3);
+			lock.renewal = renewals().scheduleWithFixedDelay(lock::renew, period, period, TimeUnit.NANOSECONDS);
+		}
+		return lock;
+	}
+
+	/** The shared renewal scheduler: two daemon threads for every held lock of this provider, started on first use. */
+	private ScheduledExecutorService renewals() {
+		ScheduledExecutorService executor = this.renewals;
+		if (executor == null) {
+			synchronized (this) {
+				executor = this.renewals;
+				if (executor == null) {
+					AtomicInteger count = new AtomicInteger();
+					ScheduledThreadPoolExecutor pool = new ScheduledThreadPoolExecutor(
+							2, (task) -> {
+								Thread thread = new Thread(task, "distributed-lock-renewal-" + count.incrementAndGet());
+								thread.setDaemon(true);
+								return thread;
+							});
+					pool.setRemoveOnCancelPolicy(true);
+					executor = pool;
+					this.renewals = executor;
+				}
+			}
+		}
+		return executor;
+	}
+
+	/** Stops renewing leases; held locks then expire at the end of their current lease. */
+	@Override
+	public void close() {
+		ScheduledExecutorService executor = this.renewals;
+		if (executor != null) {
+			executor.shutdownNow();
+		}
+	}
+
+	private boolean release(LeaseLock lock) {
 		return this.jdbc.execute("release lock '" + lock.resource + "'", (connection) -> {
 			try (PreparedStatement ps = connection.prepareStatement(this.releaseSql)) {
 				ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
-				ps.setBytes(1, LockRows.bytes(lock.resource));
-				ps.setString(2, lock.ownerToken);
+				ps.setLong(1, lock.minHoldMicros);
+				ps.setBytes(2, LockRows.bytes(lock.resource));
+				ps.setString(3, lock.ownerToken);
+				int matched = ps.executeUpdate();
+				JdbcLockSupport.commitIfNeeded(connection);
+				return matched == 1;
+			}
+		});
+	}
+
+	private boolean renew(LeaseLock lock) {
+		return this.jdbc.execute("renew lock '" + lock.resource + "'", (connection) -> {
+			try (PreparedStatement ps = connection.prepareStatement(this.renewSql)) {
+				ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
+				ps.setLong(1, TimeUnit.NANOSECONDS.toMicros(lock.leaseNanos));
+				ps.setBytes(2, LockRows.bytes(lock.resource));
+				ps.setString(3, lock.ownerToken);
 				int matched = ps.executeUpdate();
 				JdbcLockSupport.commitIfNeeded(connection);
 				return matched == 1;
@@ -222,12 +308,29 @@ public class LeaseLockProvider implements LockProvider {
 
 		private final long fencingToken;
 
-		private final long validUntilNanos;
+		private final long leaseNanos;
 
-		LeaseLock(String resource, String ownerToken, long fencingToken, long validUntilNanos) {
+		private final long minHoldMicros;
+
+		/** Until when this JVM may consider the lease valid; moved forward by each successful renewal. */
+		private volatile long validUntilNanos;
+
+		private volatile boolean lost;
+
+		private volatile boolean released;
+
+		@Nullable
+		private volatile ScheduledFuture<?> renewal;
+
+		private final List<Runnable> lostCallbacks = new CopyOnWriteArrayList<>();
+
+		LeaseLock(String resource, String ownerToken, long fencingToken, long leaseNanos, long minHoldMicros,
+				long validUntilNanos) {
 			this.resource = resource;
 			this.ownerToken = ownerToken;
 			this.fencingToken = fencingToken;
+			this.leaseNanos = leaseNanos;
+			this.minHoldMicros = minHoldMicros;
 			this.validUntilNanos = validUntilNanos;
 		}
 
@@ -247,7 +350,78 @@ public class LeaseLockProvider implements LockProvider {
 		}
 
 		@Override
+		public boolean isLost() {
+			return this.lost;
+		}
+
+		@Override
+		public void onLost(Runnable callback) {
+			this.lostCallbacks.add(callback);
+			if (this.lost && this.lostCallbacks.remove(callback)) {
+				callback.run();
+			}
+		}
+
+		/** One renewal, on the scheduler's thread. */
+		void renew() {
+			if (this.released || this.lost) {
+				return;
+			}
+			long sentAt = System.nanoTime();
+			if (sentAt - this.validUntilNanos >= 0) {
+				markLost("its lease ran out before it could be renewed");
+				return;
+			}
+			try {
+				boolean renewed = LeaseLockProvider.this.renew(this);
+				if (this.released) {
+					return;
+				}
+				if (renewed) {
+					this.validUntilNanos = sentAt + this.leaseNanos;
+				}
+				else {
+					markLost("the database shows its lease expired or taken over");
+				}
+			}
+			catch (RuntimeException ex) {
+				logger.warn("Could not renew lock '" + this.resource + "'; retrying until its lease must be presumed "
+						+ "expired", ex);
+				if (System.nanoTime() - this.validUntilNanos >= 0) {
+					markLost("the database was unreachable until its lease ran out");
+				}
+			}
+		}
+
+		private void markLost(String reason) {
+			this.lost = true;
+			ScheduledFuture<?> future = this.renewal;
+			if (future != null) {
+				future.cancel(false);
+			}
+			logger.warn("Lost lock '" + this.resource + "' (fencing token " + this.fencingToken + "): " + reason);
+			for (Runnable callback : this.lostCallbacks) {
+				if (this.lostCallbacks.remove(callback)) {
+					try {
+						callback.run();
+					}
+					catch (RuntimeException ex) {
+						logger.error("A lost-lock callback for '" + this.resource + "' failed", ex);
+					}
+				}
+			}
+		}
+
+		@Override
 		public boolean release() {
+			this.released = true;
+			ScheduledFuture<?> future = this.renewal;
+			if (future != null) {
+				future.cancel(false);
+			}
+			if (this.lost) {
+				return false; // known lost: another owner may hold it now, so change nothing
+			}
 			return LeaseLockProvider.this.release(this);
 		}
 

@@ -36,7 +36,8 @@ import org.springframework.transaction.support.TransactionTemplate;
  * waits in the server's lock queue for the row, locks it until the transaction ends, advances the fencing token
  * (returned in the same round trip through {@code LAST_INSERT_ID(expr)}) and records the owner. The lease
  * condition makes the mode exclusive with {@link LockMode#LEASE} holders of the same resource; the expiry it
- * writes is "now", so once this transaction ends the row is free for every mode.
+ * writes is "now" plus the minimum hold time (usually zero), so once this transaction ends the row is free for
+ * every mode, or after the minimum hold time.
  * <p>
  * The wait is bounded by the server: MariaDB runs the statement as
  * {@code SET STATEMENT innodb_lock_wait_timeout = n FOR UPDATE ...}; MySQL uses {@code FOR UPDATE NOWAIT} for a
@@ -114,7 +115,8 @@ public class PessimisticLockProvider implements LockProvider {
 		this.connections = new Semaphore(maxConnections);
 		String t = table.quoted();
 		this.lockSql = "UPDATE " + t + " SET owner_token = ?, holder = ?, " + LockRows.NEXT_TOKEN
-				+ ", acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) WHERE resource = ? AND " + LockRows.FREE;
+				+ ", acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND"
+				+ " WHERE resource = ? AND " + LockRows.FREE;
 		this.nowaitSql = "SELECT 1 FROM " + t + " WHERE resource = ? FOR UPDATE NOWAIT";
 	}
 
@@ -343,7 +345,8 @@ public class PessimisticLockProvider implements LockProvider {
 		ps.setQueryTimeout(timeout);
 		ps.setString(1, owner);
 		ps.setString(2, request.holder());
-		ps.setBytes(3, LockRows.bytes(request.resource()));
+		ps.setLong(3, request.minHoldMicros());
+		ps.setBytes(4, LockRows.bytes(request.resource()));
 		if (ps.executeUpdate() != 1) {
 			return Locking.NOT_MATCHED;
 		}

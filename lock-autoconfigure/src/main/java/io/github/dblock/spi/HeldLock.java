@@ -27,6 +27,21 @@ public interface HeldLock {
 	}
 
 	/**
+	 * Whether the lock is known to be lost: its lease expired before it could be renewed, another owner took it,
+	 * or the database stayed unreachable until the lease must be presumed expired. A lost lock stays lost.
+	 */
+	default boolean isLost() {
+		return false;
+	}
+
+	/**
+	 * Registers a callback run once, on a background thread, when the lock is found lost while held; it is not
+	 * run for a lock released in time. Callbacks must be quick and must not throw.
+	 */
+	default void onLost(Runnable callback) {
+	}
+
+	/**
 	 * Gives the lock back. Must be called at most once.
 	 * @return {@code true} if the database showed this owner still held the lock and it is now released;
 	 * {@code false} if it was no longer held by this owner (lease expired or taken over), in which case nothing
