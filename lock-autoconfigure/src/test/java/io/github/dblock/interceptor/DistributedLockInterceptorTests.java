@@ -222,6 +222,40 @@ class DistributedLockInterceptorTests {
 	}
 
 	@Test
+	void aLockHandleParameterAndCurrentLockGiveTheMethodTheFencingToken() {
+		this.runner.withUserConfiguration(Services.class).run((context) -> {
+			LifecycleServices services = context.getBean(LifecycleServices.class);
+			String id = UUID.randomUUID().toString();
+			long[] tokens = services.tokens(id, null);
+			assertThat(tokens[0]).isPositive().isEqualTo(tokens[1]);
+			assertThat(services.tokens(id, null)[0]).as("next acquisition").isGreaterThan(tokens[0]);
+		});
+	}
+
+	@Test
+	void aLeaseLostWhileTheMethodRanFailsTheCallAfterTheMethodReturns() {
+		this.runner.withUserConfiguration(Services.class).run((context) -> {
+			LifecycleServices services = context.getBean(LifecycleServices.class);
+			String id = UUID.randomUUID().toString();
+			assertThatExceptionOfType(io.github.dblock.LockLostException.class).isThrownBy(() -> services.outlivesLease(id))
+				.withMessageContaining("slow:" + id);
+			assertThat(services.completed()).hasValue(1);
+		});
+	}
+
+	@Test
+	void aMinimumHoldTimeOnTheAnnotationKeepsTheLockAfterTheMethodReturns() {
+		this.runner.withUserConfiguration(Services.class).run((context) -> {
+			LifecycleServices services = context.getBean(LifecycleServices.class);
+			String id = UUID.randomUUID().toString();
+			services.holdAtLeast(id);
+			assertThat(freeForOthers("tick:" + id)).as("right after the method returned").isFalse();
+			Thread.sleep(1_200);
+			assertThat(freeForOthers("tick:" + id)).isTrue();
+		});
+	}
+
+	@Test
 	void anExpressionThatDoesNotParseStopsStartUpNamingTheMethod() {
 		this.runner.withUserConfiguration(BrokenExpression.class).run((context) -> {
 			assertThat(context).hasFailed();
@@ -278,6 +312,11 @@ class DistributedLockInterceptorTests {
 		@Bean
 		Keys keys() {
 			return new Keys();
+		}
+
+		@Bean
+		LifecycleServices lifecycleServices() {
+			return new LifecycleServices();
 		}
 
 		@Bean
@@ -360,6 +399,31 @@ class DistributedLockInterceptorTests {
 		@DistributedLock("fail:#{#key}")
 		public void failing(String key) {
 			throw new UnsupportedOperationException("boom");
+		}
+
+	}
+
+	public static class LifecycleServices {
+
+		private final AtomicInteger completed = new AtomicInteger();
+
+		public AtomicInteger completed() {
+			return this.completed;
+		}
+
+		@DistributedLock("token:#{#id}")
+		public long[] tokens(String id, io.github.dblock.LockHandle lock) {
+			return new long[] { lock.fencingToken(), io.github.dblock.CurrentLock.get().orElseThrow().fencingToken() };
+		}
+
+		@DistributedLock(resource = "slow:#{#id}", leaseTime = "300ms")
+		public void outlivesLease(String id) throws InterruptedException {
+			Thread.sleep(600);
+			this.completed.incrementAndGet();
+		}
+
+		@DistributedLock(resource = "tick:#{#id}", minHoldTime = "1s", waitTime = "0")
+		public void holdAtLeast(String id) {
 		}
 
 	}
