@@ -1,0 +1,374 @@
+package io.github.dblock.jdbc;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.SQLTimeoutException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import javax.sql.DataSource;
+
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+
+/**
+ * Deletes lock rows whose lease ended long ago, so that a lock table used with unique resource names (order
+ * numbers, idempotency keys) does not grow without bound.
+ * <p>
+ * A row is deleted only if its {@code expires_at} lies more than the retention before the database server's
+ * {@code UTC_TIMESTAMP(6)}, checked again by the deleting statement itself, and only if no other transaction
+ * holds its row lock at that moment. So a running lease (its {@code expires_at} is in the future), a
+ * {@link io.github.dblock.LockMode#PESSIMISTIC PESSIMISTIC} holder's open transaction (it has the row locked,
+ * and its uncommitted {@code expires_at} is recent) and an {@link io.github.dblock.LockMode#OPTIMISTIC
+ * OPTIMISTIC} compare-and-set in flight are never affected.
+ * <p>
+ * Deleting a row does not break the fencing tokens: a row created again later starts its token at the server
+ * time in microseconds ({@link LockRows#NEXT_TOKEN} and the insert statements), which is above every token the
+ * deleted row handed out as long as the server clock never steps back by more than the retention. Hence the
+ * retention's lower bound of {@linkplain #MIN_RETENTION one hour}: far above any realistic clock step, and far
+ * above the minute for which a {@code PESSIMISTIC} provider remembers that a row exists.
+ * <p>
+ * One call of {@link #deleteExpired()} runs at most {@value #MAX_BATCHES_PER_RUN} batches. Each batch:
+ * <ol>
+ * <li>{@code SELECT resource FROM t WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND ORDER BY
+ * expires_at LIMIT ?} ({@code batchSize}): a plain (non-locking) read in autocommit, served from the
+ * {@code expires_at} index alone (InnoDB secondary indexes carry the primary key). It locks nothing, so it
+ * cannot block lock operations. If it finds nothing, the call ends: a run over an empty table costs this one
+ * statement.</li>
+ * <li>Then, for each chunk of at most {@value #MAX_KEYS_PER_STATEMENT} of these candidates, one short
+ * transaction:
+ * <ol type="a">
+ * <li>{@code START TRANSACTION} (on a pool that hands out connections with autocommit off, the transaction
+ * starts implicitly);</li>
+ * <li>{@code SELECT resource FROM t FORCE INDEX (PRIMARY) WHERE resource IN (?, ...) AND expires_at < <cutoff>
+ * FOR UPDATE SKIP LOCKED}: locks the candidates by primary key, re-checking the condition on the latest committed
+ * version, and <em>skips</em> every row another transaction has locked (a PESSIMISTIC holder, or a lock
+ * statement running right now) instead of waiting for it;</li>
+ * <li>{@code DELETE t FROM t FORCE INDEX (PRIMARY) WHERE resource IN (?, ...) AND expires_at < <cutoff>} on the
+ * rows locked in step b, re-checked once more (those rows are ours, so this never waits); left out if step b
+ * locked nothing;</li>
+ * <li>{@code COMMIT}. The transaction lasts for steps b and c only: a few milliseconds.</li>
+ * </ol>
+ * </li>
+ * </ol>
+ * The call goes on with the next batch while a batch found a full {@code batchSize} of candidates and deleted
+ * at least one of them (so each further batch sees new candidates and a run never spins on rows it keeps
+ * skipping). A chunk costs at most four statements, so a batch of up to {@value #MAX_KEYS_PER_STATEMENT} rows
+ * at most five.
+ * <p>
+ * The index hint and the chunk size are not optional. When an {@code IN} list covers a large part of the table
+ * the optimizer prefers a full table scan, and a locking read or {@code DELETE} that scans the table locks every
+ * row it reads: the {@code DELETE} then waits for a PESSIMISTIC holder's row although that row is not in its
+ * list, and {@code SKIP LOCKED} locks every other row of the table, fresh ones included, until the commit (seen
+ * on MariaDB 11.4: a 19-key {@code DELETE} on a 20-row table, a 500-key one on a 3,000-row table).
+ * {@code FORCE INDEX (PRIMARY)} keeps both statements on primary-key lookups; MySQL accepts index hints in a
+ * {@code DELETE} only in its multi-table form, hence {@code DELETE t FROM t}. From 1,000 values on, MariaDB
+ * turns an {@code IN} list into a join with a temporary table ({@code in_predicate_conversion_threshold}),
+ * which scans the whole table despite the hint (seen with 1,500 keys), and MySQL abandons range optimization
+ * when it would need more than {@code range_optimizer_max_mem_size} (8 MB by default; keys are up to 1020
+ * bytes): hence at most {@value #MAX_KEYS_PER_STATEMENT} keys per statement.
+ * <p>
+ * Why {@code SKIP LOCKED} rather than bounding the {@code DELETE}'s lock wait: a {@code DELETE} that meets a
+ * row locked by a PESSIMISTIC holder must wait for it (at best for one second, with MariaDB's
+ * {@code SET STATEMENT innodb_lock_wait_timeout=1 FOR DELETE ...} or, on MySQL, a session variable set and
+ * reset around it or a JDBC query timeout), and the lock-wait timeout then rolls back the whole batch, while the
+ * batch holds locks on the other rows it has reached. As the candidates are taken oldest first, a long-running
+ * holder of an old row would fail the same batch on every run and stop all cleanup. {@code SKIP LOCKED} never
+ * waits, deletes everything else, and is the same SQL on both supported servers (MySQL 8.0+, MariaDB 10.6+).
+ * Locking by primary key (not through the {@code expires_at} range) keeps the locks on the rows themselves, as
+ * the lock operations do; under REPEATABLE READ a key deleted meanwhile by a concurrent run gets a gap lock
+ * until the commit a few milliseconds later.
+ * <p>
+ * Every statement has a query timeout of the statement timeout (row locks never make these statements wait,
+ * but a metadata lock or an overloaded server could). A lock wait timeout (error 1205) or query timeout ends the
+ * call after rolling that chunk back; its rows are tried again on the next call. Deadlocks (1213) are retried.
+ * Statements run on connections taken directly from the data source (a {@code TransactionAwareDataSourceProxy}
+ * is unwrapped), never in a caller's transaction; each batch on a fresh connection.
+ * <p>
+ * Thread-safe: instances are immutable. Runs on several nodes at once are safe too: they split the rows
+ * between them through the row locks and never delete a row twice.
+ */
+public class LockTableCleaner {
+
+	/** The shortest accepted retention. */
+	public static final Duration MIN_RETENTION = Duration.ofHours(1);
+
+	/** The longest accepted retention: a cutoff before year 1000 would be outside {@code DATETIME}'s range. */
+	public static final Duration MAX_RETENTION = Duration.ofDays(36_500);
+
+	/** The largest accepted batch size. */
+	public static final int MAX_BATCH_SIZE = 10_000;
+
+	/** At most this many batches run in one call of {@link #deleteExpired()}. */
+	public static final int MAX_BATCHES_PER_RUN = 100;
+
+	/** At most this many keys are locked and deleted by one statement (and one transaction). */
+	public static final int MAX_KEYS_PER_STATEMENT = 500;
+
+	private static final Log logger = LogFactory.getLog(LockTableCleaner.class);
+
+	/** ER_LOCK_WAIT_TIMEOUT on MySQL and MariaDB. */
+	private static final int LOCK_WAIT_TIMEOUT = 1205;
+
+	private static final String CUTOFF = "UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND";
+
+	private final JdbcLockSupport jdbc;
+
+	private final LockTable table;
+
+	private final long retentionMicros;
+
+	private final int batchSize;
+
+	private final String candidatesSql;
+
+	/**
+	 * Creates a cleaner.
+	 * @param dataSource the data source holding the lock table; a {@code TransactionAwareDataSourceProxy} is
+	 * unwrapped
+	 * @param table the lock table
+	 * @param retention how long after its lease ended (its {@code expires_at}, server clock) a row may be deleted;
+	 * at least {@link #MIN_RETENTION one hour}, at most {@link #MAX_RETENTION}; microsecond resolution
+	 * @param batchSize how many rows one batch deletes at most, 1 to {@value #MAX_BATCH_SIZE}
+	 * @param statementTimeout the query timeout of every statement, positive (JDBC resolution: whole seconds,
+	 * rounded up)
+	 * @throws IllegalArgumentException if an argument is null or out of range
+	 */
+	public LockTableCleaner(DataSource dataSource, LockTable table, Duration retention, int batchSize,
+			Duration statementTimeout) {
+		if (dataSource == null || table == null) {
+			throw new IllegalArgumentException("dataSource and table must not be null");
+		}
+		if (retention == null || retention.compareTo(MIN_RETENTION) < 0) {
+			throw new IllegalArgumentException("lock table cleanup retention must be at least " + MIN_RETENTION
+					+ ", was " + retention + ": a row may only be deleted long after its lease ended, because lock "
+					+ "providers remember that a row exists for up to "
+					+ TimeUnit.NANOSECONDS.toMinutes(KnownRows.TTL_NANOS) + " minute, and because a row created "
+					+ "again starts its fencing token at the server's clock, so the retention must be far longer "
+					+ "than any step the database server's clock may take backwards");
+		}
+		if (retention.compareTo(MAX_RETENTION) > 0) {
+			throw new IllegalArgumentException("lock table cleanup retention must be at most " + MAX_RETENTION
+					+ " (about 100 years), was " + retention);
+		}
+		if (batchSize < 1 || batchSize > MAX_BATCH_SIZE) {
+			throw new IllegalArgumentException("lock table cleanup batch size must be between 1 and " + MAX_BATCH_SIZE
+					+ ", was " + batchSize);
+		}
+		if (statementTimeout == null || statementTimeout.isNegative() || statementTimeout.isZero()) {
+			throw new IllegalArgumentException("lock table cleanup statement timeout must be positive, was "
+					+ statementTimeout);
+		}
+		this.jdbc = new JdbcLockSupport(dataSource, statementTimeout);
+		this.table = table;
+		this.retentionMicros = TimeUnit.SECONDS.toMicros(retention.getSeconds())
+				+ TimeUnit.NANOSECONDS.toMicros(retention.getNano());
+		this.batchSize = batchSize;
+		this.candidatesSql = "SELECT resource FROM " + table.quoted() + " WHERE expires_at < " + CUTOFF
+				+ " ORDER BY expires_at LIMIT ?";
+	}
+
+	/**
+	 * Deletes rows whose lease ended more than the retention ago (see the class comment for the algorithm), at
+	 * most {@value #MAX_BATCHES_PER_RUN} batches of {@code batchSize} rows. Rows locked by another transaction
+	 * are skipped and left for a later call. Stops early, keeping the interrupt flag, if the calling thread is
+	 * interrupted between batches.
+	 * @return how many rows this call deleted
+	 * @throws org.springframework.dao.DataAccessException if the database fails (other than a lock wait or query
+	 * timeout, which ends the call with the rows deleted so far, and deadlocks, which are retried)
+	 */
+	public int deleteExpired() {
+		int deleted = 0;
+		for (int batch = 0; batch < MAX_BATCHES_PER_RUN; batch++) {
+			if (Thread.currentThread().isInterrupted()) {
+				break;
+			}
+			Batch result = this.jdbc.execute("delete expired rows of lock table " + this.table, this::runBatch);
+			deleted += result.deleted;
+			if (result.timedOut) {
+				logger.info("Lock table cleanup of " + this.table + " timed out in a batch; its rows are left "
+						+ "for the next run");
+				break;
+			}
+			if (result.candidates < this.batchSize || result.deleted == 0) {
+				break;
+			}
+		}
+		if (deleted > 0 && logger.isDebugEnabled()) {
+			logger.debug("Deleted " + deleted + " expired rows of lock table " + this.table);
+		}
+		return deleted;
+	}
+
+	private Batch runBatch(Connection connection) throws SQLException {
+		int timeout = this.jdbc.statementTimeoutSeconds();
+		List<byte[]> candidates;
+		try {
+			candidates = candidates(connection, timeout);
+		}
+		catch (SQLException ex) {
+			if (isTimeout(ex)) {
+				return new Batch(0, 0, true);
+			}
+			throw ex;
+		}
+		int deleted = 0;
+		for (int from = 0; from < candidates.size(); from += MAX_KEYS_PER_STATEMENT) {
+			List<byte[]> chunk = candidates.subList(from, Math.min(candidates.size(), from + MAX_KEYS_PER_STATEMENT));
+			int chunkDeleted = deleteChunk(connection, chunk, timeout);
+			if (chunkDeleted < 0) {
+				return new Batch(candidates.size(), deleted, true);
+			}
+			deleted += chunkDeleted;
+		}
+		return new Batch(candidates.size(), deleted, false);
+	}
+
+	/**
+	 * Step 2 for one chunk of candidates, as one transaction.
+	 * @return the number of rows deleted, or -1 if a statement timed out (the transaction was rolled back)
+	 */
+	private int deleteChunk(Connection connection, List<byte[]> candidates, int timeout) throws SQLException {
+		boolean autoCommit = connection.getAutoCommit();
+		boolean ended = false;
+		try {
+			if (autoCommit) {
+				execute(connection, "START TRANSACTION", timeout);
+			}
+			List<byte[]> locked = lockStillExpired(connection, candidates, timeout);
+			int deleted = locked.isEmpty() ? 0 : delete(connection, locked, timeout);
+			if (autoCommit) {
+				execute(connection, "COMMIT", timeout);
+			}
+			else {
+				connection.commit();
+			}
+			ended = true;
+			return deleted;
+		}
+		catch (SQLException ex) {
+			if (isTimeout(ex)) {
+				return -1; // rolled back below
+			}
+			throw ex;
+		}
+		finally {
+			if (!ended) {
+				rollbackQuietly(connection, autoCommit);
+			}
+		}
+	}
+
+	/** Step 1: the oldest candidates, by a plain read of the {@code expires_at} index. */
+	private List<byte[]> candidates(Connection connection, int timeout) throws SQLException {
+		try (PreparedStatement ps = connection.prepareStatement(this.candidatesSql)) {
+			ps.setQueryTimeout(timeout);
+			ps.setLong(1, this.retentionMicros);
+			ps.setInt(2, this.batchSize);
+			List<byte[]> keys = new ArrayList<>();
+			try (ResultSet rs = ps.executeQuery()) {
+				while (rs.next()) {
+					keys.add(rs.getBytes(1));
+				}
+			}
+			JdbcLockSupport.commitIfNeeded(connection);
+			return keys;
+		}
+	}
+
+	/** Step 2b: locks those candidates that are still expired and not locked by anyone else. */
+	private List<byte[]> lockStillExpired(Connection connection, List<byte[]> candidates, int timeout)
+			throws SQLException {
+		String sql = "SELECT resource FROM " + this.table.quoted() + " FORCE INDEX (PRIMARY) WHERE resource IN ("
+				+ placeholders(candidates.size()) + ") AND expires_at < " + CUTOFF + " FOR UPDATE SKIP LOCKED";
+		try (PreparedStatement ps = connection.prepareStatement(sql)) {
+			ps.setQueryTimeout(timeout);
+			int index = bindKeys(ps, candidates);
+			ps.setLong(index, this.retentionMicros);
+			List<byte[]> keys = new ArrayList<>(candidates.size());
+			try (ResultSet rs = ps.executeQuery()) {
+				while (rs.next()) {
+					keys.add(rs.getBytes(1));
+				}
+			}
+			return keys;
+		}
+	}
+
+	/** Step 2c: deletes the locked rows, re-checking the expiry. */
+	private int delete(Connection connection, List<byte[]> locked, int timeout) throws SQLException {
+		String t = this.table.quoted();
+		String sql = "DELETE " + t + " FROM " + t + " FORCE INDEX (PRIMARY) WHERE resource IN ("
+				+ placeholders(locked.size()) + ") AND expires_at < " + CUTOFF;
+		try (PreparedStatement ps = connection.prepareStatement(sql)) {
+			ps.setQueryTimeout(timeout);
+			int index = bindKeys(ps, locked);
+			ps.setLong(index, this.retentionMicros);
+			return ps.executeUpdate();
+		}
+	}
+
+	/** Binds the keys from parameter 1 on; returns the next parameter index. */
+	private static int bindKeys(PreparedStatement ps, List<byte[]> keys) throws SQLException {
+		int index = 1;
+		for (byte[] key : keys) {
+			ps.setBytes(index++, key);
+		}
+		return index;
+	}
+
+	private static String placeholders(int count) {
+		StringBuilder sql = new StringBuilder(count * 3);
+		for (int i = 0; i < count; i++) {
+			sql.append((i == 0) ? "?" : ", ?");
+		}
+		return sql.toString();
+	}
+
+	private static void execute(Connection connection, String sql, int timeout) throws SQLException {
+		try (Statement statement = connection.createStatement()) {
+			statement.setQueryTimeout(timeout);
+			statement.execute(sql);
+		}
+	}
+
+	/**
+	 * Ends a chunk's transaction after a failure. With autocommit on, the transaction was opened by a
+	 * {@code START TRANSACTION} statement, which the pool would not roll back when the connection is returned.
+	 */
+	private static void rollbackQuietly(Connection connection, boolean autoCommit) {
+		try {
+			if (autoCommit) {
+				execute(connection, "ROLLBACK", 0);
+			}
+			else {
+				connection.rollback();
+			}
+		}
+		catch (SQLException ex) {
+			logger.debug("Could not roll back a lock table cleanup batch; the server ends its transaction when the "
+					+ "connection is discarded", ex);
+		}
+	}
+
+	/** A lock wait timeout, or a statement cancelled by its query timeout. */
+	private static boolean isTimeout(SQLException ex) {
+		return ex.getErrorCode() == LOCK_WAIT_TIMEOUT || ex instanceof SQLTimeoutException;
+	}
+
+	/**
+	 * The outcome of one batch.
+	 * @param candidates rows found by step 1
+	 * @param deleted rows deleted
+	 * @param timedOut whether a statement timed out (the batch was rolled back)
+	 */
+	private record Batch(int candidates, int deleted, boolean timedOut) {
+
+	}
+
+}
