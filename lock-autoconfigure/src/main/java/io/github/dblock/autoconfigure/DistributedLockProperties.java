@@ -81,6 +81,8 @@ public class DistributedLockProperties implements InitializingBean {
 
 	private final Optimistic optimistic = new Optimistic();
 
+	private final Cleanup cleanup = new Cleanup();
+
 	private final Flyway flyway = new Flyway();
 
 	private final Interceptor interceptor = new Interceptor();
@@ -171,6 +173,10 @@ public class DistributedLockProperties implements InitializingBean {
 		return this.optimistic;
 	}
 
+	public Cleanup getCleanup() {
+		return this.cleanup;
+	}
+
 	public Flyway getFlyway() {
 		return this.flyway;
 	}
@@ -219,6 +225,15 @@ public class DistributedLockProperties implements InitializingBean {
 		}
 		if (this.optimistic.getMaxAttempts() < 1) {
 			throw invalid("optimistic.max-attempts", this.optimistic.getMaxAttempts(), "must be at least 1");
+		}
+		if (this.cleanup.getRetention() == null || this.cleanup.getRetention().compareTo(Duration.ofHours(1)) < 0) {
+			throw invalid("cleanup.retention", this.cleanup.getRetention(), "must be at least 1h");
+		}
+		if (this.cleanup.getInterval() == null || this.cleanup.getInterval().compareTo(Duration.ofSeconds(10)) < 0) {
+			throw invalid("cleanup.interval", this.cleanup.getInterval(), "must be at least 10s");
+		}
+		if (this.cleanup.getBatchSize() < 1 || this.cleanup.getBatchSize() > 10_000) {
+			throw invalid("cleanup.batch-size", this.cleanup.getBatchSize(), "must be between 1 and 10000");
 		}
 	}
 
@@ -291,6 +306,64 @@ public class DistributedLockProperties implements InitializingBean {
 
 		public void setMaxAttempts(int maxAttempts) {
 			this.maxAttempts = maxAttempts;
+		}
+
+	}
+
+	/** Deletion of lock rows whose lease ended long ago. */
+	public static class Cleanup {
+
+		/**
+		 * Whether to delete rows whose lease ended more than the retention ago, periodically, on one instance at a
+		 * time.
+		 */
+		private boolean enabled = true;
+
+		/**
+		 * How long after its lease ended a row is kept (at least 1h; keep it far above any server clock step).
+		 */
+		private Duration retention = Duration.ofDays(7);
+
+		/**
+		 * How often the cleanup runs.
+		 */
+		private Duration interval = Duration.ofHours(1);
+
+		/**
+		 * How many rows one cleanup statement deletes at most.
+		 */
+		private int batchSize = 500;
+
+		public boolean isEnabled() {
+			return this.enabled;
+		}
+
+		public void setEnabled(boolean enabled) {
+			this.enabled = enabled;
+		}
+
+		public Duration getRetention() {
+			return this.retention;
+		}
+
+		public void setRetention(Duration retention) {
+			this.retention = retention;
+		}
+
+		public Duration getInterval() {
+			return this.interval;
+		}
+
+		public void setInterval(Duration interval) {
+			this.interval = interval;
+		}
+
+		public int getBatchSize() {
+			return this.batchSize;
+		}
+
+		public void setBatchSize(int batchSize) {
+			this.batchSize = batchSize;
 		}
 
 	}

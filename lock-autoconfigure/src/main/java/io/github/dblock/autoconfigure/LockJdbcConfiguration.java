@@ -1,5 +1,6 @@
 package io.github.dblock.autoconfigure;
 
+import java.lang.reflect.Method;
 import java.net.InetAddress;
 import java.util.List;
 
@@ -10,15 +11,19 @@ import io.github.dblock.jdbc.Backoff;
 import io.github.dblock.jdbc.LeaseLockProvider;
 import io.github.dblock.jdbc.LockDialect;
 import io.github.dblock.jdbc.LockTable;
+import io.github.dblock.jdbc.LockTableCleaner;
 import io.github.dblock.jdbc.OptimisticLockProvider;
 import io.github.dblock.jdbc.PessimisticLockProvider;
 import io.github.dblock.spi.LockProvider;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.support.ResourceTransactionManager;
+import org.springframework.util.ReflectionUtils;
 
 /**
  * The lock table, the providers and the {@link LockTemplate}.
@@ -69,14 +74,29 @@ class LockJdbcConfiguration {
 	}
 
 	/**
-	 * The application's single (or primary) transaction manager, which must manage the lock data source for the
-	 * transaction-bound modes (checked when they run); without one, a private
-	 * {@link DataSourceTransactionManager} for the lock data source.
+	 * The application's transaction manager that manages the lock data source (a {@code DataSourceTransactionManager}
+	 * or a JPA/Hibernate one exposing {@code getDataSource()}), so that PESSIMISTIC and OPTIMISTIC locks share the
+	 * application's transactions on it; without one (for example a dedicated {@code @LockDataSource} pool), a private
+	 * {@link DataSourceTransactionManager} for the lock data source, so that the lock's transaction commits after the
+	 * method's own transaction on the other data source.
 	 */
-	private static PlatformTransactionManager transactionManager(
-			ObjectProvider<PlatformTransactionManager> transactionManagers, DataSource dataSource) {
-		PlatformTransactionManager manager = transactionManagers.getIfUnique();
-		return (manager != null) ? manager : new DataSourceTransactionManager(dataSource);
+	static PlatformTransactionManager transactionManager(ObjectProvider<PlatformTransactionManager> transactionManagers,
+			DataSource dataSource) {
+		return transactionManagers.orderedStream()
+			.filter((manager) -> manages(manager, dataSource))
+			.findFirst()
+			.orElseGet(() -> new DataSourceTransactionManager(dataSource));
+	}
+
+	private static boolean manages(PlatformTransactionManager manager, DataSource dataSource) {
+		if (manager instanceof ResourceTransactionManager resources && resources.getResourceFactory() == dataSource) {
+			return true;
+		}
+		Method getter = ReflectionUtils.findMethod(manager.getClass(), "getDataSource");
+		if (getter == null || !DataSource.class.isAssignableFrom(getter.getReturnType())) {
+			return false;
+		}
+		return ReflectionUtils.invokeMethod(getter, manager) == dataSource;
 	}
 
 	@Bean
@@ -88,6 +108,17 @@ class LockJdbcConfiguration {
 				properties.getLeaseTime(), nodeName);
 		template.setInterruptOnLoss(properties.isInterruptOnLoss());
 		return template;
+	}
+
+	@Bean
+	@ConditionalOnMissingBean
+	@ConditionalOnBooleanProperty(name = DistributedLockProperties.PREFIX + ".cleanup.enabled", matchIfMissing = true)
+	LockTableCleanupJob lockTableCleanupJob(DistributedLockProperties properties, LockSchemaInitializer schema,
+			LockTemplate lockTemplate) {
+		DistributedLockProperties.Cleanup cleanup = properties.getCleanup();
+		LockTableCleaner cleaner = new LockTableCleaner(schema.getDataSource(), schema.getTable(), cleanup.getRetention(),
+				cleanup.getBatchSize(), properties.getStatementTimeout());
+		return new LockTableCleanupJob(cleaner, lockTemplate, cleanup.getInterval());
 	}
 
 	/**
