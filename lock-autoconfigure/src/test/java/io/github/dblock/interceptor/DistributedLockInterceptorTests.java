@@ -256,6 +256,25 @@ class DistributedLockInterceptorTests {
 	}
 
 	@Test
+	void withADedicatedLockPoolAPessimisticLockIsReleasedOnlyAfterTheMethodsTransactionOnTheOtherPoolCommits() {
+		new ApplicationContextRunner()
+			.withConfiguration(AutoConfigurations.of(TransactionAutoConfiguration.class, AopAutoConfiguration.class,
+					DistributedLockAutoConfiguration.class))
+			.withUserConfiguration(TwoPools.class)
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				TwoPools.Orders orders = context.getBean(TwoPools.Orders.class);
+				String id = UUID.randomUUID().toString();
+				// Were the lock committed with the application's transaction manager (which manages the other pool),
+				// it would be released before the order commits, and afterCommit would find it free.
+				orders.place(id);
+				assertThat(orders.seen()).containsExactly("after the order committed: lock free for others=false");
+				assertThat(committedRowVisible(id)).isTrue();
+				assertThat(rowLockFreeForOthers("order:" + id)).isTrue();
+			});
+	}
+
+	@Test
 	void anExpressionThatDoesNotParseStopsStartUpNamingTheMethod() {
 		this.runner.withUserConfiguration(BrokenExpression.class).run((context) -> {
 			assertThat(context).hasFailed();
@@ -480,6 +499,62 @@ class DistributedLockInterceptorTests {
 		public void inTransaction(String id, Runnable afterLockedCall) {
 			this.inventory.write(id);
 			afterLockedCall.run();
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class TwoPools {
+
+		@Bean(destroyMethod = "close")
+		@org.springframework.context.annotation.Primary
+		HikariDataSource applicationPool() {
+			return TestDatabase.get().newDataSource(4);
+		}
+
+		@Bean(destroyMethod = "close")
+		@io.github.dblock.autoconfigure.LockDataSource
+		HikariDataSource lockPool() {
+			return TestDatabase.get().newDataSource(4);
+		}
+
+		@Bean
+		org.springframework.jdbc.datasource.DataSourceTransactionManager transactionManager(HikariDataSource applicationPool) {
+			return new org.springframework.jdbc.datasource.DataSourceTransactionManager(applicationPool);
+		}
+
+		@Bean
+		Orders orders(HikariDataSource applicationPool) {
+			return new Orders(new JdbcTemplate(applicationPool));
+		}
+
+		public static class Orders {
+
+			private final JdbcTemplate jdbc;
+
+			private final List<String> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+			Orders(JdbcTemplate jdbc) {
+				this.jdbc = jdbc;
+			}
+
+			public List<String> seen() {
+				return this.seen;
+			}
+
+			@DistributedLock(resource = "order:#{#id}", mode = LockMode.PESSIMISTIC)
+			@Transactional
+			public void place(String id) {
+				this.jdbc.update("INSERT INTO lock_test_item (id, note) VALUES (?, 'order')", id);
+				TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+					@Override
+					public void afterCommit() {
+						Orders.this.seen.add("after the order committed: lock free for others="
+								+ rowLockFreeForOthers("order:" + id));
+					}
+				});
+			}
+
 		}
 
 	}
