@@ -156,8 +156,9 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 					token = take(connection, request, owner, leaseMicros, timeout);
 				}
 				catch (SQLException ex) {
-					if (ex instanceof java.sql.SQLTimeoutException) {
+					if (ex instanceof java.sql.SQLTimeoutException || ex.getErrorCode() == 1205) {
 						// the row is locked by a PESSIMISTIC holder's transaction for longer than this caller waits
+						// (query timeout, or the server's lock wait timeout): busy, not a fault to retry
 						return new Attempt(null, "an open transaction holding the row lock", 0);
 					}
 					throw ex;
