@@ -50,8 +50,12 @@ class ReportJobTests {
 			String loser = ran.get(0) ? nodeB : nodeA;
 			assertThat(runsBy(jdbc, nodeA, nodeB)).containsExactly(winner);
 
-			// The lock was released when the report finished: now the other instance gets its turn.
-			assertThat((ran.get(0) ? jobB : jobA).runOnce()).isTrue();
+			// The report finished, but the lock is kept for the minimum hold time (2 s here): the other instance
+			// still skips, so a late scheduler cannot run the same tick again. After it, that instance gets its turn.
+			DailySalesReportJob other = ran.get(0) ? jobB : jobA;
+			assertThat(other.runOnce()).as("within the minimum hold time").isFalse();
+			Thread.sleep(2_100);
+			assertThat(other.runOnce()).isTrue();
 			assertThat(runsBy(jdbc, nodeA, nodeB)).containsExactly(winner, loser);
 
 			jdbc.update("DELETE FROM report_run WHERE instance IN (?, ?)", nodeA, nodeB);
@@ -66,7 +70,8 @@ class ReportJobTests {
 	private static ConfigurableApplicationContext start(String nodeName) {
 		return new SpringApplicationBuilder(SampleApplication.class).web(WebApplicationType.NONE)
 			.run(SampleTestSupport.testDatabaseArguments("--distributed-lock.node-name=" + nodeName,
-					"--sample.demo.enabled=false", "--sample.report.enabled=false", "--sample.report.work-time=1s"));
+					"--sample.demo.enabled=false", "--sample.report.enabled=false", "--sample.report.work-time=1s",
+					"--sample.report.min-hold=2s"));
 	}
 
 	private static void await(CyclicBarrier barrier) {

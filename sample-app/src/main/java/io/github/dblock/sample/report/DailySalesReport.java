@@ -48,7 +48,7 @@ public class DailySalesReport {
 	 * @return the recorded run
 	 * @throws io.github.dblock.LockNotAcquiredException if another instance holds the lock
 	 */
-	@DistributedLock(resource = "report:daily-sales", waitTime = "0", leaseTime = "1m", minHoldTime = "5s")
+	@DistributedLock(resource = "report:daily-sales", waitTime = "0", leaseTime = "1m", minHoldTime = "${sample.report.min-hold:5s}")
 	public ReportRun generate() {
 		LocalDateTime started = LocalDateTime.now();
 		Map<String, Object> today = this.jdbc.queryForMap("SELECT COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS units "
