@@ -337,6 +337,12 @@ public class LockTemplate {
 		boolean acquired = false;
 		try {
 			if (entry.gate.isHeldByCurrentThread()) {
+				HeldLock outer = entry.held;
+				if (outer != null && outer.isLost()) {
+					// re-entering would run more work without exclusion
+					throw new LockLostException(request.resource, outer.fencingToken(), "Lock '" + request.resource
+							+ "' (fencing token " + outer.fencingToken() + ") is already lost; it cannot be re-entered");
+				}
 				entry.gate.lock();
 				gateHeld = true;
 				DefaultLockHandle handle = new DefaultLockHandle(this, entry, entry.held, entry.mode);
@@ -425,8 +431,8 @@ public class LockTemplate {
 		}
 		if (!released) {
 			throw new LockLostException(entry.resource, lock.fencingToken(), "Lock '" + entry.resource
-					+ "' (fencing token " + lock.fencingToken() + ") was no longer held at release: its lease had "
-					+ "expired and another owner may have taken it");
+					+ "' (fencing token " + lock.fencingToken() + ") was no longer held at release (its lease had "
+					+ "expired, or its connection failed) and another owner may have taken it");
 		}
 	}
 

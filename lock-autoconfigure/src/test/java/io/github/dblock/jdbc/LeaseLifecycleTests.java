@@ -188,7 +188,11 @@ class LeaseLifecycleTests {
 		long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
 		assertThat(millis).as("not before the lease could have run out").isLessThan(SHORT_LEASE.toMillis() + 1_000);
 		assertThat(lock.isHeld()).isFalse();
+		assertThatExceptionOfType(LockLostException.class).as("a lost lock cannot be re-entered")
+			.isThrownBy(() -> holder.acquire(resource))
+			.withMessageContaining("already lost");
 		assertThatExceptionOfType(LockLostException.class).isThrownBy(lock::close);
+		assertThat(holder.localResourceCount()).isZero();
 	}
 
 	@Test
