@@ -84,6 +84,19 @@ public @interface DistributedLock {
 	String minHoldTime() default "";
 
 	/**
+	 * What to do when the lock stays busy for the whole wait time: throw {@link LockNotAcquiredException} (the
+	 * default) or {@link OnLockFailure#SKIP skip} the method. Only contention is handled this way; database failures
+	 * and lost locks always propagate.
+	 */
+	OnLockFailure onFailure() default OnLockFailure.THROW;
+
+	/**
+	 * Name of a {@link LockFailureHandler} bean that decides what the call returns when the lock stays busy; empty
+	 * for none. Cannot be combined with {@code onFailure = SKIP}.
+	 */
+	String failureHandler() default "";
+
+	/**
 	 * The lock mode; empty (the default) uses the configured {@code distributed-lock.mode}. Give at most one:
 	 * {@code mode = LockMode.PESSIMISTIC}.
 	 */

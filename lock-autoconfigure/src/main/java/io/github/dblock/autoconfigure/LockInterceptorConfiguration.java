@@ -1,5 +1,6 @@
 package io.github.dblock.autoconfigure;
 
+import io.github.dblock.LockFailureHandler;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.interceptor.DistributedLockAdvisor;
 import io.github.dblock.interceptor.DistributedLockInterceptor;
@@ -46,7 +47,15 @@ class LockInterceptorConfiguration {
 			.bind(DistributedLockProperties.PREFIX + ".interceptor.order", Integer.class)
 			.orElse(DistributedLockProperties.DEFAULT_INTERCEPTOR_ORDER);
 		DistributedLockInterceptor interceptor = new DistributedLockInterceptor(lockAttributeSource,
-				lockTemplate::getObject, new BeanFactoryResolver(beanFactory));
+				lockTemplate::getObject, new BeanFactoryResolver(beanFactory), (name) -> {
+					try {
+						return beanFactory.getBean(name, LockFailureHandler.class);
+					}
+					catch (org.springframework.beans.BeansException ex) {
+						throw new IllegalStateException("@DistributedLock(failureHandler = \"" + name
+								+ "\") names no LockFailureHandler bean", ex);
+					}
+				});
 		return new DistributedLockAdvisor(lockAttributeSource, interceptor, order);
 	}
 

@@ -3,8 +3,11 @@ package io.github.dblock.interceptor;
 import java.lang.reflect.Method;
 import java.util.function.Supplier;
 
+import io.github.dblock.LockFailureHandler;
 import io.github.dblock.LockHandle;
 import io.github.dblock.LockMode;
+import io.github.dblock.LockNotAcquiredException;
+import io.github.dblock.OnLockFailure;
 import io.github.dblock.LockTemplate;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
@@ -55,6 +58,8 @@ public class DistributedLockInterceptor implements MethodInterceptor {
 	@Nullable
 	private final BeanResolver beanResolver;
 
+	private final java.util.function.Function<String, LockFailureHandler> failureHandlers;
+
 	/**
 	 * @param attributeSource parses and caches annotations
 	 * @param lockTemplate supplies the template lazily, so that the advisor can be created before the data source
@@ -62,9 +67,23 @@ public class DistributedLockInterceptor implements MethodInterceptor {
 	 */
 	public DistributedLockInterceptor(LockAttributeSource attributeSource, Supplier<LockTemplate> lockTemplate,
 			@Nullable BeanResolver beanResolver) {
+		this(attributeSource, lockTemplate, beanResolver, (name) -> {
+			throw new IllegalStateException("No LockFailureHandler named '" + name + "' can be looked up here");
+		});
+	}
+
+	/**
+	 * @param attributeSource parses and caches annotations
+	 * @param lockTemplate supplies the template lazily, so that the advisor can be created before the data source
+	 * @param beanResolver resolves {@code @beanName} references in expressions, may be {@code null}
+	 * @param failureHandlers finds a {@link LockFailureHandler} by bean name
+	 */
+	public DistributedLockInterceptor(LockAttributeSource attributeSource, Supplier<LockTemplate> lockTemplate,
+			@Nullable BeanResolver beanResolver, java.util.function.Function<String, LockFailureHandler> failureHandlers) {
 		this.attributeSource = attributeSource;
 		this.lockTemplate = lockTemplate;
 		this.beanResolver = beanResolver;
+		this.failureHandlers = failureHandlers;
 	}
 
 	@Override
@@ -79,6 +98,19 @@ public class DistributedLockInterceptor implements MethodInterceptor {
 		}
 		String resource = attribute.resolveResource(method, invocation.getArguments(), target, targetClass,
 				this.parameterNames, this.beanResolver);
+		try {
+			return invokeLocked(invocation, attribute, resource);
+		}
+		catch (LockNotAcquiredException ex) {
+			if (!ex.getResource().equals(resource)) {
+				throw ex; // another lock inside the method was busy: not this annotation's failure
+			}
+			return onFailure(invocation, attribute, resource, ex);
+		}
+	}
+
+	@Nullable
+	private Object invokeLocked(MethodInvocation invocation, LockAttribute attribute, String resource) throws Throwable {
 		LockTemplate template = this.lockTemplate.get();
 		LockMode mode = (attribute.getOptions().getMode() != null) ? attribute.getOptions().getMode()
 				: template.getDefaultMode();
@@ -96,6 +128,36 @@ public class DistributedLockInterceptor implements MethodInterceptor {
 		}
 		release(lock, null);
 		return result;
+	}
+
+	/** Applies the annotation's failure policy to a busy lock. */
+	@Nullable
+	private Object onFailure(MethodInvocation invocation, LockAttribute attribute, String resource,
+			LockNotAcquiredException ex) throws Throwable {
+		if (attribute.getFailureHandler() != null) {
+			LockFailureHandler handler = this.failureHandlers.apply(attribute.getFailureHandler());
+			return handler.handle(new LockFailureHandler.LockFailure(resource, invocation.getMethod(),
+					invocation.getArguments(), ex));
+		}
+		if (attribute.getOnFailure() == OnLockFailure.SKIP) {
+			if (logger.isDebugEnabled()) {
+				logger.debug("Skipped " + invocation.getMethod().getName() + "(): " + ex.getMessage());
+			}
+			return emptyValue(invocation.getMethod().getReturnType());
+		}
+		throw ex;
+	}
+
+	/** What a skipped method returns: null, an empty Optional, or a primitive's zero. */
+	@Nullable
+	static Object emptyValue(Class<?> type) {
+		if (type == java.util.Optional.class) {
+			return java.util.Optional.empty();
+		}
+		if (type.isPrimitive() && type != void.class) {
+			return java.lang.reflect.Array.get(java.lang.reflect.Array.newInstance(type, 1), 0);
+		}
+		return null;
 	}
 
 	/**

@@ -28,15 +28,23 @@ public final class LockAttribute {
 
 	private final LockOptions options;
 
+	private final io.github.dblock.OnLockFailure onFailure;
+
+	@Nullable
+	private final String failureHandler;
+
 	/** Positions of parameters of type {@link io.github.dblock.LockHandle}, filled in by the interceptor. */
 	private final int[] handleParameters;
 
-	LockAttribute(Method method, String template, Expression parsed, LockOptions options) {
+	LockAttribute(Method method, String template, Expression parsed, LockOptions options,
+			io.github.dblock.OnLockFailure onFailure, @Nullable String failureHandler) {
 		this.method = method;
 		this.template = template;
 		this.parts = (parsed instanceof CompositeStringExpression composite) ? List.of(composite.getExpressions())
 				: List.of(parsed);
 		this.options = options;
+		this.onFailure = onFailure;
+		this.failureHandler = failureHandler;
 		this.handleParameters = java.util.stream.IntStream.range(0, method.getParameterCount())
 			.filter((i) -> method.getParameterTypes()[i] == io.github.dblock.LockHandle.class)
 			.toArray();
@@ -72,6 +80,17 @@ public final class LockAttribute {
 	/** The options from the annotation; unset ones take configured defaults. */
 	public LockOptions getOptions() {
 		return this.options;
+	}
+
+	/** What to do when the lock stays busy. */
+	public io.github.dblock.OnLockFailure getOnFailure() {
+		return this.onFailure;
+	}
+
+	/** The name of the {@link io.github.dblock.LockFailureHandler} bean, or {@code null}. */
+	@Nullable
+	public String getFailureHandler() {
+		return this.failureHandler;
 	}
 
 	/** Whether the resource needs no evaluation (no SpEL parts). */

@@ -126,7 +126,13 @@ public class LockAttributeSource {
 		if (annotation.mode().length == 1) {
 			options = options.withMode(annotation.mode()[0]);
 		}
-		LockAttribute attribute = new LockAttribute(method, template, expression, options);
+		String failureHandler = StringUtils.hasText(annotation.failureHandler()) ? annotation.failureHandler().trim() : null;
+		if (failureHandler != null && annotation.onFailure() != io.github.dblock.OnLockFailure.THROW) {
+			throw new IllegalStateException(where + ": give either onFailure = " + annotation.onFailure()
+					+ " or failureHandler = \"" + failureHandler + "\", not both");
+		}
+		LockAttribute attribute = new LockAttribute(method, template, expression, options, annotation.onFailure(),
+				failureHandler);
 		if (attribute.isLiteral()) {
 			try {
 				LockTemplate.validateResource(template);

@@ -275,6 +275,48 @@ class DistributedLockInterceptorTests {
 	}
 
 	@Test
+	void onFailureSkipDoesNotRunTheMethodAndReturnsNothingOfTheRightShape() {
+		this.runner.withUserConfiguration(Services.class).run((context) -> {
+			FailurePolicies policies = context.getBean(FailurePolicies.class);
+			String id = UUID.randomUUID().toString();
+			try (LockHandle held = otherNode.acquire("busy:" + id)) {
+				assertThat(policies.skipObject(id)).isNull();
+				assertThat(policies.skipOptional(id)).isEmpty();
+				assertThat(policies.skipInt(id)).isZero();
+				assertThat(policies.skipBoolean(id)).isFalse();
+				policies.skipVoid(id);
+				assertThat(policies.runs()).hasValue(0);
+			}
+			assertThat(policies.skipOptional(id)).contains("ran");
+			assertThat(policies.skipInt(id)).isEqualTo(7);
+			assertThat(policies.runs()).hasValue(2);
+		});
+	}
+
+	@Test
+	void aFailureHandlerBeanReceivesTheResourceMethodAndArgumentsAndGivesTheResult() {
+		this.runner.withUserConfiguration(Services.class).run((context) -> {
+			FailurePolicies policies = context.getBean(FailurePolicies.class);
+			String id = UUID.randomUUID().toString();
+			try (LockHandle held = otherNode.acquire("busy:" + id)) {
+				assertThat(policies.withFallback(id)).isEqualTo("fallback for busy:" + id + " in withFallback(" + id
+						+ ") held by other-node");
+			}
+			assertThat(policies.runs()).hasValue(0);
+		});
+	}
+
+	@Test
+	void skipAndAFailureHandlerTogetherStopStartUp() {
+		this.runner.withUserConfiguration(BothPolicies.class).run((context) -> {
+			assertThat(context).hasFailed();
+			assertThat(messages(context.getStartupFailure())).anySatisfy((message) -> assertThat(message)
+				.contains("BothPolicies$Worker.work()")
+				.contains("not both"));
+		});
+	}
+
+	@Test
 	void anExpressionThatDoesNotParseStopsStartUpNamingTheMethod() {
 		this.runner.withUserConfiguration(BrokenExpression.class).run((context) -> {
 			assertThat(context).hasFailed();
@@ -331,6 +373,17 @@ class DistributedLockInterceptorTests {
 		@Bean
 		Keys keys() {
 			return new Keys();
+		}
+
+		@Bean
+		FailurePolicies failurePolicies() {
+			return new FailurePolicies();
+		}
+
+		@Bean
+		io.github.dblock.LockFailureHandler busyFallback() {
+			return (failure) -> "fallback for " + failure.resource() + " in " + failure.method().getName() + "("
+					+ failure.arguments()[0] + ") held by " + failure.exception().getHolder().split(" ")[0];
 		}
 
 		@Bean
@@ -418,6 +471,51 @@ class DistributedLockInterceptorTests {
 		@DistributedLock("fail:#{#key}")
 		public void failing(String key) {
 			throw new UnsupportedOperationException("boom");
+		}
+
+	}
+
+	public static class FailurePolicies {
+
+		private final AtomicInteger runs = new AtomicInteger();
+
+		public AtomicInteger runs() {
+			return this.runs;
+		}
+
+		@DistributedLock(resource = "busy:#{#id}", waitTime = "0", onFailure = io.github.dblock.OnLockFailure.SKIP)
+		public Object skipObject(String id) {
+			this.runs.incrementAndGet();
+			return "ran";
+		}
+
+		@DistributedLock(resource = "busy:#{#id}", waitTime = "0", onFailure = io.github.dblock.OnLockFailure.SKIP)
+		public java.util.Optional<String> skipOptional(String id) {
+			this.runs.incrementAndGet();
+			return java.util.Optional.of("ran");
+		}
+
+		@DistributedLock(resource = "busy:#{#id}", waitTime = "0", onFailure = io.github.dblock.OnLockFailure.SKIP)
+		public int skipInt(String id) {
+			this.runs.incrementAndGet();
+			return 7;
+		}
+
+		@DistributedLock(resource = "busy:#{#id}", waitTime = "0", onFailure = io.github.dblock.OnLockFailure.SKIP)
+		public boolean skipBoolean(String id) {
+			this.runs.incrementAndGet();
+			return true;
+		}
+
+		@DistributedLock(resource = "busy:#{#id}", waitTime = "0", onFailure = io.github.dblock.OnLockFailure.SKIP)
+		public void skipVoid(String id) {
+			this.runs.incrementAndGet();
+		}
+
+		@DistributedLock(resource = "busy:#{#id}", waitTime = "0", failureHandler = "busyFallback")
+		public String withFallback(String id) {
+			this.runs.incrementAndGet();
+			return "ran";
 		}
 
 	}
@@ -553,6 +651,24 @@ class DistributedLockInterceptorTests {
 								+ rowLockFreeForOthers("order:" + id));
 					}
 				});
+			}
+
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class BothPolicies {
+
+		@Bean
+		BothPolicies.Worker worker() {
+			return new Worker();
+		}
+
+		public static class Worker {
+
+			@DistributedLock(resource = "x", onFailure = io.github.dblock.OnLockFailure.SKIP, failureHandler = "h")
+			public void work() {
 			}
 
 		}
