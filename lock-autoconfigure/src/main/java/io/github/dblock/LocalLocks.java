@@ -41,6 +41,17 @@ final class LocalLocks {
 		return this.entries.size();
 	}
 
+	/** The number of resources this JVM holds now (not counting waiters). */
+	int heldCount() {
+		int held = 0;
+		for (Entry entry : this.entries.values()) {
+			if (entry.held != null) {
+				held++;
+			}
+		}
+		return held;
+	}
+
 	static final class Entry {
 
 		final String resource;
@@ -56,6 +67,9 @@ final class LocalLocks {
 
 		/** The mode {@link #held} was taken in; reentrant holds share it. */
 		volatile LockMode mode;
+
+		/** Times the hold while the lock is held ({@code distributed.lock.held}). */
+		volatile io.micrometer.observation.Observation holding;
 
 		/** Description of the local holder, for error messages of local waiters. */
 		volatile String holder;

@@ -15,6 +15,8 @@ import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockProvider;
 import io.github.dblock.spi.LockRequest;
 import io.github.dblock.spi.WorkLockProvider;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationRegistry;
 import org.jspecify.annotations.Nullable;
 import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
@@ -43,6 +45,9 @@ public class LockTemplate {
 
 	private static final int MAX_HOLDER_LENGTH = 255;
 
+	/** The event of a {@code distributed.lock.held} observation when a held lock is found lost. */
+	private static final Observation.Event LOST = Observation.Event.of("lost", "lock lost while held");
+
 	private final Map<LockMode, LockProvider> providers = new EnumMap<>(LockMode.class);
 
 	private final LockMode defaultMode;
@@ -56,6 +61,10 @@ public class LockTemplate {
 	private final LocalLocks locals = new LocalLocks();
 
 	private volatile boolean interruptOnLoss;
+
+	private volatile ObservationRegistry observations = ObservationRegistry.NOOP;
+
+	private volatile boolean resourceAsTag;
 
 	/**
 	 * Creates a template.
@@ -198,7 +207,10 @@ public class LockTemplate {
 	@Nullable
 	private <T> T executeWork(WorkLockProvider provider, Request request, LockCallback<T> action) {
 		WorkLockProvider.Outcome<T> outcome;
-		try {
+		Observation observation = withResource(Observation.createNotStarted("distributed.lock.acquire", this.observations)
+			.lowCardinalityKeyValue("mode", request.mode.name().toLowerCase(java.util.Locale.ROOT)), request.resource)
+			.start();
+		try (Observation.Scope scope = observation.openScope()) {
 			outcome = provider.execute(lockRequest(request), (held) -> {
 				LockHandle handle = new WorkLockHandle(request.resource, request.mode, held.fencingToken());
 				CurrentLock.push(handle);
@@ -209,10 +221,19 @@ public class LockTemplate {
 					CurrentLock.pop(handle);
 				}
 			});
+			observation.lowCardinalityKeyValue("outcome", outcome.committed() ? "acquired" : "timed_out");
 		}
 		catch (InterruptedException ex) {
+			observation.lowCardinalityKeyValue("outcome", "failed").error(ex);
 			Thread.currentThread().interrupt();
 			throw new LockInterruptedException(request.resource, ex);
+		}
+		catch (RuntimeException | Error ex) {
+			observation.lowCardinalityKeyValue("outcome", "failed").error(ex);
+			throw ex;
+		}
+		finally {
+			observation.stop();
 		}
 		if (!outcome.committed()) {
 			throw new LockNotAcquiredException(request.resource, request.waitTime, outcome.failure());
@@ -268,6 +289,41 @@ public class LockTemplate {
 	 */
 	public void setInterruptOnLoss(boolean interruptOnLoss) {
 		this.interruptOnLoss = interruptOnLoss;
+	}
+
+	/**
+	 * Observes acquisitions ({@code distributed.lock.acquire}, low-cardinality keys {@code mode} and {@code outcome}:
+	 * {@code acquired}, {@code timed_out} or {@code failed}) and holds ({@code distributed.lock.held}, key
+	 * {@code mode}, with an event {@code lost} when a held lock is found lost). With Spring Boot's observation
+	 * support these become timers and, for tracing users, spans. The resource name is a high-cardinality key
+	 * (spans only) unless {@link #setResourceAsTag(boolean)}.
+	 */
+	public void setObservationRegistry(ObservationRegistry observations) {
+		this.observations = Objects.requireNonNull(observations, "observations must not be null");
+	}
+
+	/** The registry given to {@link #setObservationRegistry(ObservationRegistry)}, or the no-op one. */
+	public ObservationRegistry getObservationRegistry() {
+		return this.observations;
+	}
+
+	/**
+	 * Whether the resource name becomes a low-cardinality key of the observations (and so a metric tag). Off by
+	 * default: resource names are often unbounded (order numbers). Switch it on only for a small, fixed set.
+	 */
+	public void setResourceAsTag(boolean resourceAsTag) {
+		this.resourceAsTag = resourceAsTag;
+	}
+
+	/** Adds the resource to an observation as a tag or, by default, as a high-cardinality key. */
+	public Observation withResource(Observation observation, String resource) {
+		return this.resourceAsTag ? observation.lowCardinalityKeyValue("resource", resource)
+				: observation.highCardinalityKeyValue("resource", resource);
+	}
+
+	/** The number of resources this JVM holds now; for the {@code distributed.lock.held.local} gauge. */
+	public int localHeldCount() {
+		return this.locals.heldCount();
 	}
 
 	/** How this JVM describes itself in holder descriptions ({@code distributed-lock.node-name}). */
@@ -329,6 +385,28 @@ public class LockTemplate {
 
 	private Attempt doAcquire(Request request) {
 		if (request.provider instanceof WorkLockProvider) {
+			return acquireLocally(request); // refuses with a clear message
+		}
+		Observation observation = withResource(Observation.createNotStarted("distributed.lock.acquire", this.observations)
+			.lowCardinalityKeyValue("mode", request.mode.name().toLowerCase(java.util.Locale.ROOT)), request.resource)
+			.start();
+		try {
+			Attempt attempt = acquireLocally(request);
+			observation.lowCardinalityKeyValue("outcome", (attempt.handle != null) ? "acquired" : "timed_out");
+			return attempt;
+		}
+		catch (RuntimeException | Error ex) {
+			observation.lowCardinalityKeyValue("outcome", "failed");
+			observation.error(ex);
+			throw ex;
+		}
+		finally {
+			observation.stop();
+		}
+	}
+
+	private Attempt acquireLocally(Request request) {
+		if (request.provider instanceof WorkLockProvider) {
 			throw new IllegalArgumentException("Lock mode " + request.mode + " has no lock to hold: its work runs in the "
 					+ "transaction that checks the version. Use execute(...) or @DistributedLock for '" + request.resource + "'");
 		}
@@ -370,6 +448,11 @@ public class LockTemplate {
 				Thread owner = Thread.currentThread();
 				result.lock().onLost(owner::interrupt);
 			}
+			Observation holding = withResource(Observation.createNotStarted("distributed.lock.held", this.observations)
+				.lowCardinalityKeyValue("mode", request.mode.name().toLowerCase(java.util.Locale.ROOT)), request.resource)
+				.start();
+			entry.holding = holding;
+			result.lock().onLost(() -> holding.event(LOST));
 			CurrentLock.push(handle);
 			return new Attempt(handle, null);
 		}
@@ -412,6 +495,7 @@ public class LockTemplate {
 					if (entry.gate.getHoldCount() == 1) {
 						entry.held = null;
 						entry.holder = null;
+						stopHolding(entry);
 					}
 					entry.gate.unlock();
 					LockTemplate.this.locals.release(entry);
@@ -421,6 +505,7 @@ public class LockTemplate {
 		}
 		entry.held = null;
 		entry.holder = null;
+		stopHolding(entry);
 		boolean released;
 		try {
 			released = lock.release();
@@ -433,6 +518,14 @@ public class LockTemplate {
 			throw new LockLostException(entry.resource, lock.fencingToken(), "Lock '" + entry.resource
 					+ "' (fencing token " + lock.fencingToken() + ") was no longer held at release (its lease had "
 					+ "expired, or its connection failed) and another owner may have taken it");
+		}
+	}
+
+	private static void stopHolding(LocalLocks.Entry entry) {
+		Observation holding = entry.holding;
+		entry.holding = null;
+		if (holding != null) {
+			holding.stop();
 		}
 	}
 

@@ -22,7 +22,7 @@ import org.springframework.context.annotation.Import;
 @ConditionalOnBean(DataSource.class)
 @ConditionalOnBooleanProperty(name = DistributedLockProperties.PREFIX + ".enabled", matchIfMissing = true)
 @EnableConfigurationProperties(DistributedLockProperties.class)
-@Import({ LockJdbcConfiguration.class, LockInterceptorConfiguration.class })
+@Import({ LockJdbcConfiguration.class, LockInterceptorConfiguration.class, LockMetricsConfiguration.class })
 public final class DistributedLockAutoConfiguration {
 
 }

@@ -83,6 +83,8 @@ public class DistributedLockProperties implements InitializingBean {
 
 	private final Cleanup cleanup = new Cleanup();
 
+	private final Metrics metrics = new Metrics();
+
 	private final Flyway flyway = new Flyway();
 
 	private final Interceptor interceptor = new Interceptor();
@@ -175,6 +177,10 @@ public class DistributedLockProperties implements InitializingBean {
 
 	public Cleanup getCleanup() {
 		return this.cleanup;
+	}
+
+	public Metrics getMetrics() {
+		return this.metrics;
 	}
 
 	public Flyway getFlyway() {
@@ -306,6 +312,25 @@ public class DistributedLockProperties implements InitializingBean {
 
 		public void setMaxAttempts(int maxAttempts) {
 			this.maxAttempts = maxAttempts;
+		}
+
+	}
+
+	/** Observations and metrics. */
+	public static class Metrics {
+
+		/**
+		 * Whether the resource name becomes a metric tag. Off by default because resource names are often unbounded
+		 * (order numbers); switch it on only when the application locks a small, fixed set of resources.
+		 */
+		private boolean resourceTag = false;
+
+		public boolean isResourceTag() {
+			return this.resourceTag;
+		}
+
+		public void setResourceTag(boolean resourceTag) {
+			this.resourceTag = resourceTag;
 		}
 
 	}

@@ -15,6 +15,7 @@ import io.github.dblock.jdbc.LockTableCleaner;
 import io.github.dblock.jdbc.OptimisticLockProvider;
 import io.github.dblock.jdbc.PessimisticLockProvider;
 import io.github.dblock.spi.LockProvider;
+import io.micrometer.observation.ObservationRegistry;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
@@ -101,12 +102,15 @@ class LockJdbcConfiguration {
 
 	@Bean
 	@ConditionalOnMissingBean
-	LockTemplate lockTemplate(DistributedLockProperties properties, ObjectProvider<LockProvider> providers) {
+	LockTemplate lockTemplate(DistributedLockProperties properties, ObjectProvider<LockProvider> providers,
+			ObjectProvider<ObservationRegistry> observations) {
 		List<LockProvider> all = providers.orderedStream().toList();
 		String nodeName = (properties.getNodeName() != null) ? properties.getNodeName() : defaultNodeName();
 		LockTemplate template = new LockTemplate(all, properties.getMode(), properties.getWaitTime(),
 				properties.getLeaseTime(), nodeName);
 		template.setInterruptOnLoss(properties.isInterruptOnLoss());
+		observations.ifAvailable(template::setObservationRegistry);
+		template.setResourceAsTag(properties.getMetrics().isResourceTag());
 		return template;
 	}
 

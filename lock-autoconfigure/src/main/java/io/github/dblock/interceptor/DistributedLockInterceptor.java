@@ -140,6 +140,13 @@ public class DistributedLockInterceptor implements MethodInterceptor {
 					invocation.getArguments(), ex));
 		}
 		if (attribute.getOnFailure() == OnLockFailure.SKIP) {
+			LockTemplate template = this.lockTemplate.get();
+			template.withResource(io.micrometer.observation.Observation
+				.createNotStarted("distributed.lock.skipped", template.getObservationRegistry())
+				.lowCardinalityKeyValue("method", invocation.getMethod().getDeclaringClass().getSimpleName() + "."
+						+ invocation.getMethod().getName()), resource)
+				.start()
+				.stop();
 			if (logger.isDebugEnabled()) {
 				logger.debug("Skipped " + invocation.getMethod().getName() + "(): " + ex.getMessage());
 			}
