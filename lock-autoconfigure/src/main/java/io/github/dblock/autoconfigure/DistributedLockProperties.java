@@ -70,6 +70,13 @@ public class DistributedLockProperties implements InitializingBean {
 	private Duration statementTimeout = Duration.ofSeconds(5);
 
 	/**
+	 * Name of the DataSource bean that holds the lock table, when the application has several. Takes precedence
+	 * over a @LockDataSource qualifier; without either, the single or @Primary DataSource is used.
+	 */
+	@Nullable
+	private String datasource;
+
+	/**
 	 * SQL dialect of the lock database; detected from the server's version when not set.
 	 */
 	@Nullable
@@ -152,6 +159,15 @@ public class DistributedLockProperties implements InitializingBean {
 
 	public void setStatementTimeout(Duration statementTimeout) {
 		this.statementTimeout = statementTimeout;
+	}
+
+	@Nullable
+	public String getDatasource() {
+		return this.datasource;
+	}
+
+	public void setDatasource(@Nullable String datasource) {
+		this.datasource = (datasource != null && !datasource.isBlank()) ? datasource.trim() : null;
 	}
 
 	@Nullable

@@ -16,6 +16,7 @@ import io.github.dblock.jdbc.OptimisticLockProvider;
 import io.github.dblock.jdbc.PessimisticLockProvider;
 import io.github.dblock.spi.LockProvider;
 import io.micrometer.observation.ObservationRegistry;
+import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
@@ -35,9 +36,26 @@ class LockJdbcConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	LockSchemaInitializer distributedLockSchemaInitializer(DistributedLockProperties properties,
-			@LockDataSource ObjectProvider<DataSource> lockDataSource, ObjectProvider<DataSource> dataSources) {
-		return new LockSchemaInitializer(resolve(lockDataSource, dataSources), LockTable.of(properties.getTableName()),
+			@LockDataSource ObjectProvider<DataSource> lockDataSource, ObjectProvider<DataSource> dataSources,
+			ListableBeanFactory beanFactory) {
+		DataSource dataSource = (properties.getDatasource() != null) ? named(beanFactory, properties.getDatasource())
+				: resolve(lockDataSource, dataSources);
+		return new LockSchemaInitializer(dataSource, LockTable.of(properties.getTableName()),
 				properties.getFlyway().isEnabled());
+	}
+
+	/**
+	 * The data source bean named by {@code distributed-lock.datasource}.
+	 * @throws org.springframework.boot.context.properties.source.InvalidConfigurationPropertyValueException if there
+	 * is no such bean, listing the data source beans there are
+	 */
+	static DataSource named(ListableBeanFactory beanFactory, String name) {
+		if (!beanFactory.containsBean(name) || !beanFactory.isTypeMatch(name, DataSource.class)) {
+			throw new org.springframework.boot.context.properties.source.InvalidConfigurationPropertyValueException(
+					DistributedLockProperties.PREFIX + ".datasource", name, "there is no DataSource bean of that name; "
+							+ "DataSource beans: " + java.util.Arrays.toString(beanFactory.getBeanNamesForType(DataSource.class)));
+		}
+		return beanFactory.getBean(name, DataSource.class);
 	}
 
 	@Bean

@@ -421,6 +421,29 @@ class DistributedLockAutoConfigurationTests {
 			.run((context) -> assertLocksUse(context, table, "appPool", "otherPool"));
 	}
 
+	@Test
+	void usesTheDataSourceNamedByThePropertyAboveQualifierAndPrimary() {
+		String table = newTableName();
+		this.runner.withUserConfiguration(QualifiedBesidePrimaryDataSource.class)
+			.withPropertyValues("distributed-lock.table-name=" + table, "distributed-lock.datasource=appPool")
+			.run((context) -> assertLocksUse(context, table, "appPool", "lockPool"));
+	}
+
+	@Test
+	void aDataSourcePropertyNamingNoDataSourceBeanStopsStartUpListingTheCandidates() {
+		String table = newTableName();
+		this.runner.withUserConfiguration(TwoPlainDataSources.class)
+			.withPropertyValues("distributed-lock.table-name=" + table, "distributed-lock.datasource=missingPool")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				assertThat(rootCauseMessage(context)).contains("distributed-lock.datasource")
+					.contains("missingPool")
+					.contains("appPool")
+					.contains("otherPool");
+			});
+		assertThat(tableExists(table)).isFalse();
+	}
+
 	// ---------------------------------------------------------------- interceptor
 
 	@Test
