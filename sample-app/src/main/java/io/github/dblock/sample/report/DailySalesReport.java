@@ -45,10 +45,10 @@ public class DailySalesReport {
 	 * the others would be blocked for at most that long. The minimum hold time keeps the lock for half the
 	 * schedule's period even after a fast report, so an instance whose clock or scheduler runs a few seconds late
 	 * does not run the same tick again.
-	 * @return the recorded run
-	 * @throws io.github.dblock.LockNotAcquiredException if another instance holds the lock
+	 * @return the recorded run, or {@code null} if another instance holds the lock (see {@link ReportSkippedHandler})
 	 */
-	@DistributedLock(resource = "report:daily-sales", waitTime = "0", leaseTime = "1m", minHoldTime = "${sample.report.min-hold:5s}")
+	@DistributedLock(resource = "report:daily-sales", waitTime = "0", leaseTime = "1m",
+			minHoldTime = "${sample.report.min-hold:5s}", failureHandler = "reportSkippedHandler")
 	public ReportRun generate() {
 		LocalDateTime started = LocalDateTime.now();
 		Map<String, Object> today = this.jdbc.queryForMap("SELECT COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS units "

@@ -1,8 +1,5 @@
 package io.github.dblock.sample.report;
 
-import io.github.dblock.LockNotAcquiredException;
-import org.apache.commons.logging.Log;
-import org.apache.commons.logging.LogFactory;
 import org.springframework.scheduling.annotation.Scheduled;
 import org.springframework.stereotype.Component;
 
@@ -15,17 +12,15 @@ import org.springframework.stereotype.Component;
  * instances really compete for the lock. (With {@code fixedDelay}, each instance would keep its own rhythm
  * from its own start time, and two instances would usually take turns without ever meeting.)
  * <p>
- * The lock sits on a method of another bean, not on the {@code @Scheduled} method itself: the scheduler calls
- * the {@code @Scheduled} method through the proxy, so a {@link LockNotAcquiredException} thrown there would reach
- * the scheduler and be logged as an error. Catching it here makes a skip an ordinary event.
+ * When another instance holds the lock, {@link DailySalesReport#generate()} does not run and returns
+ * {@code null}: its annotation names the {@link ReportSkippedHandler} bean, which logs who holds the lock. A busy
+ * lock is therefore an ordinary event, not an exception reaching the scheduler.
  * <p>
  * Scheduling is switched on by {@link ReportSchedulingConfiguration} ({@code sample.report.enabled}); without it,
  * {@link #runOnce()} can still be called directly.
  */
 @Component
 public class DailySalesReportJob {
-
-	private static final Log logger = LogFactory.getLog(DailySalesReportJob.class);
 
 	private final DailySalesReport report;
 
@@ -44,15 +39,7 @@ public class DailySalesReportJob {
 	 * @return {@code true} if it ran here, {@code false} if it was skipped
 	 */
 	public boolean runOnce() {
-		try {
-			this.report.generate();
-			return true;
-		}
-		catch (LockNotAcquiredException ex) {
-			logger.info("Daily sales report skipped, another instance is generating it: lock '" + ex.getResource()
-					+ "' is held by " + ((ex.getHolder() != null) ? ex.getHolder() : "an unknown holder"));
-			return false;
-		}
+		return this.report.generate() != null;
 	}
 
 }
