@@ -1,0 +1,76 @@
+package io.github.dblock.autoconfigure;
+
+import io.github.dblock.actuate.ForceReleasingLocksEndpoint;
+import io.github.dblock.actuate.LockTableHealthIndicator;
+import io.github.dblock.actuate.LocksEndpoint;
+import io.github.dblock.jdbc.LockTableAdmin;
+
+import org.springframework.boot.actuate.autoconfigure.endpoint.condition.ConditionalOnAvailableEndpoint;
+import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
+import org.springframework.boot.health.contributor.HealthIndicator;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+/**
+ * Actuator support for distributed locks: the {@code locks} endpoint ({@link LocksEndpoint}, or
+ * {@link ForceReleasingLocksEndpoint} when {@code distributed-lock.endpoint.force-release.enabled=true}) and the
+ * {@code distributedLock} health indicator ({@link LockTableHealthIndicator}; {@code
+ * management.health.distributed-lock.enabled=false} turns it off). Only with Actuator on the classpath
+ * and the lock auto-configuration active.
+ */
+@AutoConfiguration(after = DistributedLockAutoConfiguration.class)
+@ConditionalOnClass(Endpoint.class)
+@ConditionalOnBean(LockSchemaInitializer.class)
+@EnableConfigurationProperties(DistributedLockEndpointProperties.class)
+public final class DistributedLockActuatorAutoConfiguration {
+
+	private static final String FORCE_RELEASE_ENABLED = DistributedLockEndpointProperties.PREFIX
+			+ ".force-release.enabled";
+
+	@Bean
+	@ConditionalOnMissingBean
+	LockTableAdmin distributedLockTableAdmin(LockSchemaInitializer schema, DistributedLockProperties properties) {
+		return new LockTableAdmin(schema.getDataSource(), schema.getTable(), properties.getStatementTimeout());
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	@ConditionalOnAvailableEndpoint(LocksEndpoint.class)
+	static class LocksEndpointConfiguration {
+
+		@Bean
+		@ConditionalOnMissingBean(LocksEndpoint.class)
+		@ConditionalOnBooleanProperty(name = FORCE_RELEASE_ENABLED, havingValue = false, matchIfMissing = true)
+		LocksEndpoint locksEndpoint(LockTableAdmin admin) {
+			return new LocksEndpoint(admin);
+		}
+
+		@Bean
+		@ConditionalOnMissingBean(LocksEndpoint.class)
+		@ConditionalOnBooleanProperty(name = FORCE_RELEASE_ENABLED)
+		ForceReleasingLocksEndpoint forceReleasingLocksEndpoint(LockTableAdmin admin) {
+			return new ForceReleasingLocksEndpoint(admin);
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	@ConditionalOnClass(HealthIndicator.class)
+	@ConditionalOnEnabledHealthIndicator("distributed-lock")
+	static class LockTableHealthConfiguration {
+
+		@Bean
+		@ConditionalOnMissingBean(name = "distributedLockHealthIndicator")
+		LockTableHealthIndicator distributedLockHealthIndicator(LockTableAdmin admin, LockSchemaInitializer schema) {
+			return new LockTableHealthIndicator(admin, schema.getServer());
+		}
+
+	}
+
+}
