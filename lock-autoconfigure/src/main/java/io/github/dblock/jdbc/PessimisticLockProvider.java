@@ -67,6 +67,12 @@ public class PessimisticLockProvider implements LockProvider {
 
 	private static final int LOCK_NOWAIT = 3572;
 
+	/** Quick re-attempts after a row lock that may belong to another statement rather than a holder. */
+	private static final int MAX_LOCKED_RETRIES = 3;
+
+	/** Bound on immediate re-attempts while several nodes create the row of a never-seen resource at once. */
+	private static final int MAX_CREATION_RACES = 5;
+
 	private final DataSource dataSource;
 
 	private final JdbcLockSupport jdbc;
@@ -206,6 +212,8 @@ public class PessimisticLockProvider implements LockProvider {
 		boolean held = false;
 		try {
 			connection = this.jdbc.rawConnection();
+			int creationRaces = 0;
+			int lockedRetries = 0;
 			for (int attempt = 0;; attempt++) {
 				String owner = UUID.randomUUID().toString();
 				execute(connection, "START TRANSACTION");
@@ -217,10 +225,20 @@ public class PessimisticLockProvider implements LockProvider {
 				}
 				execute(connection, "ROLLBACK");
 				if (result.rowLocked) {
+					// Other statements hold row locks for an instant too (the duplicate-key check of a node creating the
+					// row, a LEASE statement in flight); a no-wait attempt would report busy although nobody holds the
+					// lock. So look again a few times, a few milliseconds apart, before saying busy.
+					if (lockedRetries++ < MAX_LOCKED_RETRIES) {
+						TimeUnit.MILLISECONDS.sleep(1 + java.util.concurrent.ThreadLocalRandom.current().nextInt(3));
+						continue;
+					}
 					return AcquireResult.busy(describeBusy(request));
 				}
 				LockRows.Peek peek = this.rows.peek(connection, request.resource(), this.jdbc.statementTimeoutSeconds());
 				if (peek == null) {
+					if (++creationRaces > MAX_CREATION_RACES) {
+						return AcquireResult.busy("other nodes creating the same new lock row");
+					}
 					insertFreeRow(connection, request);
 					continue;
 				}
