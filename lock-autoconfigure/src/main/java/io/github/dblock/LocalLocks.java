@@ -41,6 +41,17 @@ final class LocalLocks {
 		return this.entries.size();
 	}
 
+	/** The entries this JVM holds now, a snapshot. */
+	java.util.List<Entry> heldEntries() {
+		java.util.List<Entry> held = new java.util.ArrayList<>();
+		for (Entry entry : this.entries.values()) {
+			if (entry.held != null) {
+				held.add(entry);
+			}
+		}
+		return held;
+	}
+
 	/** The number of resources this JVM holds now (not counting waiters). */
 	int heldCount() {
 		int held = 0;
@@ -64,6 +75,9 @@ final class LocalLocks {
 
 		/** The database-level lock while the gate's holder holds it; written and read by the gate holder. */
 		volatile HeldLock held;
+
+		/** Open handles of the holding thread (its hold count); written only by that thread. */
+		volatile int holds;
 
 		/** The mode {@link #held} was taken in; reentrant holds share it. */
 		volatile LockMode mode;

@@ -3,6 +3,7 @@ package io.github.dblock;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Collection;
+import java.util.List;
 import java.util.EnumMap;
 import java.util.Map;
 import java.util.Objects;
@@ -321,6 +322,36 @@ public class LockTemplate {
 				: observation.highCardinalityKeyValue("resource", resource);
 	}
 
+	/**
+	 * The locks this JVM holds now, a snapshot for diagnostics (the Actuator endpoint): resource, mode, the holding
+	 * thread's hold count (open handles), fencing token and holder description. Thread-safe.
+	 */
+	public List<LocalHold> localHolds() {
+		List<LocalHold> holds = new java.util.ArrayList<>();
+		for (LocalLocks.Entry entry : this.locals.heldEntries()) {
+			HeldLock held = entry.held;
+			LockMode mode = entry.mode;
+			String holder = entry.holder;
+			if (held != null && mode != null) {
+				holds.add(new LocalHold(entry.resource, mode, entry.holds, held.fencingToken(),
+						(holder != null) ? holder : this.nodeName));
+			}
+		}
+		holds.sort(java.util.Comparator.comparing(LocalHold::resource));
+		return holds;
+	}
+
+	/**
+	 * A lock this JVM holds.
+	 * @param resource the resource
+	 * @param mode the mode it was taken in
+	 * @param holdCount the holding thread's open handles (0 while a PESSIMISTIC lock waits for its transaction to end)
+	 * @param fencingToken the acquisition's fencing token
+	 * @param holder node and thread
+	 */
+	public record LocalHold(String resource, LockMode mode, int holdCount, long fencingToken, String holder) {
+	}
+
 	/** The number of resources this JVM holds now; for the {@code distributed.lock.held.local} gauge. */
 	public int localHeldCount() {
 		return this.locals.heldCount();
@@ -425,6 +456,7 @@ public class LockTemplate {
 				gateHeld = true;
 				DefaultLockHandle handle = new DefaultLockHandle(this, entry, entry.held, entry.mode);
 				acquired = true;
+				entry.holds++;
 				CurrentLock.push(handle);
 				return new Attempt(handle, null);
 			}
@@ -439,6 +471,7 @@ public class LockTemplate {
 			if (result.lock() == null) {
 				return new Attempt(null, result.holder());
 			}
+			entry.holds = 1;
 			entry.held = result.lock();
 			entry.mode = request.mode;
 			entry.holder = holderDescription();
@@ -481,6 +514,7 @@ public class LockTemplate {
 
 	/** Called by {@link DefaultLockHandle#close()} on the acquiring thread. */
 	void release(LocalLocks.Entry entry, HeldLock lock) {
+		entry.holds--;
 		if (entry.gate.getHoldCount() > 1) {
 			entry.gate.unlock();
 			this.locals.release(entry);

@@ -34,6 +34,14 @@ public class ForceReleasingLocksEndpoint extends LocksEndpoint {
 		super(admin);
 	}
 
+	/**
+	 * @param admin reads and changes the lock table
+	 * @param locks this JVM's template, for the locks this node holds; may be {@code null}
+	 */
+	public ForceReleasingLocksEndpoint(LockTableAdmin admin, io.github.dblock.@org.jspecify.annotations.Nullable LockTemplate locks) {
+		super(admin, locks);
+	}
+
 	/** Forces the lock on a resource free. */
 	@DeleteOperation
 	public WebEndpointResponse<Object> forceRelease(SecurityContext securityContext,

@@ -43,8 +43,19 @@ public class LocksEndpoint {
 
 	private final LockTableAdmin admin;
 
+	private final io.github.dblock.@Nullable LockTemplate locks;
+
 	public LocksEndpoint(LockTableAdmin admin) {
+		this(admin, null);
+	}
+
+	/**
+	 * @param admin reads the lock table
+	 * @param locks this JVM's template, for the locks this node holds (with hold counts); may be {@code null}
+	 */
+	public LocksEndpoint(LockTableAdmin admin, io.github.dblock.@Nullable LockTemplate locks) {
 		this.admin = admin;
+		this.locks = locks;
 	}
 
 	/** The locks held now, according to the lock table. */
@@ -52,7 +63,7 @@ public class LocksEndpoint {
 	public LocksDescriptor locks() {
 		HeldLocks held = this.admin.listHeld(MAX_LOCKS);
 		return new LocksDescriptor(this.admin.table().name(), held.serverTime(), held.locks().size(), held.truncated(),
-				held.locks());
+				held.locks(), (this.locks != null) ? this.locks.localHolds() : List.of());
 	}
 
 	/** The lock table's row of one resource, or {@code null} (404) if it has none. */
@@ -88,8 +99,11 @@ public class LocksEndpoint {
 	 * @param count how many locks are listed
 	 * @param truncated whether more locks are held than listed (at most {@value LocksEndpoint#MAX_LOCKS})
 	 * @param locks the held locks, soonest expiry first
+	 * @param localHolds the locks this node holds, with hold counts (including PESSIMISTIC ones, which the table
+	 * cannot show while their transaction is open)
 	 */
-	public record LocksDescriptor(String table, Instant serverTime, int count, boolean truncated, List<LockRow> locks) {
+	public record LocksDescriptor(String table, Instant serverTime, int count, boolean truncated, List<LockRow> locks,
+			List<io.github.dblock.LockTemplate.LocalHold> localHolds) {
 	}
 
 }

@@ -47,15 +47,16 @@ public final class DistributedLockActuatorAutoConfiguration {
 		@Bean
 		@ConditionalOnMissingBean(LocksEndpoint.class)
 		@ConditionalOnBooleanProperty(name = FORCE_RELEASE_ENABLED, havingValue = false, matchIfMissing = true)
-		LocksEndpoint locksEndpoint(LockTableAdmin admin) {
-			return new LocksEndpoint(admin);
+		LocksEndpoint locksEndpoint(LockTableAdmin admin, org.springframework.beans.factory.ObjectProvider<io.github.dblock.LockTemplate> locks) {
+			return new LocksEndpoint(admin, locks.getIfAvailable());
 		}
 
 		@Bean
 		@ConditionalOnMissingBean(LocksEndpoint.class)
 		@ConditionalOnBooleanProperty(name = FORCE_RELEASE_ENABLED)
-		ForceReleasingLocksEndpoint forceReleasingLocksEndpoint(LockTableAdmin admin) {
-			return new ForceReleasingLocksEndpoint(admin);
+		ForceReleasingLocksEndpoint forceReleasingLocksEndpoint(LockTableAdmin admin,
+				org.springframework.beans.factory.ObjectProvider<io.github.dblock.LockTemplate> locks) {
+			return new ForceReleasingLocksEndpoint(admin, locks.getIfAvailable());
 		}
 
 	}

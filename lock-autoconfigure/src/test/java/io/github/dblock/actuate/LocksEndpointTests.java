@@ -52,6 +52,26 @@ class LocksEndpointTests {
 	}
 
 	@Test
+	void theLocksThisNodeHoldsAreListedWithHoldCountsIncludingPessimisticOnes() {
+		LockTemplate node = LockNodes.node(LockMode.PESSIMISTIC, "node-local", nodes.dataSource());
+		LocksEndpoint endpoint = new LocksEndpoint(new LockTableAdmin(nodes.dataSource(), LockNodes.TABLE,
+				Duration.ofSeconds(2)), node);
+		String resource = "local-" + java.util.UUID.randomUUID();
+		try (LockHandle outer = node.acquire(resource); LockHandle inner = node.acquire(resource)) {
+			assertThat(endpoint.locks().locks()).as("uncommitted, so not in the table")
+				.noneMatch((row) -> row.resource().equals(resource));
+			assertThat(endpoint.locks().localHolds()).singleElement().satisfies((hold) -> {
+				assertThat(hold.resource()).isEqualTo(resource);
+				assertThat(hold.mode()).isEqualTo(LockMode.PESSIMISTIC);
+				assertThat(hold.holdCount()).isEqualTo(2);
+				assertThat(hold.fencingToken()).isEqualTo(outer.fencingToken());
+				assertThat(hold.holder()).startsWith("node-local");
+			});
+		}
+		assertThat(endpoint.locks().localHolds()).isEmpty();
+	}
+
+	@Test
 	void aHeldLockIsListedWithItsHolderAndTokenAndDisappearsAfterRelease() {
 		LockTemplate nodeX = LockNodes.node(LockMode.LEASE, "node-x", nodes.dataSource());
 		String resource = "actuator-list-" + UUID.randomUUID();
