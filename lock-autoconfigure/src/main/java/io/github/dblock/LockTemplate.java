@@ -467,14 +467,15 @@ public class LockTemplate {
 				return new Attempt(null, (localHolder != null) ? localHolder + " (this JVM)" : "another thread of this JVM");
 			}
 			gateHeld = true;
-			AcquireResult result = request.provider.acquire(lockRequest(request, deadline));
+			LockRequest lockRequest = lockRequest(request, deadline);
+			AcquireResult result = request.provider.acquire(lockRequest);
 			if (result.lock() == null) {
 				return new Attempt(null, result.holder());
 			}
 			entry.holds = 1;
 			entry.held = result.lock();
 			entry.mode = request.mode;
-			entry.holder = holderDescription();
+			entry.holder = lockRequest.holder();
 			acquired = true;
 			DefaultLockHandle handle = new DefaultLockHandle(this, entry, result.lock(), request.mode);
 			if (this.interruptOnLoss) {

@@ -1,7 +1,6 @@
 package io.github.dblock.interceptor;
 
 import java.lang.reflect.Method;
-import java.util.ArrayList;
 import java.util.List;
 
 import io.github.dblock.LockOptions;
@@ -140,17 +139,6 @@ public final class LockAttribute {
 
 	static String describe(Method method) {
 		return method.getDeclaringClass().getName() + "." + method.getName() + "()";
-	}
-
-	/** The expressions of the resource template, for diagnostics. */
-	List<String> expressionStrings() {
-		List<String> result = new ArrayList<>();
-		for (Expression part : this.parts) {
-			if (!(part instanceof LiteralExpression)) {
-				result.add(part.getExpressionString());
-			}
-		}
-		return result;
 	}
 
 }
