@@ -19,6 +19,7 @@ import io.github.dblock.LockMode;
 import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.test.LockNodes;
+import io.github.dblock.test.Reliability;
 import io.github.dblock.test.TestDatabase;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -64,7 +65,9 @@ class CrossProcessLockTests {
 		jdbc.update("INSERT INTO lock_test_probe (name, holder) VALUES (?, NULL)", resource);
 		int processes = 3;
 		int threads = 3;
-		int iterations = 15;
+		int iterations = 15 * Reliability.scale();
+		Reliability.setting("cross-process contention", processes + " JVM processes x " + threads + " threads x "
+				+ iterations + " critical sections, one hot resource per mode");
 		List<Process> started = new ArrayList<>();
 		for (int p = 0; p < processes; p++) {
 			started.add(start("contend", mode.name(), resource, String.valueOf(threads), String.valueOf(iterations)));
@@ -80,6 +83,8 @@ class CrossProcessLockTests {
 			assertThat(process.exitValue()).as("worker output:%n%s", output).isZero();
 		}
 		int expected = processes * threads * iterations;
+		Reliability.count(mode.name(), "cross-process acquisitions", acquisitions);
+		Reliability.count(mode.name(), "cross-process exclusion violations", violations);
 		assertThat(violations).isZero();
 		assertThat(acquisitions).isEqualTo(expected);
 		assertThat(jdbc.queryForObject("SELECT value FROM lock_test_counter WHERE name = ?", Long.class, resource))
@@ -109,6 +114,8 @@ class CrossProcessLockTests {
 			long recoveredMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killedAt);
 			System.out.println("[lock tests] " + mode + " recovery after SIGKILL: " + recoveredMillis + " ms"
 					+ ((mode == LockMode.LEASE) ? " (lease " + leaseMillis + " ms)" : ""));
+			Reliability.count(mode.name(), "holders killed with SIGKILL while holding", 1);
+			Reliability.sample(mode.name(), "recovery after SIGKILL of a holder", recoveredMillis);
 			assertThat(lock.fencingToken()).isGreaterThan(killedToken);
 			if (mode == LockMode.LEASE) {
 				assertThat(recoveredMillis).as("not before the lease ends").isGreaterThanOrEqualTo(leaseMillis / 2)
