@@ -142,6 +142,35 @@ final class JdbcLockSupport {
 		return false;
 	}
 
+	/**
+	 * Whether a failure means the connection to the server broke or could not be had, rather than that a statement
+	 * was wrong: SQLSTATE class 08, the JDBC connection exception types, a connection pool that timed out, or the
+	 * server codes for a killed connection or query (1927, 1317), a shutdown in progress (1053) and a lost or gone
+	 * server (2006, 2013). Such a failure leaves it unknown whether the last statement committed.
+	 */
+	static boolean isConnectionFailure(Throwable ex) {
+		for (Throwable t = ex; t != null; t = t.getCause()) {
+			if (t instanceof org.springframework.jdbc.CannotGetJdbcConnectionException
+					|| t instanceof java.sql.SQLTransientConnectionException
+					|| t instanceof java.sql.SQLNonTransientConnectionException
+					|| t instanceof java.sql.SQLRecoverableException) {
+				return true;
+			}
+			if (t instanceof SQLException sql) {
+				String state = sql.getSQLState();
+				int code = sql.getErrorCode();
+				if ((state != null && state.startsWith("08")) || code == 1927 || code == 1317 || code == 1053
+						|| code == 2006 || code == 2013) {
+					return true;
+				}
+			}
+			if (t.getCause() == t) {
+				break;
+			}
+		}
+		return false;
+	}
+
 	/** Duplicate entry for a unique key (1062). */
 	static boolean isDuplicateKey(SQLException ex) {
 		return ex.getErrorCode() == 1062;

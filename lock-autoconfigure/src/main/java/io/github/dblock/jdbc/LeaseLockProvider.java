@@ -24,6 +24,7 @@ import io.github.dblock.spi.LockRequest;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
+import org.springframework.dao.DataAccessException;
 
 /**
  * The {@link LockMode#LEASE} provider: a lease row per resource in the lock table, written with the database
@@ -75,6 +76,9 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 	/** Bound on immediate re-attempts after a lost race (insert collision, lease ending between statements). */
 	private static final int MAX_RACES_PER_ATTEMPT = 4;
 
+	/** Re-attempts of a release whose connection broke, while the lease is still valid. */
+	private static final int MAX_RELEASE_RETRIES = 5;
+
 	private final JdbcLockSupport jdbc;
 
 	private final Backoff backoff;
@@ -109,7 +113,7 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 		this.rows = new LockRows(table);
 		this.takeSql = "UPDATE " + t + " SET owner_token = ?, holder = ?, " + LockRows.NEXT_TOKEN
 				+ ", acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND"
-				+ " WHERE resource = ? AND " + LockRows.FREE;
+				+ " WHERE resource = ? AND (" + LockRows.FREE + " OR owner_token = ?)";
 		this.insertSql = "INSERT INTO " + t + " (resource, owner_token, holder, fencing_token, acquired_at, expires_at)"
 				+ " VALUES (?, ?, ?, LAST_INSERT_ID(" + LockRows.SERVER_MICROS + "), UTC_TIMESTAMP(6),"
 				+ " UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)";
@@ -127,8 +131,25 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 
 	@Override
 	public AcquireResult acquire(LockRequest request) throws InterruptedException {
+		// One owner token for the whole wait: if the connection breaks after a take committed, the next attempt
+		// matches the row by this token and takes it again instead of waiting for its own unknown lease to end.
+		String owner = UUID.randomUUID().toString();
+		int outages = 0;
 		for (int attempt = 0;; attempt++) {
-			Attempt result = attemptOnce(request);
+			Attempt result;
+			try {
+				result = attemptOnce(request, owner);
+			}
+			catch (DataAccessException ex) {
+				if (!JdbcLockSupport.isConnectionFailure(ex) || request.remainingNanos() <= 0) {
+					throw ex;
+				}
+				if (outages++ == 0) {
+					logger.warn("Lost the connection to the lock database while acquiring '" + request.resource()
+							+ "'; retrying until the wait time ends: " + ex.getMostSpecificCause());
+				}
+				result = Attempt.NONE;
+			}
 			if (result.lock != null) {
 				return AcquireResult.acquired(result.lock);
 			}
@@ -143,8 +164,7 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 		}
 	}
 
-	private Attempt attemptOnce(LockRequest request) {
-		String owner = UUID.randomUUID().toString();
+	private Attempt attemptOnce(LockRequest request, String owner) {
 		long leaseMicros = TimeUnit.NANOSECONDS.toMicros(request.leaseTime().toNanos());
 		return this.jdbc.execute("acquire lock '" + request.resource() + "'", (connection) -> {
 			int timeout = this.jdbc.queryTimeoutSeconds(request.remainingNanos());
@@ -193,6 +213,7 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 			ps.setString(2, request.holder());
 			ps.setLong(3, leaseMicros);
 			ps.setBytes(4, LockRows.bytes(request.resource()));
+			ps.setString(5, owner);
 			int matched = ps.executeUpdate();
 			JdbcLockSupport.commitIfNeeded(connection);
 			return (matched == 1) ? this.rows.fencingToken(connection, ps, request.resource(), owner, timeout) : null;
@@ -423,7 +444,31 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 			if (this.lost) {
 				return false; // known lost: another owner may hold it now, so change nothing
 			}
-			return LeaseLockProvider.this.release(this);
+			boolean retried = false;
+			for (int failures = 0;; failures++) {
+				long sentAt = System.nanoTime();
+				try {
+					boolean released = LeaseLockProvider.this.release(this);
+					// After a broken connection the first release may have committed without our hearing of it: then
+					// the row no longer names us. While the lease is still valid by this JVM's clock nobody else can
+					// have taken it, so that means released, not lost.
+					return released || (retried && sentAt - this.validUntilNanos < 0);
+				}
+				catch (DataAccessException ex) {
+					if (!JdbcLockSupport.isConnectionFailure(ex) || System.nanoTime() - this.validUntilNanos >= 0
+							|| failures >= MAX_RELEASE_RETRIES) {
+						throw ex;
+					}
+					retried = true;
+					try {
+						TimeUnit.MILLISECONDS.sleep(Math.min(1_000, 50L << failures));
+					}
+					catch (InterruptedException interrupted) {
+						Thread.currentThread().interrupt();
+						throw ex;
+					}
+				}
+			}
 		}
 
 	}

@@ -21,6 +21,7 @@ import io.github.dblock.spi.LockRequest;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
+import org.springframework.dao.DataAccessException;
 import org.springframework.dao.TransientDataAccessResourceException;
 import org.springframework.jdbc.datasource.ConnectionHolder;
 import org.springframework.jdbc.datasource.DataSourceUtils;
@@ -204,7 +205,30 @@ public class PessimisticLockProvider implements LockProvider {
 		}
 	}
 
+	/**
+	 * On a connection of its own, a broken connection ended the attempt's transaction on the server (nothing of it
+	 * is left behind), so the attempt is simply made again on a new connection while the wait time lasts: a waiter
+	 * rides out a server restart or a killed connection.
+	 */
 	private AcquireResult acquireOnOwnConnection(LockRequest request) throws InterruptedException {
+		for (int outages = 0;; outages++) {
+			try {
+				return acquireOnOwnConnectionOnce(request);
+			}
+			catch (DataAccessException ex) {
+				if (!JdbcLockSupport.isConnectionFailure(ex) || request.remainingNanos() <= 0) {
+					throw ex;
+				}
+				if (outages == 0) {
+					logger.warn("Lost the connection to the lock database while acquiring '" + request.resource()
+							+ "'; retrying until the wait time ends: " + ex.getMostSpecificCause());
+				}
+				TimeUnit.NANOSECONDS.sleep(this.backoff.pauseNanos(outages, 0, request.remainingNanos()));
+			}
+		}
+	}
+
+	private AcquireResult acquireOnOwnConnectionOnce(LockRequest request) throws InterruptedException {
 		if (!this.connections.tryAcquire()) {
 			throw new LockLimitExceededException(request.resource(), this.maxConnections);
 		}

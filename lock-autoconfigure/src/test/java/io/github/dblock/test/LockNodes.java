@@ -44,6 +44,11 @@ public final class LockNodes implements AutoCloseable {
 		}
 	}
 
+	/** Creates the lock table on a database other than the shared test database (for example a server of a test's own). */
+	public static void migrate(DataSource dataSource) {
+		LockSchema.migrate(dataSource, TABLE);
+	}
+
 	public HikariDataSource dataSource() {
 		return this.dataSource;
 	}

@@ -1,0 +1,321 @@
+package io.github.dblock.reliability;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import io.github.dblock.LockHandle;
+import io.github.dblock.LockLostException;
+import io.github.dblock.LockMode;
+import io.github.dblock.LockOptions;
+import io.github.dblock.LockTemplate;
+import io.github.dblock.test.EmbeddedMariaDb;
+import io.github.dblock.test.LockNodes;
+import io.github.dblock.test.Reliability;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+
+/**
+ * The database goes away while locks are held and awaited: the server is stopped and started again, or single
+ * connections are killed from an admin session ({@code KILL CONNECTION}). Holders must learn that they lost the
+ * lock, waiters must get it once the server is back, nothing may hang, and two holders may never overlap.
+ * <p>
+ * These tests need a server they may restart, so they always start an embedded MariaDB of their own, whatever
+ * database the rest of the suite uses.
+ */
+class DatabaseOutageTests {
+
+	private static EmbeddedMariaDb server;
+
+	private static HikariDataSource admin;
+
+	private HikariDataSource holderPool;
+
+	private HikariDataSource waiterPool;
+
+	@BeforeAll
+	static void startServer() {
+		server = EmbeddedMariaDb.start("outage");
+		admin = pool("outage-admin", 4, "root");
+		new JdbcTemplate(admin).execute("CREATE USER 'locks'@'%'");
+		new JdbcTemplate(admin).execute("GRANT ALL ON outage.* TO 'locks'@'%'");
+		LockNodes.migrate(admin);
+	}
+
+	@AfterAll
+	static void stopServer() {
+		admin.close();
+		server.stop();
+	}
+
+	@AfterEach
+	void closePools() {
+		if (!server.isRunning()) {
+			server.restart();
+		}
+		if (this.holderPool != null) {
+			this.holderPool.close();
+		}
+		if (this.waiterPool != null) {
+			this.waiterPool.close();
+		}
+	}
+
+	/** A pool of the lock user that gives up on a connection after 2 s, so that an outage is noticed quickly. */
+	private static HikariDataSource pool(String name, int size) {
+		return pool(name, size, "locks");
+	}
+
+	private static HikariDataSource pool(String name, int size, String user) {
+		HikariConfig config = new HikariConfig();
+		config.setJdbcUrl(server.jdbcUrl());
+		config.setUsername(user);
+		config.setPoolName(name);
+		config.setMaximumPoolSize(size);
+		config.setMinimumIdle(0);
+		config.setConnectionTimeout(2_000);
+		config.setValidationTimeout(1_000);
+		return new HikariDataSource(config);
+	}
+
+	private LockTemplate node(LockMode mode, String name, HikariDataSource dataSource, Duration leaseTime) {
+		return new LockTemplate(List.of(LockNodes.provider(mode, dataSource)), mode, Duration.ZERO, leaseTime, name);
+	}
+
+	@Test
+	void aLeaseHolderLearnsItLostTheLockWhenTheServerStaysDownPastTheLeaseAndTheWaiterGetsItAfterTheRestart()
+			throws Exception {
+		String resource = "outage-lease-" + UUID.randomUUID();
+		this.holderPool = pool("holder", 2);
+		this.waiterPool = pool("waiter", 2);
+		Duration lease = Duration.ofSeconds(3);
+		LockTemplate holderNode = node(LockMode.LEASE, "holder", this.holderPool, lease);
+		LockTemplate waiterNode = node(LockMode.LEASE, "waiter", this.waiterPool, lease);
+		LockHandle held = holderNode.acquire(resource);
+		CountDownLatch lost = new CountDownLatch(1);
+		AtomicLong lostAt = new AtomicLong();
+		held.onLost((handle) -> {
+			lostAt.set(System.nanoTime());
+			lost.countDown();
+		});
+		CompletableFuture<long[]> waiter = CompletableFuture.supplyAsync(() -> {
+			try (LockHandle lock = waiterNode.acquire(resource,
+					LockOptions.defaults().withWaitTime(Duration.ofSeconds(90)))) {
+				return new long[] { System.nanoTime(), lock.fencingToken() };
+			}
+		});
+		Thread.sleep(500);
+		assertThat(waiter).as("waits while the lock is held").isNotDone();
+
+		long stoppedAt = System.nanoTime();
+		server.stop();
+		assertThat(lost.await(lease.toMillis() + 10_000, TimeUnit.MILLISECONDS))
+			.as("the holder is told it lost the lock while the server is down").isTrue();
+		assertThat(held.isHeld()).isFalse();
+		long lostAfterMillis = TimeUnit.NANOSECONDS.toMillis(lostAt.get() - stoppedAt);
+		server.restart();
+		long restartedAt = System.nanoTime();
+
+		long[] acquired = waiter.get(60, TimeUnit.SECONDS);
+		assertThat(acquired[0]).as("the waiter got the lock only after the server came back").isGreaterThan(restartedAt);
+		assertThat(acquired[1]).isGreaterThan(held.fencingToken());
+		assertThatExceptionOfType(LockLostException.class).isThrownBy(held::close);
+		Reliability.count(LockMode.LEASE.name(), "server restarts survived (holder lost, waiter recovered)", 1);
+		Reliability.sample(LockMode.LEASE.name(), "holder told of the loss after the server stopped (lease 3 s)",
+				lostAfterMillis);
+		Reliability.sample(LockMode.LEASE.name(), "waiter acquired after the server came back",
+				TimeUnit.NANOSECONDS.toMillis(acquired[0] - restartedAt));
+	}
+
+	@Test
+	void aLeaseHolderKeepsTheLockThroughARestartShorterThanItsLease() throws Exception {
+		String resource = "outage-short-" + UUID.randomUUID();
+		this.holderPool = pool("holder", 2);
+		this.waiterPool = pool("waiter", 2);
+		Duration lease = Duration.ofSeconds(60);
+		LockTemplate holderNode = node(LockMode.LEASE, "holder", this.holderPool, lease);
+		LockTemplate waiterNode = node(LockMode.LEASE, "waiter", this.waiterPool, lease);
+		LockHandle held = holderNode.acquire(resource);
+		server.stop();
+		server.restart();
+		assertThat(held.isHeld()).isTrue();
+		assertThat(waiterNode.tryAcquire(resource)).as("still held by the holder after the restart").isEmpty();
+		held.close();
+		try (LockHandle next = waiterNode.acquire(resource)) {
+			assertThat(next.fencingToken()).isGreaterThan(held.fencingToken());
+		}
+		Reliability.count(LockMode.LEASE.name(), "server restarts survived (lease kept through the outage)", 1);
+	}
+
+	@Test
+	void aPessimisticHolderLearnsOfTheRestartAtReleaseAndTheWaiterGetsTheLockWhenTheServerIsBack() throws Exception {
+		String resource = "outage-pessimistic-" + UUID.randomUUID();
+		this.holderPool = pool("holder", 2);
+		this.waiterPool = pool("waiter", 2);
+		LockTemplate holderNode = node(LockMode.PESSIMISTIC, "holder", this.holderPool, Duration.ofSeconds(30));
+		LockTemplate waiterNode = node(LockMode.PESSIMISTIC, "waiter", this.waiterPool, Duration.ofSeconds(30));
+		LockHandle held = holderNode.acquire(resource);
+		CompletableFuture<long[]> waiter = CompletableFuture.supplyAsync(() -> {
+			try (LockHandle lock = waiterNode.acquire(resource,
+					LockOptions.defaults().withWaitTime(Duration.ofSeconds(90)))) {
+				return new long[] { System.nanoTime(), lock.fencingToken() };
+			}
+		});
+		Thread.sleep(500);
+		assertThat(waiter).as("waits in the server's lock queue").isNotDone();
+		server.stop();
+		Thread.sleep(1_000);
+		server.restart();
+		long restartedAt = System.nanoTime();
+		long[] acquired = waiter.get(60, TimeUnit.SECONDS);
+		assertThat(acquired[0]).isGreaterThan(restartedAt);
+		assertThat(acquired[1]).isGreaterThan(held.fencingToken());
+		assertThatExceptionOfType(LockLostException.class).as("the holder's transaction died with the server")
+			.isThrownBy(held::close);
+		Reliability.count(LockMode.PESSIMISTIC.name(), "server restarts survived (holder lost, waiter recovered)", 1);
+		Reliability.sample(LockMode.PESSIMISTIC.name(), "waiter acquired after the server came back",
+				TimeUnit.NANOSECONDS.toMillis(acquired[0] - restartedAt));
+	}
+
+	@Test
+	void killingThePessimisticHoldersConnectionFreesTheLockAtOnceAndTheHolderLearnsItAtRelease() throws Exception {
+		String resource = "killed-connection-" + UUID.randomUUID();
+		this.holderPool = pool("holder", 2);
+		this.waiterPool = pool("waiter", 2);
+		LockTemplate holderNode = node(LockMode.PESSIMISTIC, "holder", this.holderPool, Duration.ofSeconds(30));
+		LockTemplate waiterNode = node(LockMode.PESSIMISTIC, "waiter", this.waiterPool, Duration.ofSeconds(30));
+		LockHandle held = holderNode.acquire(resource);
+		CompletableFuture<long[]> waiter = CompletableFuture.supplyAsync(() -> {
+			try (LockHandle lock = waiterNode.acquire(resource,
+					LockOptions.defaults().withWaitTime(Duration.ofSeconds(30)))) {
+				return new long[] { System.nanoTime(), lock.fencingToken() };
+			}
+		});
+		JdbcTemplate jdbc = new JdbcTemplate(admin);
+		// the holder's transaction is the only one open
+		Long holderThread = awaitValue(() -> jdbc.query(
+				"SELECT trx_mysql_thread_id FROM information_schema.INNODB_TRX WHERE trx_state = 'RUNNING'"
+						+ " AND trx_mysql_thread_id <> CONNECTION_ID()",
+				(rs) -> rs.next() ? rs.getLong(1) : null));
+		// the waiter's locking statement is in the server's lock queue
+		awaitValue(() -> jdbc.query("SELECT ID FROM information_schema.PROCESSLIST WHERE USER = 'locks'"
+				+ " AND COMMAND = 'Query' AND ID <> ?", (rs) -> rs.next() ? rs.getLong(1) : null, holderThread));
+		long killedAt = System.nanoTime();
+		jdbc.execute("KILL CONNECTION " + holderThread);
+		long[] acquired = waiter.get(30, TimeUnit.SECONDS);
+		long recoveredMillis = TimeUnit.NANOSECONDS.toMillis(acquired[0] - killedAt);
+		assertThat(recoveredMillis).as("the waiter is first in the server's queue").isLessThan(5_000);
+		assertThat(acquired[1]).isGreaterThan(held.fencingToken());
+		assertThatExceptionOfType(LockLostException.class).isThrownBy(held::close);
+		Reliability.count(LockMode.PESSIMISTIC.name(), "holder connections killed (KILL CONNECTION)", 1);
+		Reliability.sample(LockMode.PESSIMISTIC.name(), "waiter acquired after KILL CONNECTION of the holder",
+				recoveredMillis);
+	}
+
+	@Test
+	void leaseLocksRideOutKilledConnectionsWithoutLosingExclusion() throws Exception {
+		String resource = "killed-lease-connections-" + UUID.randomUUID();
+		this.holderPool = pool("holder", 4);
+		this.waiterPool = pool("waiter", 4);
+		JdbcTemplate jdbc = new JdbcTemplate(admin);
+		jdbc.execute("CREATE TABLE IF NOT EXISTS outage_probe (name VARCHAR(100) PRIMARY KEY, holder VARCHAR(100) NULL)");
+		jdbc.update("INSERT INTO outage_probe (name) VALUES (?)", resource);
+		LockTemplate[] nodes = { node(LockMode.LEASE, "a", this.holderPool, Duration.ofSeconds(3)),
+				node(LockMode.LEASE, "b", this.waiterPool, Duration.ofSeconds(3)) };
+		AtomicLong violations = new AtomicLong();
+		AtomicLong sections = new AtomicLong();
+		AtomicLong failures = new AtomicLong();
+		long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(6L * Reliability.scale());
+		List<CompletableFuture<Void>> workers = new java.util.ArrayList<>();
+		for (int n = 0; n < nodes.length; n++) {
+			for (int t = 0; t < 2; t++) {
+				LockTemplate locks = nodes[n];
+				String me = "node" + n + "-" + t;
+				workers.add(CompletableFuture.runAsync(() -> {
+					while (System.nanoTime() < until) {
+						try {
+							locks.executeWithoutResult(resource, LockOptions.defaults().withWaitTime(Duration.ofSeconds(20)),
+									(lock) -> {
+										if (jdbc.update("UPDATE outage_probe SET holder = ? WHERE name = ? AND holder IS NULL",
+												me, resource) != 1) {
+											violations.incrementAndGet();
+										}
+										sleep(5);
+										if (jdbc.update("UPDATE outage_probe SET holder = NULL WHERE name = ? AND holder = ?",
+												resource, me) != 1) {
+											violations.incrementAndGet();
+										}
+									});
+							sections.incrementAndGet();
+						}
+						catch (RuntimeException ex) {
+							// a release whose connection was killed may surface; the probe must still be exact
+							failures.incrementAndGet();
+							jdbc.update("UPDATE outage_probe SET holder = NULL WHERE name = ? AND holder = ?", resource, me);
+						}
+					}
+				}));
+			}
+		}
+		int kills = 0;
+		while (System.nanoTime() < until) {
+			List<Long> ids = jdbc.queryForList("SELECT ID FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID()"
+					+ " AND USER = 'locks'", Long.class);
+			for (Long id : ids) {
+				try {
+					jdbc.execute("KILL CONNECTION " + id);
+					kills++;
+				}
+				catch (RuntimeException ex) {
+					// it ended by itself in between
+				}
+			}
+			sleep(200);
+		}
+		CompletableFuture.allOf(workers.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
+		assertThat(violations.get()).isZero();
+		assertThat(sections.get()).isPositive();
+		assertThat(kills).isPositive();
+		Reliability.count(LockMode.LEASE.name(), "lock connections killed (KILL CONNECTION) under contention", kills);
+		Reliability.count(LockMode.LEASE.name(), "critical sections completed while connections were killed",
+				sections.get());
+		Reliability.count(LockMode.LEASE.name(), "calls failed by a killed connection", failures.get());
+		Reliability.count(LockMode.LEASE.name(), "exclusion violations while connections were killed", violations.get());
+	}
+
+	private static void sleep(long millis) {
+		try {
+			Thread.sleep(millis);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new IllegalStateException(ex);
+		}
+	}
+
+	private static Long awaitValue(java.util.function.Supplier<Long> query) throws InterruptedException {
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+		while (System.nanoTime() < deadline) {
+			Long value = query.get();
+			if (value != null) {
+				return value;
+			}
+			Thread.sleep(20);
+		}
+		throw new AssertionError("condition not reached within 20 s");
+	}
+
+}
