@@ -1,0 +1,219 @@
+package io.github.dblock.reliability;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import io.github.dblock.LockHandle;
+import io.github.dblock.LockLostException;
+import io.github.dblock.LockMode;
+import io.github.dblock.LockOptions;
+import io.github.dblock.LockTemplate;
+import io.github.dblock.test.LockNodes;
+import org.springframework.jdbc.datasource.DataSourceUtils;
+
+/**
+ * A separate JVM process for {@link ProcessFaultTests}. Arguments: {@code <command> <url> <user> <password> <mode>
+ * <leaseMillis> ...}; every lock is taken without a lease time of its own, so LEASE locks are renewed every third of
+ * {@code leaseMillis}.
+ * <ul>
+ * <li>{@code chaos ... <resources,comma-separated> <threads> <maxHoldMillis>}: each thread, until standard input
+ * closes, takes a random resource (waiting up to 60 s), records its entry in {@code lock_test_interval} (server time,
+ * fencing token), holds for a random time, records its exit and releases. It prints {@code W}, {@code H <resource>},
+ * {@code R <resource>} and {@code F} as it waits, holds, releases and finishes, so that a test killing it knows
+ * where it was, and {@code RESULT acquisitions=N} at the end. In OPTIMISTIC mode the work instead increments
+ * {@code lock_test_counter} and records its token in {@code lock_test_token}, both in the work's transaction.</li>
+ * <li>{@code pause ... <resource>}: takes the lock, prints {@code HOLDING <token>}, and on each line of standard
+ * input tries a fenced write of its token to {@code lock_test_fenced}, printing {@code WRITE rows=N held=B lost=B};
+ * at end of input it releases and prints {@code RELEASED} or {@code RELEASE-LOST}.</li>
+ * </ul>
+ */
+public final class ChaosWorker {
+
+	private ChaosWorker() {
+	}
+
+	public static void main(String[] args) throws Exception {
+		String command = args[0];
+		HikariConfig config = new HikariConfig();
+		config.setJdbcUrl(args[1]);
+		config.setUsername(args[2]);
+		config.setPassword(args[3].equals("-") ? "" : args[3]);
+		config.setMaximumPoolSize(10);
+		LockMode mode = LockMode.valueOf(args[4]);
+		Duration lease = Duration.ofMillis(Long.parseLong(args[5]));
+		String node = "process-" + ProcessHandle.current().pid();
+		try (HikariDataSource dataSource = new HikariDataSource(config)) {
+			LockTemplate locks = new LockTemplate(List.of(LockNodes.provider(mode, dataSource)), mode, Duration.ZERO,
+					lease, node);
+			if (command.equals("pause")) {
+				pause(locks, dataSource, args[6]);
+			}
+			else {
+				chaos(locks, dataSource, mode, args[6].split(","), Integer.parseInt(args[7]), Integer.parseInt(args[8]));
+			}
+		}
+	}
+
+	private static void chaos(LockTemplate locks, HikariDataSource dataSource, LockMode mode, String[] resources,
+			int threads, int maxHoldMillis) throws Exception {
+		AtomicBoolean stop = new AtomicBoolean();
+		Thread stdin = new Thread(() -> {
+			try {
+				System.in.transferTo(java.io.OutputStream.nullOutputStream());
+			}
+			catch (java.io.IOException ex) {
+				// stop all the same
+			}
+			stop.set(true);
+		});
+		stdin.setDaemon(true);
+		stdin.start();
+		AtomicInteger acquisitions = new AtomicInteger();
+		List<Thread> workers = new ArrayList<>();
+		for (int t = 0; t < threads; t++) {
+			String holder = "process-" + ProcessHandle.current().pid() + "/" + t;
+			Thread worker = new Thread(() -> {
+				ThreadLocalRandom random = ThreadLocalRandom.current();
+				while (!stop.get()) {
+					String resource = resources[random.nextInt(resources.length)];
+					say("W");
+					locks.executeWithoutResult(resource, LockOptions.defaults().withWaitTime(Duration.ofSeconds(60)),
+							(lock) -> {
+								say("H " + resource);
+								if (mode == LockMode.OPTIMISTIC) {
+									countInTransaction(dataSource, resource, lock.fencingToken());
+								}
+								else {
+									long interval = enter(dataSource, resource, holder, lock.fencingToken());
+									sleep(random.nextInt(maxHoldMillis + 1));
+									exit(dataSource, interval);
+								}
+								say("R " + resource);
+							});
+					acquisitions.incrementAndGet();
+					say("F");
+				}
+			});
+			worker.start();
+			workers.add(worker);
+		}
+		for (Thread worker : workers) {
+			worker.join();
+		}
+		say("RESULT acquisitions=" + acquisitions);
+	}
+
+	private static void pause(LockTemplate locks, HikariDataSource dataSource, String resource) throws Exception {
+		LockHandle lock = locks.acquire(resource);
+		AtomicBoolean lost = new AtomicBoolean();
+		lock.onLost((handle) -> lost.set(true));
+		say("HOLDING " + lock.fencingToken());
+		BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+		while (in.readLine() != null) {
+			int rows = update(dataSource, "UPDATE lock_test_fenced SET value = value + 1, token = ? WHERE name = ?"
+					+ " AND token <= ?", lock.fencingToken(), resource, lock.fencingToken());
+			say("WRITE rows=" + rows + " held=" + lock.isHeld() + " lost=" + lost.get());
+		}
+		try {
+			lock.close();
+			say("RELEASED");
+		}
+		catch (LockLostException ex) {
+			say("RELEASE-LOST");
+		}
+	}
+
+	private static long enter(HikariDataSource dataSource, String resource, String holder, long token) {
+		try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
+				"INSERT INTO lock_test_interval (resource, holder, token, entered_at) VALUES (?, ?, ?, UTC_TIMESTAMP(6))",
+				java.sql.Statement.RETURN_GENERATED_KEYS)) {
+			ps.setString(1, resource);
+			ps.setString(2, holder);
+			ps.setLong(3, token);
+			ps.executeUpdate();
+			try (ResultSet keys = ps.getGeneratedKeys()) {
+				keys.next();
+				return keys.getLong(1);
+			}
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException(ex);
+		}
+	}
+
+	private static void exit(HikariDataSource dataSource, long interval) {
+		if (update(dataSource, "UPDATE lock_test_interval SET exited_at = UTC_TIMESTAMP(6) WHERE id = ?", interval) != 1) {
+			throw new IllegalStateException("interval " + interval + " vanished");
+		}
+	}
+
+	/** OPTIMISTIC work: a non-atomic increment and the token, on the work's transactional connection. */
+	private static void countInTransaction(HikariDataSource dataSource, String resource, long token) {
+		Connection c = DataSourceUtils.getConnection(dataSource);
+		try {
+			long value;
+			try (PreparedStatement read = c.prepareStatement("SELECT value FROM lock_test_counter WHERE name = ?")) {
+				read.setString(1, resource);
+				try (ResultSet rs = read.executeQuery()) {
+					rs.next();
+					value = rs.getLong(1);
+				}
+			}
+			update(c, "UPDATE lock_test_counter SET value = ? WHERE name = ?", value + 1, resource);
+			update(c, "INSERT INTO lock_test_token (name, token) VALUES (?, ?)", resource, token);
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException(ex);
+		}
+		finally {
+			DataSourceUtils.releaseConnection(c, dataSource);
+		}
+	}
+
+	private static int update(HikariDataSource dataSource, String sql, Object... args) {
+		try (Connection c = dataSource.getConnection()) {
+			return update(c, sql, args);
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException(ex);
+		}
+	}
+
+	private static int update(Connection c, String sql, Object... args) throws SQLException {
+		try (PreparedStatement ps = c.prepareStatement(sql)) {
+			for (int i = 0; i < args.length; i++) {
+				ps.setObject(i + 1, args[i]);
+			}
+			return ps.executeUpdate();
+		}
+	}
+
+	private static synchronized void say(String line) {
+		System.out.println(line);
+		System.out.flush();
+	}
+
+	private static void sleep(long millis) {
+		try {
+			Thread.sleep(millis);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new IllegalStateException(ex);
+		}
+	}
+
+}
