@@ -34,6 +34,12 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * {@link LockMode#LEASE}; in the server's lock queue, in whole seconds, in {@link LockMode#PESSIMISTIC}) until
  * the wait time has passed. Waiting is interruptible.
  * <p>
+ * Outages: in {@link LockMode#LEASE}, and in {@link LockMode#PESSIMISTIC} outside a transaction, a waiter whose
+ * connection breaks or cannot be had (server restart, killed connection, failover) keeps trying until its wait time
+ * ends; only then does the database failure surface. A LEASE holder learns of an outage that outlasts its lease
+ * through {@link LockHandle#onLost}; a PESSIMISTIC holder's transaction ends with its connection, and its release
+ * throws {@link LockLostException}.
+ * <p>
  * Resource names are compared exactly (byte for byte in UTF-8: case, accents and trailing spaces matter) and
  * may have 1 to {@value #MAX_RESOURCE_LENGTH} characters (Unicode code points), emoji included.
  * <p>
@@ -117,7 +123,8 @@ public class LockTemplate {
 	 * or awaits {@code distributed-lock.pessimistic.max-connections} such locks
 	 * @throws IllegalArgumentException if the resource name is invalid, the mode has no provider, or the mode is
 	 * OPTIMISTIC (which has no lock to hold: use {@link #execute(String, LockOptions, LockCallback)})
-	 * @throws org.springframework.dao.DataAccessException on a database failure
+	 * @throws org.springframework.dao.DataAccessException on a database failure other than a broken connection, or
+	 * when the database stayed unreachable until the wait time ended
 	 */
 	public LockHandle acquire(String resource, LockOptions options) {
 		Request request = request(resource, options);

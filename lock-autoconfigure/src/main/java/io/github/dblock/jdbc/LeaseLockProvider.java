@@ -67,6 +67,12 @@ import org.springframework.dao.DataAccessException;
  * connection's isolation level, so no isolation change (and no extra round trip) is needed. Deadlocks and lock
  * wait timeouts are retried; other errors surface as {@link org.springframework.dao.DataAccessException}.
  * <p>
+ * Broken connections (a restarted server, a killed connection, a pool that cannot connect) are retried with
+ * backoff until the caller's deadline. One owner token serves the whole acquisition, and the take also matches a
+ * row that already carries it, so a take that committed just before its connection broke is taken over by the
+ * next attempt instead of leaving a lease nobody knows about. A release whose connection broke is retried while
+ * the lease is still valid; finding the row no longer ours then means the first release did commit.
+ * <p>
  * Thread-safe.
  */
 public class LeaseLockProvider implements LockProvider, AutoCloseable {

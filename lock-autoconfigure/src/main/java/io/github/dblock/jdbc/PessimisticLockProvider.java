@@ -57,7 +57,9 @@ import org.springframework.transaction.support.TransactionTemplate;
  * A never-seen resource first gets a free row from a separate autocommit statement, never inside the locking
  * transaction, so that no gap lock on a missing row is ever held (concurrent creators get a duplicate-key error
  * and carry on). If the holder's connection drops or its process dies, the server ends the transaction and the
- * lock is free at once. Thread-safe.
+ * lock is free at once; the holder learns it at release, which then reports the lock lost. A waiter on a connection
+ * of its own whose connection breaks (server restart, killed connection) tries again on a new connection until its
+ * deadline; a waiter inside the caller's transaction cannot, since that transaction is gone. Thread-safe.
  */
 public class PessimisticLockProvider implements LockProvider {
 
