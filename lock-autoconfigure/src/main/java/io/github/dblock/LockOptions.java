@@ -24,6 +24,13 @@ public final class LockOptions {
 	 */
 	public static final Duration MIN_LEASE_TIME = Duration.ofMillis(10);
 
+	/**
+	 * The longest lease time: 36,500 days (about 100 years), far inside what the JVM's nanosecond clock and the
+	 * server's {@code DATETIME} can count. A lock that should last until it is released needs no huge lease: leave
+	 * the lease time unset and the default lease is renewed while the lock is held.
+	 */
+	public static final Duration MAX_LEASE_TIME = Duration.ofDays(36_500);
+
 	private static final LockOptions DEFAULTS = new LockOptions(null, null, null, null);
 
 	@Nullable
@@ -69,8 +76,9 @@ public final class LockOptions {
 	 * released first. Resolution is one microsecond. Giving a lease time switches renewal off: without one, the
 	 * configured default lease is used and renewed in the background while the lock is held
 	 * ({@link LockMode#LEASE}).
-	 * @param leaseTime the lease, at least {@link #MIN_LEASE_TIME} (10 ms)
-	 * @throws IllegalArgumentException if {@code leaseTime} is null or shorter than {@link #MIN_LEASE_TIME}
+	 * @param leaseTime the lease, at least {@link #MIN_LEASE_TIME} (10 ms) and at most {@link #MAX_LEASE_TIME}
+	 * @throws IllegalArgumentException if {@code leaseTime} is null, shorter than {@link #MIN_LEASE_TIME} or longer
+	 * than {@link #MAX_LEASE_TIME}
 	 */
 	public LockOptions withLeaseTime(Duration leaseTime) {
 		requireNonNull(leaseTime, "leaseTime", "at least " + MIN_LEASE_TIME.toMillis() + "ms");
@@ -78,6 +86,7 @@ public final class LockOptions {
 			throw new IllegalArgumentException("leaseTime must be at least " + MIN_LEASE_TIME.toMillis()
 					+ "ms (a shorter lease ends before the statement taking it returns), was " + leaseTime);
 		}
+		checkNotTooLong("leaseTime", leaseTime);
 		return new LockOptions(this.waitTime, leaseTime, this.mode, this.minHoldTime);
 	}
 
@@ -104,6 +113,18 @@ public final class LockOptions {
 	public LockOptions withMode(LockMode mode) {
 		requireNonNull(mode, "mode", "one of " + java.util.Arrays.toString(LockMode.values()));
 		return new LockOptions(this.waitTime, this.leaseTime, mode, this.minHoldTime);
+	}
+
+	/**
+	 * Checks a lease time against {@link #MAX_LEASE_TIME}.
+	 * @throws IllegalArgumentException naming the setting if the lease is longer
+	 */
+	static void checkNotTooLong(String name, Duration leaseTime) {
+		if (leaseTime.compareTo(MAX_LEASE_TIME) > 0) {
+			throw new IllegalArgumentException(name + " must be at most " + MAX_LEASE_TIME.toDays() + " days (about 100 "
+					+ "years), was " + leaseTime + "; for a lock held until released, leave the lease time unset: the "
+					+ "default lease is renewed while the lock is held");
+		}
 	}
 
 	private static void requireNonNull(@Nullable Object value, String name, String allowed) {

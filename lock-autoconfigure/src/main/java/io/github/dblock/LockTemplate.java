@@ -81,7 +81,7 @@ public class LockTemplate {
 	 * @param defaultMode the mode used when a call does not choose one; must have a provider
 	 * @param defaultWaitTime the wait time used when a call does not give one; zero or positive
 	 * @param defaultLeaseTime the lease time used, and renewed every third of it, when a call does not give one; at
-	 * least {@link #MIN_DEFAULT_LEASE_TIME} (1 s)
+	 * least {@link #MIN_DEFAULT_LEASE_TIME} (1 s), at most {@link LockOptions#MAX_LEASE_TIME}
 	 * @param nodeName describes this JVM in holder descriptions (for example {@code host/pid}); not blank
 	 * @throws IllegalArgumentException if an argument is null or invalid, or two providers serve the same mode
 	 */
@@ -102,6 +102,7 @@ public class LockTemplate {
 					+ MIN_DEFAULT_LEASE_TIME.toSeconds() + "s (it is renewed every third of it while a lock is held), was "
 					+ defaultLeaseTime);
 		}
+		LockOptions.checkNotTooLong("The default lease time", defaultLeaseTime);
 		this.defaultLeaseTime = defaultLeaseTime;
 		if (nodeName == null || nodeName.isBlank()) {
 			throw new IllegalArgumentException("nodeName must not be null or blank, was '" + nodeName + "'");

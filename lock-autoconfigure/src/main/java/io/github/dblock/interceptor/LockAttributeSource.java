@@ -109,6 +109,10 @@ public class LockAttributeSource {
 				throw new IllegalStateException(where + ": leaseTime must be at least " + LockOptions.MIN_LEASE_TIME.toMillis()
 						+ "ms (a shorter lease ends before the statement taking it returns), was " + annotation.leaseTime());
 			}
+			if (leaseTime.compareTo(LockOptions.MAX_LEASE_TIME) > 0) {
+				throw new IllegalStateException(where + ": leaseTime must be at most " + LockOptions.MAX_LEASE_TIME.toDays()
+						+ "d (about 100 years), was " + annotation.leaseTime());
+			}
 			options = options.withLeaseTime(leaseTime);
 		}
 		Duration minHoldTime = duration(where, "minHoldTime", annotation.minHoldTime());

@@ -191,7 +191,10 @@ class BadAnnotationInputTests {
 		assertStartupFails(TooLongLiteral.class, "TooLongLiteral$Worker.work()",
 				"256 characters (code points) long; at most 255 are allowed");
 		assertStartupFails(BlankLiteral.class, "BlankLiteral$Worker.work()", "has no resource");
-		for (int i = 0; i < 10; i++) {
+		assertStartupFails(CenturiesLease.class, "CenturiesLease$Worker.work()",
+				"leaseTime must be at most 36500d (about 100 years), was 36501d");
+		assertStartupFails(TwoModes.class, "TwoModes$Worker.work()", "give at most one mode, was 2");
+		for (int i = 0; i < 12; i++) {
 			tried(Reliability.ALL_MODES);
 		}
 	}
@@ -718,6 +721,42 @@ class BadAnnotationInputTests {
 					+ "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 					+ "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 					+ "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
+			public void work() {
+			}
+
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class CenturiesLease {
+
+		@Bean
+		Worker worker() {
+			return new Worker();
+		}
+
+		public static class Worker {
+
+			@DistributedLock(resource = "x", leaseTime = "36501d")
+			public void work() {
+			}
+
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class TwoModes {
+
+		@Bean
+		Worker worker() {
+			return new Worker();
+		}
+
+		public static class Worker {
+
+			@DistributedLock(resource = "x", mode = { LockMode.LEASE, LockMode.PESSIMISTIC })
 			public void work() {
 			}
 

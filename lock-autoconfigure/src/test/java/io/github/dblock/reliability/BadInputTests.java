@@ -15,6 +15,7 @@ import io.github.dblock.LockHandle;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
+import io.github.dblock.actuate.LocksEndpoint;
 import io.github.dblock.jdbc.LockTableAdmin;
 import io.github.dblock.jdbc.LockTableAdmin.LockRow;
 import io.github.dblock.test.LockNodes;
@@ -169,6 +170,16 @@ class BadInputTests {
 			assertThat(this.admin.find(names.get(0)).map(LockRow::holder).orElseThrow()).startsWith("Knoten-😀-東京 [");
 			assertThat(emojiNode.localHolds()).singleElement()
 				.satisfies((hold) -> assertThat(hold.holder()).startsWith("Knoten-😀-東京 ["));
+			LocksEndpoint endpoint = new LocksEndpoint(this.admin, emojiNode);
+			assertThat(endpoint.locks().locks()).filteredOn((row) -> row.resource().equals(names.get(0)))
+				.singleElement()
+				.satisfies((row) -> assertThat(row.holder()).startsWith("Knoten-😀-東京 ["));
+			assertThat(endpoint.lock(names.get(0))).isNotNull().satisfies((row) -> {
+				assertThat(row.resource()).isEqualTo(names.get(0));
+				assertThat(row.fencingToken()).isEqualTo(lock.fencingToken());
+			});
+			assertThat(endpoint.locks().localHolds()).singleElement()
+				.satisfies((hold) -> assertThat(hold.resource()).isEqualTo(names.get(0)));
 		}
 		tried();
 	}
@@ -244,6 +255,31 @@ class BadInputTests {
 		}
 		assertThatExceptionOfLockLost(shortest);
 		assertNoLocalState(this.app);
+	}
+
+	@Test
+	void leaseTimesBeyondAHundredYearsAreRefusedInsteadOfOverflowingAndTheLongestWorks() {
+		for (Duration lease : List.of(LockOptions.MAX_LEASE_TIME.plusNanos(1), Duration.ofDays(365L * 1000),
+				java.time.temporal.ChronoUnit.FOREVER.getDuration())) {
+			assertThatIllegalArgumentException().isThrownBy(() -> LockOptions.defaults().withLeaseTime(lease))
+				.withMessageStartingWith("leaseTime must be at most 36500 days (about 100 years), was " + lease)
+				.withMessageContaining("leave the lease time unset");
+			tried();
+			assertThatIllegalArgumentException()
+				.isThrownBy(() -> new LockTemplate(List.of(LockNodes.provider(LockMode.LEASE, this.nodes.dataSource())),
+						LockMode.LEASE, Duration.ZERO, lease, "n"))
+				.withMessageStartingWith("The default lease time must be at most 36500 days");
+			tried();
+		}
+		String resource = "century-" + UUID.randomUUID();
+		for (LockMode mode : HOLDING_MODES) {
+			try (LockHandle lock = this.app.acquire(resource, options(mode).withLeaseTime(LockOptions.MAX_LEASE_TIME))) {
+				assertThat(lock.isHeld()).isTrue();
+				assertThat(this.other.tryAcquire(resource)).isEmpty();
+			}
+			tried(mode);
+		}
+		assertNothingLocked(resource);
 	}
 
 	@Test

@@ -107,6 +107,7 @@ class BadPropertyInputTests {
 	void numericAndDurationLimitsNameThePropertyAndTheAllowedRange() {
 		assertRefused("lease-time", "distributed-lock.lease-time=999ms", "must be at least 1s");
 		assertRefused("lease-time", "distributed-lock.lease-time=-30s", "must be at least 1s");
+		assertRefused("lease-time", "distributed-lock.lease-time=36501d", "must be at most 36500d");
 		assertRefused("wait-time", "distributed-lock.wait-time=-1ms", "must be zero (a single attempt) or positive");
 		assertRefused("retry.initial-backoff", "distributed-lock.retry.initial-backoff=0", "must be positive");
 		assertRefused("pessimistic.max-connections", "distributed-lock.pessimistic.max-connections=0", "at least 1");
