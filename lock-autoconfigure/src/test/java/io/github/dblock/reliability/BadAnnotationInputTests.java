@@ -237,6 +237,10 @@ class BadAnnotationInputTests {
 				Named named = context.getBean(Named.class);
 				assertThat(AopUtils.isJdkDynamicProxy(named)).isTrue();
 				assertThat(named.name(UUID.randomUUID().toString())).isEqualTo("held=true");
+				Plain plain = context.getBean(Plain.class);
+				assertThat(AopUtils.isJdkDynamicProxy(plain)).isTrue();
+				assertThat(plain.name(UUID.randomUUID().toString())).as("annotation on the implementation")
+					.isEqualTo("held=true");
 			});
 		tried(Reliability.ALL_MODES);
 		tried(Reliability.ALL_MODES);
@@ -445,12 +449,33 @@ class BadAnnotationInputTests {
 
 	}
 
+	public interface Plain {
+
+		String name(String id);
+
+	}
+
 	@Configuration(proxyBeanMethods = false)
 	static class JdkProxied {
 
 		@Bean
 		Named named() {
 			return new NamedImpl();
+		}
+
+		@Bean
+		Plain plain() {
+			return new PlainImpl();
+		}
+
+		static class PlainImpl implements Plain {
+
+			@Override
+			@DistributedLock("plain:#{#id}")
+			public String name(String id) {
+				return "held=" + !freeForOthers("plain:" + id);
+			}
+
 		}
 
 		static class NamedImpl implements Named {
