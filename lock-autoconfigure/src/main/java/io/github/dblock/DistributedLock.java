@@ -35,16 +35,19 @@ import org.springframework.core.annotation.AliasFor;
  * &#64;DistributedLock(resource = "order:#{#order.id}")
  * &#64;DistributedLock(resource = "${spring.application.name}:stock:#{#sku}", waitTime = "2s", leaseTime = "PT1M")
  * </pre>
- * Misuse fails clearly: an expression that does not parse or an unparsable duration fails application start-up
- * naming the method; an expression that evaluates to {@code null} or blank fails the call with an
- * {@link IllegalArgumentException} before anything is locked.
+ * Misuse fails clearly: an expression that does not parse, an unparsable or out-of-range duration, or a method
+ * the proxy cannot intercept fails application start-up naming the method; an expression that throws, evaluates
+ * to {@code null} or blank, or builds an invalid resource name fails the call with an
+ * {@link IllegalArgumentException} naming the method before anything is locked.
  * <p>
  * The method may declare a parameter of type {@link LockHandle}; callers pass {@code null} and the interceptor
  * fills in the held lock, for its {@linkplain LockHandle#fencingToken() fencing token}. {@link CurrentLock#get()}
  * gives the same from deeper in the call.
  * <p>
- * The annotation works on public methods called through the Spring proxy; calls from within the same bean
- * (self-invocation) and private methods are not intercepted, as with {@code @Transactional}.
+ * The annotation works on methods called through the Spring proxy, as with {@code @Transactional}. Start-up fails
+ * for methods no proxy can intercept (private, static, final, of a final class, or missing from the interfaces
+ * of a JDK proxy). Calls from within the same bean (self-invocation) bypass the proxy and are not locked; that
+ * cannot be detected.
  *
  * @see LockTemplate
  */
@@ -72,14 +75,16 @@ public @interface DistributedLock {
 
 	/**
 	 * How long the lock stays valid on the database server's clock if it is not released first, as a duration
-	 * string. Empty: the configured {@code distributed-lock.lease-time}.
+	 * string, at least {@code "10ms"}; such a lease is not renewed. Empty: the configured
+	 * {@code distributed-lock.lease-time}, renewed while held.
 	 */
 	String leaseTime() default "";
 
 	/**
 	 * Keeps the lock taken until this long after acquisition even if the method returns earlier (ShedLock's
 	 * {@code lockAtLeastFor}), as a duration string; empty for none. Useful with {@code @Scheduled} jobs on several
-	 * instances whose clocks or schedules drift. Must not exceed the lease time.
+	 * instances whose clocks or schedules drift. Must not exceed the lease time (without a {@link #leaseTime()},
+	 * the configured default lease time; checked at start-up).
 	 */
 	String minHoldTime() default "";
 

@@ -17,6 +17,20 @@ import org.jspecify.annotations.Nullable;
  */
 public final class LockOptions {
 
+	/**
+	 * The shortest lease time a call may give: 10 ms. A lease that ends before the statement taking it has
+	 * returned is a lock nobody holds (a lease below one microsecond would even be stored as zero, already
+	 * expired), and the acquiring round trip alone takes milliseconds on a busy server.
+	 */
+	public static final Duration MIN_LEASE_TIME = Duration.ofMillis(10);
+
+	/**
+	 * The longest lease time: 36,500 days (about 100 years), far inside what the JVM's nanosecond clock and the
+	 * server's {@code DATETIME} can count. A lock that should last until it is released needs no huge lease: leave
+	 * the lease time unset and the default lease is renewed while the lock is held.
+	 */
+	public static final Duration MAX_LEASE_TIME = Duration.ofDays(36_500);
+
 	private static final LockOptions DEFAULTS = new LockOptions(null, null, null, null);
 
 	@Nullable
@@ -50,9 +64,9 @@ public final class LockOptions {
 	 * @throws IllegalArgumentException if {@code waitTime} is null or negative
 	 */
 	public LockOptions withWaitTime(Duration waitTime) {
-		Objects.requireNonNull(waitTime, "waitTime must not be null");
+		requireNonNull(waitTime, "waitTime", "zero or positive");
 		if (waitTime.isNegative()) {
-			throw new IllegalArgumentException("waitTime must not be negative, was " + waitTime);
+			throw new IllegalArgumentException("waitTime must be zero (a single attempt) or positive, was " + waitTime);
 		}
 		return new LockOptions(waitTime, this.leaseTime, this.mode, this.minHoldTime);
 	}
@@ -62,14 +76,17 @@ public final class LockOptions {
 	 * released first. Resolution is one microsecond. Giving a lease time switches renewal off: without one, the
 	 * configured default lease is used and renewed in the background while the lock is held
 	 * ({@link LockMode#LEASE}).
-	 * @param leaseTime the lease, positive
-	 * @throws IllegalArgumentException if {@code leaseTime} is null, zero or negative
+	 * @param leaseTime the lease, at least {@link #MIN_LEASE_TIME} (10 ms) and at most {@link #MAX_LEASE_TIME}
+	 * @throws IllegalArgumentException if {@code leaseTime} is null, shorter than {@link #MIN_LEASE_TIME} or longer
+	 * than {@link #MAX_LEASE_TIME}
 	 */
 	public LockOptions withLeaseTime(Duration leaseTime) {
-		Objects.requireNonNull(leaseTime, "leaseTime must not be null");
-		if (leaseTime.isNegative() || leaseTime.isZero()) {
-			throw new IllegalArgumentException("leaseTime must be positive, was " + leaseTime);
+		requireNonNull(leaseTime, "leaseTime", "at least " + MIN_LEASE_TIME.toMillis() + "ms");
+		if (leaseTime.compareTo(MIN_LEASE_TIME) < 0) {
+			throw new IllegalArgumentException("leaseTime must be at least " + MIN_LEASE_TIME.toMillis()
+					+ "ms (a shorter lease ends before the statement taking it returns), was " + leaseTime);
 		}
+		checkNotTooLong("leaseTime", leaseTime);
 		return new LockOptions(this.waitTime, leaseTime, this.mode, this.minHoldTime);
 	}
 
@@ -82,7 +99,7 @@ public final class LockOptions {
 	 * @throws IllegalArgumentException if {@code minHoldTime} is null or negative
 	 */
 	public LockOptions withMinHoldTime(Duration minHoldTime) {
-		Objects.requireNonNull(minHoldTime, "minHoldTime must not be null");
+		requireNonNull(minHoldTime, "minHoldTime", "zero or positive");
 		if (minHoldTime.isNegative()) {
 			throw new IllegalArgumentException("minHoldTime must not be negative, was " + minHoldTime);
 		}
@@ -94,8 +111,27 @@ public final class LockOptions {
 	 * @throws IllegalArgumentException if {@code mode} is null
 	 */
 	public LockOptions withMode(LockMode mode) {
-		Objects.requireNonNull(mode, "mode must not be null");
+		requireNonNull(mode, "mode", "one of " + java.util.Arrays.toString(LockMode.values()));
 		return new LockOptions(this.waitTime, this.leaseTime, mode, this.minHoldTime);
+	}
+
+	/**
+	 * Checks a lease time against {@link #MAX_LEASE_TIME}.
+	 * @throws IllegalArgumentException naming the setting if the lease is longer
+	 */
+	static void checkNotTooLong(String name, Duration leaseTime) {
+		if (leaseTime.compareTo(MAX_LEASE_TIME) > 0) {
+			throw new IllegalArgumentException(name + " must be at most " + MAX_LEASE_TIME.toDays() + " days (about 100 "
+					+ "years), was " + leaseTime + "; for a lock held until released, leave the lease time unset: the "
+					+ "default lease is renewed while the lock is held");
+		}
+	}
+
+	private static void requireNonNull(@Nullable Object value, String name, String allowed) {
+		if (value == null) {
+			throw new IllegalArgumentException(name + " must not be null: leave it unset for the configured default, "
+					+ "or give " + allowed);
+		}
 	}
 
 	/** The wait time, or {@code null} for the configured default. */

@@ -47,7 +47,8 @@ public class DistributedLockProperties implements InitializingBean {
 
 	/**
 	 * How long a lock stays valid, on the database server's clock, when a call or annotation does not give a lease
-	 * time. Such LEASE locks are renewed in the background every third of this while held.
+	 * time. Such LEASE locks are renewed in the background every third of this while held. At least 1s, at
+	 * most 36500d.
 	 */
 	private Duration leaseTime = Duration.ofSeconds(30);
 
@@ -223,10 +224,14 @@ public class DistributedLockProperties implements InitializingBean {
 			throw invalid("mode", null, "must be set");
 		}
 		if (this.waitTime == null || this.waitTime.isNegative()) {
-			throw invalid("wait-time", this.waitTime, "must be zero or positive");
+			throw invalid("wait-time", this.waitTime, "must be zero (a single attempt) or positive");
 		}
-		if (this.leaseTime == null || this.leaseTime.isNegative() || this.leaseTime.isZero()) {
-			throw invalid("lease-time", this.leaseTime, "must be positive");
+		if (this.leaseTime == null || this.leaseTime.compareTo(io.github.dblock.LockTemplate.MIN_DEFAULT_LEASE_TIME) < 0) {
+			throw invalid("lease-time", this.leaseTime, "must be at least 1s (such leases are renewed every third of it "
+					+ "while held, and a renewal must reach the database in time)");
+		}
+		if (this.leaseTime.compareTo(io.github.dblock.LockOptions.MAX_LEASE_TIME) > 0) {
+			throw invalid("lease-time", this.leaseTime, "must be at most 36500d (about 100 years)");
 		}
 		if (this.nodeName != null && this.nodeName.isBlank()) {
 			throw invalid("node-name", this.nodeName, "must not be blank (leave it unset for host/pid)");

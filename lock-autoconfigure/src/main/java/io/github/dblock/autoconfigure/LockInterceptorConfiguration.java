@@ -4,6 +4,7 @@ import io.github.dblock.LockFailureHandler;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.interceptor.DistributedLockAdvisor;
 import io.github.dblock.interceptor.DistributedLockInterceptor;
+import io.github.dblock.interceptor.DistributedLockMethodValidator;
 import io.github.dblock.interceptor.LockAttributeSource;
 import org.springframework.aop.config.AopConfigUtils;
 import org.springframework.beans.factory.BeanFactory;
@@ -24,7 +25,8 @@ import org.springframework.core.type.AnnotationMetadata;
 
 /**
  * The {@code @DistributedLock} advisor, registered as an infrastructure bean so that Spring's auto-proxy
- * creator applies it, plus that auto-proxy creator when the application has none yet. Its beans are static and
+ * creator applies it, plus that auto-proxy creator when the application has none yet, and the validator that
+ * stops start-up when an annotated method cannot be intercepted. Its beans are static and
  * reach the {@link LockTemplate} lazily, so creating the advisor does not create the data source early.
  */
 @Configuration(proxyBeanMethods = false)
@@ -57,6 +59,13 @@ class LockInterceptorConfiguration {
 					}
 				});
 		return new DistributedLockAdvisor(lockAttributeSource, interceptor, order);
+	}
+
+	@Bean
+	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+	static DistributedLockMethodValidator distributedLockMethodValidator(
+			ObjectProvider<LockAttributeSource> lockAttributeSource, ObjectProvider<LockTemplate> lockTemplate) {
+		return new DistributedLockMethodValidator(lockAttributeSource::getObject, lockTemplate::getIfAvailable);
 	}
 
 	/**

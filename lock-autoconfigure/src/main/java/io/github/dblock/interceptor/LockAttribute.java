@@ -99,13 +99,14 @@ public final class LockAttribute {
 
 	/**
 	 * Evaluates the resource for one invocation.
-	 * @throws IllegalArgumentException if an expression evaluates to {@code null} or blank, or throws, naming
-	 * the method and the expression
+	 * @throws IllegalArgumentException if an expression evaluates to {@code null} or blank, or throws, or the
+	 * resource is not a valid lock resource name (see {@link io.github.dblock.LockTemplate#validateResource}), naming
+	 * the method and the expression or template
 	 */
 	String resolveResource(Method method, @Nullable Object[] args, Object target, Class<?> targetClass,
 			ParameterNameDiscoverer parameterNames, @Nullable BeanResolver beanResolver) {
 		if (isLiteral()) {
-			return this.template;
+			return this.template; // validated at start-up
 		}
 		LockExpressionRootObject root = new LockExpressionRootObject(method, args, target, targetClass);
 		MethodBasedEvaluationContext context = new MethodBasedEvaluationContext(root, method,
@@ -130,11 +131,19 @@ public final class LockAttribute {
 			if (value == null || value.isBlank()) {
 				throw new IllegalArgumentException("@DistributedLock resource expression #{" + part.getExpressionString()
 						+ "} of " + describe(this.method) + " evaluated to " + ((value == null) ? "null" : "a blank string")
-						+ "; the lock resource would be ambiguous");
+						+ "; the lock resource would be ambiguous, so every expression must give a non-blank value");
 			}
 			resource.append(value);
 		}
-		return resource.toString();
+		String resolved = resource.toString();
+		try {
+			io.github.dblock.LockTemplate.validateResource(resolved);
+		}
+		catch (IllegalArgumentException ex) {
+			throw new IllegalArgumentException("@DistributedLock resource \"" + this.template + "\" of "
+					+ describe(this.method) + " gave an invalid lock resource: " + ex.getMessage(), ex);
+		}
+		return resolved;
 	}
 
 	static String describe(Method method) {

@@ -98,21 +98,27 @@ public class LockAttributeSource {
 		Duration waitTime = duration(where, "waitTime", annotation.waitTime());
 		if (waitTime != null) {
 			if (waitTime.isNegative()) {
-				throw new IllegalStateException(where + ": waitTime must not be negative, was " + annotation.waitTime());
+				throw new IllegalStateException(where + ": waitTime must be \"0\" (a single attempt) or positive, was "
+						+ annotation.waitTime());
 			}
 			options = options.withWaitTime(waitTime);
 		}
 		Duration leaseTime = duration(where, "leaseTime", annotation.leaseTime());
 		if (leaseTime != null) {
-			if (leaseTime.isNegative() || leaseTime.isZero()) {
-				throw new IllegalStateException(where + ": leaseTime must be positive, was " + annotation.leaseTime());
+			if (leaseTime.compareTo(LockOptions.MIN_LEASE_TIME) < 0) {
+				throw new IllegalStateException(where + ": leaseTime must be at least " + LockOptions.MIN_LEASE_TIME.toMillis()
+						+ "ms (a shorter lease ends before the statement taking it returns), was " + annotation.leaseTime());
+			}
+			if (leaseTime.compareTo(LockOptions.MAX_LEASE_TIME) > 0) {
+				throw new IllegalStateException(where + ": leaseTime must be at most " + LockOptions.MAX_LEASE_TIME.toDays()
+						+ "d (about 100 years), was " + annotation.leaseTime());
 			}
 			options = options.withLeaseTime(leaseTime);
 		}
 		Duration minHoldTime = duration(where, "minHoldTime", annotation.minHoldTime());
 		if (minHoldTime != null) {
 			if (minHoldTime.isNegative()) {
-				throw new IllegalStateException(where + ": minHoldTime must not be negative, was " + annotation.minHoldTime());
+				throw new IllegalStateException(where + ": minHoldTime must be zero or positive, was " + annotation.minHoldTime());
 			}
 			if (leaseTime != null && minHoldTime.compareTo(leaseTime) > 0) {
 				throw new IllegalStateException(where + ": minHoldTime " + annotation.minHoldTime()
@@ -149,12 +155,20 @@ public class LockAttributeSource {
 		if (!StringUtils.hasText(value)) {
 			return null;
 		}
+		String resolved;
 		try {
-			return DurationStyle.detectAndParse(this.placeholders.resolveRequiredPlaceholders(value.trim()));
+			resolved = this.placeholders.resolveRequiredPlaceholders(value.trim());
 		}
 		catch (IllegalArgumentException ex) {
-			throw new IllegalStateException(where + ": " + attribute + " '" + value
-					+ "' is not a duration (use e.g. \"500ms\", \"5s\", \"PT1M\")", ex);
+			throw new IllegalStateException(where + ": " + attribute + " '" + value + "': " + ex.getMessage(), ex);
+		}
+		try {
+			return DurationStyle.detectAndParse(resolved);
+		}
+		catch (IllegalArgumentException ex) {
+			throw new IllegalStateException(where + ": " + attribute + " '" + value + "'"
+					+ (resolved.equals(value.trim()) ? "" : " (resolved to '" + resolved + "')")
+					+ " is not a duration (use e.g. \"500ms\", \"5s\", \"PT1M\")", ex);
 		}
 	}
 

@@ -33,6 +33,7 @@ import io.github.dblock.interceptor.DistributedLockAdvisor;
 import io.github.dblock.interceptor.LockAttributeSource;
 import io.github.dblock.jdbc.LeaseLockProvider;
 import io.github.dblock.jdbc.LockTable;
+import io.github.dblock.test.Reliability;
 import io.github.dblock.test.TestDatabase;
 import org.flywaydb.core.Flyway;
 import org.junit.jupiter.api.AfterAll;
@@ -442,6 +443,7 @@ class DistributedLockAutoConfigurationTests {
 					.contains("otherPool");
 			});
 		assertThat(tableExists(table)).isFalse();
+		Reliability.count(Reliability.ALL_MODES, "bad inputs tried", 1);
 	}
 
 	// ---------------------------------------------------------------- interceptor
@@ -529,6 +531,7 @@ class DistributedLockAutoConfigurationTests {
 				.hasMessageContaining(property);
 			assertThat(((InvalidConfigurationPropertyValueException) root).getName()).isEqualTo(property);
 		});
+		Reliability.count(Reliability.ALL_MODES, "bad inputs tried", 1);
 	}
 
 	private static String rootCauseMessage(AssertableApplicationContext context) {

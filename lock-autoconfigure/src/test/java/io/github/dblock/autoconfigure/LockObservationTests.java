@@ -86,7 +86,7 @@ class LockObservationTests {
 	@Test
 	void aLockFoundLostWhileHeldIsCounted() {
 		LockTemplate node = new LockTemplate(List.of(LockNodes.provider(LockMode.LEASE, pool)), LockMode.LEASE,
-				Duration.ZERO, Duration.ofMillis(600), "losing");
+				Duration.ZERO, LockTemplate.MIN_DEFAULT_LEASE_TIME, "losing");
 		MeterRegistry meters = observe(node);
 		String resource = "counted-loss-" + UUID.randomUUID();
 		LockHandle lock = node.acquire(resource);

@@ -14,6 +14,7 @@ import io.github.dblock.LockNotAcquiredException;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.autoconfigure.DistributedLockAutoConfiguration;
 import io.github.dblock.test.LockNodes;
+import io.github.dblock.test.Reliability;
 import io.github.dblock.test.TestDatabase;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -155,6 +156,7 @@ class DistributedLockInterceptorTests {
 			assertThatIllegalArgumentException().isThrownBy(() -> inventory.nullable(" "))
 				.withMessageContaining("blank");
 			assertThat(inventory.calls()).hasValue(0);
+			Reliability.count(LockMode.LEASE.name(), "bad inputs tried", 2);
 		});
 	}
 
@@ -313,6 +315,7 @@ class DistributedLockInterceptorTests {
 			assertThat(messages(context.getStartupFailure())).anySatisfy((message) -> assertThat(message)
 				.contains("BothPolicies$Worker.work()")
 				.contains("not both"));
+			Reliability.count(Reliability.ALL_MODES, "bad inputs tried", 1);
 		});
 	}
 
@@ -323,6 +326,7 @@ class DistributedLockInterceptorTests {
 			assertThat(messages(context.getStartupFailure())).anySatisfy((message) -> assertThat(message)
 				.contains("BrokenExpression$Worker.work()")
 				.contains("does not parse"));
+			Reliability.count(Reliability.ALL_MODES, "bad inputs tried", 1);
 		});
 	}
 
@@ -333,6 +337,7 @@ class DistributedLockInterceptorTests {
 			assertThat(messages(context.getStartupFailure())).anySatisfy((message) -> assertThat(message)
 				.contains("BrokenDuration$Worker.work()")
 				.contains("waitTime '5 parsecs' is not a duration"));
+			Reliability.count(Reliability.ALL_MODES, "bad inputs tried", 1);
 		});
 	}
 
@@ -343,6 +348,7 @@ class DistributedLockInterceptorTests {
 			assertThat(messages(context.getStartupFailure())).anySatisfy((message) -> assertThat(message)
 				.contains("MissingResource$Worker.work()")
 				.contains("has no resource"));
+			Reliability.count(Reliability.ALL_MODES, "bad inputs tried", 1);
 		});
 	}
 

@@ -38,7 +38,7 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
  */
 class LeaseLifecycleTests {
 
-	private static final Duration SHORT_LEASE = Duration.ofMillis(900);
+	private static final Duration SHORT_LEASE = LockTemplate.MIN_DEFAULT_LEASE_TIME;
 
 	private static HikariDataSource pool;
 
