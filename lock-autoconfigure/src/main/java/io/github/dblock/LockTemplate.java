@@ -67,6 +67,8 @@ public class LockTemplate {
 
 	private volatile boolean resourceAsTag;
 
+	private final Map<LockMode, String> refusedModes = new java.util.concurrent.ConcurrentHashMap<>();
+
 	/**
 	 * Creates a template.
 	 * @param providers one provider per supported mode
@@ -117,6 +119,8 @@ public class LockTemplate {
 	 * or awaits {@code distributed-lock.pessimistic.max-connections} such locks
 	 * @throws IllegalArgumentException if the resource name is invalid, the mode has no provider, or the mode is
 	 * OPTIMISTIC (which has no lock to hold: use {@link #execute(String, LockOptions, LockCallback)})
+	 * @throws IllegalStateException if the mode is refused on this database (PESSIMISTIC on a Galera cluster or a
+	 * multi-primary group), naming what was found; nothing is held then
 	 * @throws org.springframework.dao.DataAccessException on a database failure
 	 */
 	public LockHandle acquire(String resource, LockOptions options) {
@@ -155,6 +159,7 @@ public class LockTemplate {
 	 * @return the held lock, or empty if another owner held it for the whole wait time
 	 * @throws LockInterruptedException if the thread was interrupted while waiting
 	 * @throws IllegalArgumentException if the resource name is invalid or the mode has no provider
+	 * @throws IllegalStateException if the mode is refused on this database (see {@link #refuseMode})
 	 * @throws org.springframework.dao.DataAccessException on a database failure
 	 */
 	public Optional<LockHandle> tryAcquire(String resource, LockOptions options) {
@@ -192,7 +197,8 @@ public class LockTemplate {
 	 * attempt conflicted); the action's effects are not committed
 	 * @throws LockLostException if the action completed but the lock turned out to be lost on release
 	 * (lease expired); if the action threw, the loss is added to its exception as suppressed instead
-	 * @throws IllegalStateException for OPTIMISTIC inside an active transaction
+	 * @throws IllegalStateException for OPTIMISTIC inside an active transaction, or if the mode is refused on this
+	 * database (PESSIMISTIC on a Galera cluster or a multi-primary group); the action does not run
 	 * @see #acquire(String, LockOptions) for the other exceptions
 	 */
 	@Nullable
@@ -362,6 +368,28 @@ public class LockTemplate {
 		return this.nodeName;
 	}
 
+	/**
+	 * Refuses every later request in a mode, for example PESSIMISTIC on a Galera cluster, where row locks are not
+	 * cluster-wide. Such requests throw {@link IllegalStateException} with the reason, before any SQL runs and
+	 * before anything is held. Called during configuration; thread-safe.
+	 * @param mode the mode to refuse
+	 * @param reason why, naming what was found (it is the second half of the exception message)
+	 * @throws IllegalArgumentException if the mode is the default mode (start-up must fail instead)
+	 */
+	public void refuseMode(LockMode mode, String reason) {
+		Objects.requireNonNull(mode, "mode must not be null");
+		Objects.requireNonNull(reason, "reason must not be null");
+		if (mode == this.defaultMode) {
+			throw new IllegalArgumentException("Cannot refuse the default lock mode " + mode + ": " + reason);
+		}
+		this.refusedModes.put(mode, reason);
+	}
+
+	/** The modes refused by {@link #refuseMode}, with their reasons. */
+	public Map<LockMode, String> getRefusedModes() {
+		return Map.copyOf(this.refusedModes);
+	}
+
 	/** The mode used when a call does not choose one. */
 	public LockMode getDefaultMode() {
 		return this.defaultMode;
@@ -376,6 +404,10 @@ public class LockTemplate {
 		validateResource(resource);
 		Objects.requireNonNull(options, "options must not be null");
 		LockMode mode = (options.getMode() != null) ? options.getMode() : this.defaultMode;
+		String refusal = this.refusedModes.get(mode);
+		if (refusal != null) {
+			throw new IllegalStateException("Lock mode " + mode + " is refused for '" + resource + "': " + refusal);
+		}
 		LockProvider provider = this.providers.get(mode);
 		if (provider == null) {
 			throw new IllegalArgumentException("Lock mode " + mode + " is not available; available modes: "
