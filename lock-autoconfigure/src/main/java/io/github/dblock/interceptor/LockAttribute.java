@@ -137,6 +137,11 @@ public final class LockAttribute {
 		return resource.toString();
 	}
 
+	/** The annotated method, as {@code com.example.Service.method()}, for messages. */
+	public String describe() {
+		return describe(this.getMethod());
+	}
+
 	static String describe(Method method) {
 		return method.getDeclaringClass().getName() + "." + method.getName() + "()";
 	}

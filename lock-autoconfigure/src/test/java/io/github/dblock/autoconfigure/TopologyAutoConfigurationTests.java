@@ -8,6 +8,8 @@ import java.util.UUID;
 import javax.sql.DataSource;
 
 import com.zaxxer.hikari.HikariDataSource;
+import io.github.dblock.CurrentLock;
+import io.github.dblock.DistributedLock;
 import io.github.dblock.LockHandle;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockOptions;
@@ -187,6 +189,34 @@ class TopologyAutoConfigurationTests {
 	}
 
 	@Test
+	void onGaleraAnAnnotationAskingForPessimisticStopsStartUpNamingTheMethod() {
+		String table = newTableName();
+		withTestDatabase().withBean(LockSchemaInitializer.class, () -> galeraInitializer(table, true))
+			.withBean(PessimisticService.class)
+			.withPropertyValues("distributed-lock.table-name=" + table)
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				assertThat(rootCause(context)).isInstanceOf(IllegalStateException.class)
+					.hasMessageContaining("@DistributedLock(mode = PESSIMISTIC) on " + PessimisticService.class.getName()
+							+ ".settle() is refused")
+					.hasMessageContaining("Galera cluster node (wsrep_on=ON)");
+			});
+		Reliability.count(Reliability.ALL_MODES, BAD_INPUTS, 1);
+		countTopologyCheck();
+	}
+
+	@Test
+	void onAWritablePrimaryAnAnnotationAskingForPessimisticStartsAndLocks() {
+		String table = newTableName();
+		withTestDatabase().withBean(PessimisticService.class)
+			.withPropertyValues("distributed-lock.table-name=" + table)
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				assertThat(context.getBean(PessimisticService.class).settle()).isEqualTo(LockMode.PESSIMISTIC);
+			});
+	}
+
+	@Test
 	void onGaleraWithEnforcementOffPessimisticIsAllowed() {
 		String table = newTableName();
 		withTestDatabase().withBean(LockSchemaInitializer.class, () -> galeraInitializer(table, false))
@@ -202,6 +232,15 @@ class TopologyAutoConfigurationTests {
 	}
 
 	// ---------------------------------------------------------------- helpers
+
+	static class PessimisticService {
+
+		@DistributedLock(resource = "topology-pessimistic-service", mode = LockMode.PESSIMISTIC)
+		public LockMode settle() {
+			return CurrentLock.get().orElseThrow().mode();
+		}
+
+	}
 
 	/** An initializer that finds the real test database but is told it is a Galera node. */
 	private LockSchemaInitializer galeraInitializer(String table, boolean enforce) {
