@@ -8,6 +8,7 @@ import java.util.EnumMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
@@ -67,7 +68,7 @@ public class LockTemplate {
 
 	private volatile boolean resourceAsTag;
 
-	private final Map<LockMode, String> refusedModes = new java.util.concurrent.ConcurrentHashMap<>();
+	private final Map<LockMode, String> refusedModes = new ConcurrentHashMap<>();
 
 	/**
 	 * Creates a template.
