@@ -168,6 +168,10 @@ class LeastPrivilegeTests {
 				assertThat(context).hasNotFailed();
 				assertThat(tableExists(table)).as("created by the migration user").isTrue();
 				assertThat(tableExists(table + "_schema_history")).isTrue();
+				assertThat(context.getBean(LockSchemaInitializer.class).getTopology().replicaStatusKnown())
+					.as("replica status needs a privilege this user lacks; start-up went on without it").isFalse();
+				Reliability.count(Reliability.ALL_MODES, "topology checks (read-only server, read-only connection, "
+						+ "replica, Galera, multi-primary group)", 1);
 				LockTemplate locks = context.getBean(LockTemplate.class);
 
 				// LEASE: acquire, renewals (every second with a 3 s lease) past the first lease end, release
