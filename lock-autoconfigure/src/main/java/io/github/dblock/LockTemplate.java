@@ -8,6 +8,7 @@ import java.util.EnumMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
@@ -81,6 +82,8 @@ public class LockTemplate {
 
 	private volatile boolean resourceAsTag;
 
+	private final Map<LockMode, String> refusedModes = new ConcurrentHashMap<>();
+
 	/**
 	 * Creates a template.
 	 * @param providers one provider per supported mode
@@ -141,6 +144,8 @@ public class LockTemplate {
 	 * or awaits {@code distributed-lock.pessimistic.max-connections} such locks
 	 * @throws IllegalArgumentException if the resource name is invalid, the mode has no provider, or the mode is
 	 * OPTIMISTIC (which has no lock to hold: use {@link #execute(String, LockOptions, LockCallback)})
+	 * @throws IllegalStateException if the mode is refused on this database (PESSIMISTIC on a Galera cluster or a
+	 * multi-primary group), naming what was found; nothing is held then
 	 * @throws org.springframework.dao.DataAccessException on a database failure other than a broken connection, or
 	 * when the database stayed unreachable until the wait time ended
 	 */
@@ -180,6 +185,7 @@ public class LockTemplate {
 	 * @return the held lock, or empty if another owner held it for the whole wait time
 	 * @throws LockInterruptedException if the thread was interrupted while waiting
 	 * @throws IllegalArgumentException if the resource name is invalid or the mode has no provider
+	 * @throws IllegalStateException if the mode is refused on this database (see {@link #refuseMode})
 	 * @throws org.springframework.dao.DataAccessException on a database failure
 	 */
 	public Optional<LockHandle> tryAcquire(String resource, LockOptions options) {
@@ -217,7 +223,8 @@ public class LockTemplate {
 	 * attempt conflicted); the action's effects are not committed
 	 * @throws LockLostException if the action completed but the lock turned out to be lost on release
 	 * (lease expired); if the action threw, the loss is added to its exception as suppressed instead
-	 * @throws IllegalStateException for OPTIMISTIC inside an active transaction
+	 * @throws IllegalStateException for OPTIMISTIC inside an active transaction, or if the mode is refused on this
+	 * database (PESSIMISTIC on a Galera cluster or a multi-primary group); the action does not run
 	 * @see #acquire(String, LockOptions) for the other exceptions
 	 */
 	@Nullable
@@ -392,6 +399,28 @@ public class LockTemplate {
 		return this.defaultLeaseTime;
 	}
 
+	/**
+	 * Refuses every later request in a mode, for example PESSIMISTIC on a Galera cluster, where row locks are not
+	 * cluster-wide. Such requests throw {@link IllegalStateException} with the reason, before any SQL runs and
+	 * before anything is held. Called during configuration; thread-safe.
+	 * @param mode the mode to refuse
+	 * @param reason why, naming what was found (it is the second half of the exception message)
+	 * @throws IllegalArgumentException if the mode is the default mode (start-up must fail instead)
+	 */
+	public void refuseMode(LockMode mode, String reason) {
+		Objects.requireNonNull(mode, "mode must not be null");
+		Objects.requireNonNull(reason, "reason must not be null");
+		if (mode == this.defaultMode) {
+			throw new IllegalArgumentException("Cannot refuse the default lock mode " + mode + ": " + reason);
+		}
+		this.refusedModes.put(mode, reason);
+	}
+
+	/** The modes refused by {@link #refuseMode}, with their reasons. */
+	public Map<LockMode, String> getRefusedModes() {
+		return Map.copyOf(this.refusedModes);
+	}
+
 	/** The mode used when a call does not choose one. */
 	public LockMode getDefaultMode() {
 		return this.defaultMode;
@@ -415,6 +444,10 @@ public class LockTemplate {
 					+ "': use LockOptions.defaults() for the configured defaults");
 		}
 		LockMode mode = (options.getMode() != null) ? options.getMode() : this.defaultMode;
+		String refusal = this.refusedModes.get(mode);
+		if (refusal != null) {
+			throw new IllegalStateException("Lock mode " + mode + " is refused for '" + resource + "': " + refusal);
+		}
 		LockProvider provider = this.providers.get(mode);
 		if (provider == null) {
 			throw new IllegalArgumentException("Lock mode " + mode + " is not available; available modes: "

@@ -97,6 +97,8 @@ public class DistributedLockProperties implements InitializingBean {
 
 	private final Interceptor interceptor = new Interceptor();
 
+	private final Topology topology = new Topology();
+
 	public boolean isEnabled() {
 		return this.enabled;
 	}
@@ -208,6 +210,10 @@ public class DistributedLockProperties implements InitializingBean {
 		return this.interceptor;
 	}
 
+	public Topology getTopology() {
+		return this.topology;
+	}
+
 	/**
 	 * Checks every value.
 	 * @throws InvalidConfigurationPropertyValueException naming the first invalid property
@@ -258,6 +264,17 @@ public class DistributedLockProperties implements InitializingBean {
 		}
 		if (this.cleanup.getInterval() == null || this.cleanup.getInterval().compareTo(Duration.ofSeconds(10)) < 0) {
 			throw invalid("cleanup.interval", this.cleanup.getInterval(), "must be at least 10s");
+		}
+		if (this.flyway.getUser() == null) {
+			if (this.flyway.getUrl() != null) {
+				throw invalid("flyway.url", this.flyway.getUrl(), "needs distributed-lock.flyway.user as well");
+			}
+			if (this.flyway.getPassword() != null) {
+				throw invalid("flyway.password", "******", "needs distributed-lock.flyway.user as well");
+			}
+		}
+		if (this.flyway.getUrl() != null && !this.flyway.getUrl().startsWith("jdbc:")) {
+			throw invalid("flyway.url", this.flyway.getUrl(), "must be a JDBC URL (jdbc:mysql://… or jdbc:mariadb://…)");
 		}
 		if (this.cleanup.getBatchSize() < 1 || this.cleanup.getBatchSize() > 10_000) {
 			throw invalid("cleanup.batch-size", this.cleanup.getBatchSize(), "must be between 1 and 10000");
@@ -423,12 +440,80 @@ public class DistributedLockProperties implements InitializingBean {
 		 */
 		private boolean enabled = true;
 
+		/**
+		 * JDBC URL of the database to migrate, when the migration runs with its own credentials. Defaults to the lock
+		 * DataSource's URL (from its connection metadata); needs user.
+		 */
+		@Nullable
+		private String url;
+
+		/**
+		 * Login user of the database to migrate: a DDL-capable account for the migration only, so that the lock
+		 * DataSource's user needs just SELECT, INSERT, UPDATE and DELETE on the lock table. Unset: the migration runs
+		 * on the lock DataSource.
+		 */
+		@Nullable
+		private String user;
+
+		/**
+		 * Login password of the database to migrate; needs user.
+		 */
+		@Nullable
+		private String password;
+
 		public boolean isEnabled() {
 			return this.enabled;
 		}
 
 		public void setEnabled(boolean enabled) {
 			this.enabled = enabled;
+		}
+
+		@Nullable
+		public String getUrl() {
+			return this.url;
+		}
+
+		public void setUrl(@Nullable String url) {
+			this.url = (url != null && !url.isBlank()) ? url.trim() : null;
+		}
+
+		@Nullable
+		public String getUser() {
+			return this.user;
+		}
+
+		public void setUser(@Nullable String user) {
+			this.user = (user != null && !user.isBlank()) ? user.trim() : null;
+		}
+
+		@Nullable
+		public String getPassword() {
+			return this.password;
+		}
+
+		public void setPassword(@Nullable String password) {
+			this.password = password;
+		}
+
+	}
+
+	/** Start-up checks of the lock database's topology (read-only servers, replicas, multi-primary clusters). */
+	public static class Topology {
+
+		/**
+		 * Whether what makes locks unsafe stops the application: a read-only server or connection or a replica fails
+		 * start-up, and on a Galera cluster or multi-primary group PESSIMISTIC mode is refused. When false, these are
+		 * only logged at WARN (for a proxy that answers the check from another server than the lock statements reach).
+		 */
+		private boolean enforce = true;
+
+		public boolean isEnforce() {
+			return this.enforce;
+		}
+
+		public void setEnforce(boolean enforce) {
+			this.enforce = enforce;
 		}
 
 	}

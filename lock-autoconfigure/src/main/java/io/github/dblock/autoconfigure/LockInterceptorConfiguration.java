@@ -1,14 +1,19 @@
 package io.github.dblock.autoconfigure;
 
+import java.util.Map;
+
 import io.github.dblock.LockFailureHandler;
+import io.github.dblock.LockMode;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.interceptor.DistributedLockAdvisor;
 import io.github.dblock.interceptor.DistributedLockInterceptor;
 import io.github.dblock.interceptor.DistributedLockMethodValidator;
+import io.github.dblock.interceptor.LockAttribute;
 import io.github.dblock.interceptor.LockAttributeSource;
 import org.springframework.aop.config.AopConfigUtils;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.beans.factory.support.BeanDefinitionRegistry;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
@@ -66,6 +71,31 @@ class LockInterceptorConfiguration {
 	static DistributedLockMethodValidator distributedLockMethodValidator(
 			ObjectProvider<LockAttributeSource> lockAttributeSource, ObjectProvider<LockTemplate> lockTemplate) {
 		return new DistributedLockMethodValidator(lockAttributeSource::getObject, lockTemplate::getIfAvailable);
+	}
+
+	/**
+	 * Once every singleton exists (and so every annotated method of a proxied bean has been parsed), fails start-up
+	 * if an annotation asks for a mode the database refuses, such as {@code mode = PESSIMISTIC} on Galera, naming
+	 * the method; such a call would otherwise fail only when first made.
+	 */
+	@Bean
+	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+	static SmartInitializingSingleton distributedLockRefusedModeCheck(LockAttributeSource lockAttributeSource,
+			ObjectProvider<LockTemplate> lockTemplate) {
+		return () -> {
+			LockTemplate template = lockTemplate.getIfAvailable();
+			Map<LockMode, String> refused = (template != null) ? template.getRefusedModes() : Map.of();
+			if (refused.isEmpty()) {
+				return;
+			}
+			for (LockAttribute attribute : lockAttributeSource.getParsedAttributes()) {
+				LockMode mode = attribute.getOptions().getMode();
+				if (mode != null && refused.containsKey(mode)) {
+					throw new IllegalStateException("@DistributedLock(mode = " + mode + ") on "
+							+ attribute.describe() + " is refused: " + refused.get(mode));
+				}
+			}
+		};
 	}
 
 	/**

@@ -20,6 +20,7 @@ import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.context.properties.source.InvalidConfigurationPropertyValueException;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
@@ -40,8 +41,12 @@ class LockJdbcConfiguration {
 			ListableBeanFactory beanFactory) {
 		DataSource dataSource = (properties.getDatasource() != null) ? named(beanFactory, properties.getDatasource())
 				: resolve(lockDataSource, dataSources);
-		return new LockSchemaInitializer(dataSource, LockTable.of(properties.getTableName()),
+		LockSchemaInitializer initializer = new LockSchemaInitializer(dataSource, LockTable.of(properties.getTableName()),
 				properties.getFlyway().isEnabled());
+		initializer.setEnforceTopology(properties.getTopology().isEnforce());
+		DistributedLockProperties.Flyway flyway = properties.getFlyway();
+		initializer.setMigrationCredentials(flyway.getUrl(), flyway.getUser(), flyway.getPassword());
+		return initializer;
 	}
 
 	/**
@@ -121,7 +126,12 @@ class LockJdbcConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	LockTemplate lockTemplate(DistributedLockProperties properties, ObjectProvider<LockProvider> providers,
-			ObjectProvider<ObservationRegistry> observations) {
+			ObjectProvider<ObservationRegistry> observations, LockSchemaInitializer schema) {
+		String refusal = schema.getRefusedModes().get(properties.getMode());
+		if (refusal != null) {
+			throw new InvalidConfigurationPropertyValueException(DistributedLockProperties.PREFIX + ".mode",
+					properties.getMode(), "refused on this database: " + refusal);
+		}
 		List<LockProvider> all = providers.orderedStream().toList();
 		String nodeName = (properties.getNodeName() != null) ? properties.getNodeName() : defaultNodeName();
 		LockTemplate template = new LockTemplate(all, properties.getMode(), properties.getWaitTime(),
@@ -129,6 +139,7 @@ class LockJdbcConfiguration {
 		template.setInterruptOnLoss(properties.isInterruptOnLoss());
 		observations.ifAvailable(template::setObservationRegistry);
 		template.setResourceAsTag(properties.getMetrics().isResourceTag());
+		schema.getRefusedModes().forEach(template::refuseMode);
 		return template;
 	}
 

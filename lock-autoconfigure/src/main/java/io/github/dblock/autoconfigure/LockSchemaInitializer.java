@@ -1,19 +1,44 @@
 package io.github.dblock.autoconfigure;
 
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.Collections;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
 import javax.sql.DataSource;
 
+import io.github.dblock.LockMode;
 import io.github.dblock.jdbc.DatabaseServer;
+import io.github.dblock.jdbc.DatabaseTopology;
 import io.github.dblock.jdbc.LockSchema;
 import io.github.dblock.jdbc.LockTable;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.flywaydb.core.api.FlywayException;
+import org.jspecify.annotations.Nullable;
 import org.springframework.beans.factory.InitializingBean;
+import org.springframework.jdbc.CannotGetJdbcConnectionException;
 
 /**
- * Runs at start-up, before any lock bean is used: checks that the lock data source is MySQL or MariaDB, then
- * migrates the lock table (or validates it when {@code distributed-lock.flyway.enabled=false}).
+ * Runs at start-up, before any lock bean is used:
+ * <ol>
+ * <li>checks that the lock data source is MySQL or MariaDB ({@link DatabaseServer});</li>
+ * <li>checks its topology ({@link DatabaseTopology}): a read-only server or connection, or a replica, stops
+ * start-up; on a Galera cluster or a multi-primary group it warns once and refuses {@link LockMode#PESSIMISTIC};
+ * with {@code distributed-lock.topology.enforce=false} both are only logged;</li>
+ * <li>migrates the lock table, on the lock data source or with the separate migration credentials
+ * ({@code distributed-lock.flyway.user}), or validates it when {@code distributed-lock.flyway.enabled=false}. A
+ * migration refused for lack of privilege stops start-up naming the privilege and the ways out.</li>
+ * </ol>
+ * Not thread-safe during {@link #afterPropertiesSet()}; its getters are safe afterwards.
  */
 public class LockSchemaInitializer implements InitializingBean {
+
+	/** Server errors meaning "access denied": table (1142), column (1143), database (1044), privilege (1227). */
+	private static final Set<Integer> ACCESS_DENIED = Set.of(1142, 1143, 1044, 1227);
 
 	private static final Log logger = LogFactory.getLog(LockSchemaInitializer.class);
 
@@ -23,7 +48,19 @@ public class LockSchemaInitializer implements InitializingBean {
 
 	private final boolean migrate;
 
+	private boolean enforceTopology = true;
+
+	private @Nullable String migrationUrl;
+
+	private @Nullable String migrationUser;
+
+	private @Nullable String migrationPassword;
+
 	private DatabaseServer server;
+
+	private DatabaseTopology topology;
+
+	private Map<LockMode, String> refusedModes = Map.of();
 
 	public LockSchemaInitializer(DataSource dataSource, LockTable table, boolean migrate) {
 		this.dataSource = dataSource;
@@ -31,24 +68,169 @@ public class LockSchemaInitializer implements InitializingBean {
 		this.migrate = migrate;
 	}
 
+	/**
+	 * Whether an unsafe topology stops start-up and refuses PESSIMISTIC mode ({@code true}, the default) or is only
+	 * logged at WARN.
+	 */
+	public void setEnforceTopology(boolean enforceTopology) {
+		this.enforceTopology = enforceTopology;
+	}
+
+	/**
+	 * Runs the migration on a connection of its own with these credentials instead of on the lock data source.
+	 * @param url the JDBC URL, or {@code null} for the lock data source's URL (from its connection metadata)
+	 * @param user the login user; {@code null} to migrate on the lock data source
+	 * @param password the password, or {@code null} for none
+	 */
+	public void setMigrationCredentials(@Nullable String url, @Nullable String user, @Nullable String password) {
+		this.migrationUrl = url;
+		this.migrationUser = user;
+		this.migrationPassword = password;
+	}
+
+	/**
+	 * Checks the server and its topology, then migrates or validates the lock table.
+	 * @throws IllegalStateException if the server is neither MySQL nor MariaDB, is read-only, a replica, or hands
+	 * out read-only connections (with enforcement on); if the migration lacks a privilege; or if the table is missing
+	 * or incomplete with migrations off
+	 * @throws CannotGetJdbcConnectionException if the database cannot be reached
+	 * @throws FlywayException if a migration fails for another reason
+	 */
 	@Override
 	public void afterPropertiesSet() {
 		this.server = DatabaseServer.detect(this.dataSource);
 		if (!this.server.isSupportedVersion()) {
 			logger.warn("Distributed locks are tested on MySQL 8.0+ and MariaDB 10.6+; the lock database is " + this.server);
 		}
-		if (this.migrate) {
-			LockSchema.migrate(this.dataSource, this.table);
-		}
-		else {
+		checkTopology();
+		if (!this.migrate) {
 			LockSchema.validate(this.dataSource, this.table, DistributedLockProperties.PREFIX + ".flyway.enabled");
 		}
+		else {
+			migrate();
+		}
 		logger.debug("Lock table '" + this.table + "' ready on " + this.server);
+	}
+
+	private void checkTopology() {
+		this.topology = detectTopology(this.dataSource, this.server);
+		logger.debug("Lock database topology: " + this.topology);
+		if (!this.topology.replicaStatusKnown()) {
+			logger.debug("Replica status of the lock database not checked: the lock DataSource's user may not read it");
+		}
+		List<String> readOnly = this.topology.readOnlyReasons();
+		if (!readOnly.isEmpty()) {
+			String message = "Distributed locks need a writable primary, but on the lock database (" + this.server + ") "
+					+ String.join("; ", readOnly) + ". Every lock is a write: point the lock DataSource at the primary "
+					+ "(spring.datasource.url, or a @LockDataSource / distributed-lock.datasource pool) with read-write "
+					+ "connections.";
+			if (this.enforceTopology) {
+				throw new IllegalStateException(message + " Only if a proxy answers this check from another server than "
+						+ "the one the lock statements reach, set " + DistributedLockProperties.PREFIX
+						+ ".topology.enforce=false.");
+			}
+			logger.warn(message + " Starting anyway because " + DistributedLockProperties.PREFIX
+					+ ".topology.enforce=false.");
+		}
+		String cluster = this.topology.multiPrimaryCluster();
+		if (cluster != null) {
+			String reason = "the lock database is " + cluster + ", where a row lock taken on one node does not block "
+					+ "transactions on the other nodes (conflicts are found only at commit, by certification), so a "
+					+ "PESSIMISTIC lock excludes no one. Use LEASE or OPTIMISTIC mode.";
+			String relies = " LEASE and OPTIMISTIC locks rely on the cluster aborting the later of two conflicting "
+					+ "commits on the lock row, and LEASE expiry on the nodes' clocks agreeing (keep them synchronized). "
+					+ "Galera clusters have been seen to lose committed transactions (Jepsen): protect data with fencing "
+					+ "tokens.";
+			if (this.enforceTopology) {
+				Map<LockMode, String> refused = new EnumMap<>(LockMode.class);
+				refused.put(LockMode.PESSIMISTIC, reason);
+				this.refusedModes = Collections.unmodifiableMap(refused);
+				logger.warn("PESSIMISTIC locks are refused: " + reason + relies);
+			}
+			else {
+				logger.warn("PESSIMISTIC locks are unsafe here, but allowed because " + DistributedLockProperties.PREFIX
+						+ ".topology.enforce=false: " + reason + relies);
+			}
+		}
+	}
+
+	/**
+	 * Reads the topology of the lock database; {@link DatabaseTopology#detect} unless overridden (tests describe
+	 * clusters that are not at hand this way).
+	 */
+	protected DatabaseTopology detectTopology(DataSource dataSource, DatabaseServer server) {
+		return DatabaseTopology.detect(dataSource, server);
+	}
+
+	private void migrate() {
+		try {
+			if (this.migrationUser != null) {
+				String url = (this.migrationUrl != null) ? this.migrationUrl : dataSourceUrl();
+				logger.debug("Migrating lock table '" + this.table + "' as '" + this.migrationUser + "' on " + url);
+				LockSchema.migrate(url, this.migrationUser, this.migrationPassword, this.table);
+			}
+			else {
+				LockSchema.migrate(this.dataSource, this.table);
+			}
+		}
+		catch (FlywayException ex) {
+			SQLException denied = accessDenied(ex);
+			if (denied == null) {
+				throw ex;
+			}
+			String who = (this.migrationUser != null) ? "The migration user '" + this.migrationUser
+					+ "' (distributed-lock.flyway.user)" : "The lock DataSource's user";
+			throw new IllegalStateException(who + " lacks a privilege to migrate the lock table '" + this.table
+					+ "': " + denied.getMessage() + ". The migration creates '" + this.table + "' and its history table '"
+					+ this.table.historyTableName() + "' and needs CREATE, ALTER, INDEX, SELECT, INSERT, UPDATE and DELETE "
+					+ "on the schema. Either grant them, or run the migration with a DDL-capable account ("
+					+ DistributedLockProperties.PREFIX + ".flyway.user / .password), or create the table yourself and set "
+					+ DistributedLockProperties.PREFIX + ".flyway.enabled=false.", ex);
+		}
+	}
+
+	/** The URL of the lock data source, as its driver reports it. */
+	private String dataSourceUrl() {
+		try (Connection connection = this.dataSource.getConnection()) {
+			return connection.getMetaData().getURL();
+		}
+		catch (SQLException ex) {
+			throw new CannotGetJdbcConnectionException("Could not read the lock DataSource's URL", ex);
+		}
+	}
+
+	private static @Nullable SQLException accessDenied(Throwable ex) {
+		for (Throwable cause = ex; cause != null; cause = cause.getCause()) {
+			if (cause instanceof SQLException sql) {
+				for (SQLException next = sql; next != null; next = next.getNextException()) {
+					if (ACCESS_DENIED.contains(next.getErrorCode())) {
+						return next;
+					}
+				}
+			}
+			if (cause.getCause() == cause) {
+				break;
+			}
+		}
+		return null;
 	}
 
 	/** The server found at start-up. */
 	public DatabaseServer getServer() {
 		return this.server;
+	}
+
+	/** The topology found at start-up. */
+	public DatabaseTopology getTopology() {
+		return this.topology;
+	}
+
+	/**
+	 * The lock modes refused on this database, with the reason (PESSIMISTIC on a Galera cluster or a multi-primary
+	 * group, unless enforcement is off); empty otherwise.
+	 */
+	public Map<LockMode, String> getRefusedModes() {
+		return this.refusedModes;
 	}
 
 	/** The data source holding the lock table. */

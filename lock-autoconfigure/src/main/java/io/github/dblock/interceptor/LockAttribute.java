@@ -146,6 +146,11 @@ public final class LockAttribute {
 		return resolved;
 	}
 
+	/** The annotated method, as {@code com.example.Service.method()}, for messages. */
+	public String describe() {
+		return describe(this.getMethod());
+	}
+
 	static String describe(Method method) {
 		return method.getDeclaringClass().getName() + "." + method.getName() + "()";
 	}

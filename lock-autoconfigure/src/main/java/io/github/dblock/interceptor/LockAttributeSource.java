@@ -64,6 +64,14 @@ public class LockAttributeSource {
 		return cached.orElse(null);
 	}
 
+	/**
+	 * The attributes parsed so far: after start-up, those of every annotated method of every proxied bean.
+	 * @return a snapshot, in no particular order
+	 */
+	public java.util.List<LockAttribute> getParsedAttributes() {
+		return this.cache.values().stream().flatMap(Optional::stream).toList();
+	}
+
 	@Nullable
 	private LockAttribute find(Method method, @Nullable Class<?> targetClass) {
 		Method specific = AopUtils.getMostSpecificMethod(method, targetClass);

@@ -15,6 +15,8 @@ import javax.sql.DataSource;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.flywaydb.core.Flyway;
+import org.flywaydb.core.api.configuration.FluentConfiguration;
+import org.jspecify.annotations.Nullable;
 import org.springframework.jdbc.CannotGetJdbcConnectionException;
 
 /**
@@ -43,13 +45,30 @@ public final class LockSchema {
 
 	/**
 	 * Creates or upgrades the lock table with the library's Flyway migrations.
-	 * @param dataSource the lock data source; its user needs DDL rights (CREATE, ALTER, INDEX)
+	 * @param dataSource the lock data source; its user needs DDL rights (CREATE, ALTER, INDEX) and DML on the lock
+	 * and history tables
 	 * @param table the lock table
 	 * @throws org.flywaydb.core.api.FlywayException if a migration fails
 	 */
 	public static void migrate(DataSource dataSource, LockTable table) {
-		Flyway flyway = Flyway.configure(LockSchema.class.getClassLoader())
-			.dataSource(dataSource)
+		migrate(Flyway.configure(LockSchema.class.getClassLoader()).dataSource(dataSource), table);
+	}
+
+	/**
+	 * Creates or upgrades the lock table with the library's Flyway migrations on a connection of its own, with
+	 * credentials that may differ from the lock data source's (a DDL-capable account used only for the migration).
+	 * @param url the JDBC URL of the database holding the lock table
+	 * @param user the login user; needs DDL rights (CREATE, ALTER, INDEX) and DML on the lock and history tables
+	 * @param password the login password, or {@code null} for none
+	 * @param table the lock table
+	 * @throws org.flywaydb.core.api.FlywayException if the connection or a migration fails
+	 */
+	public static void migrate(String url, String user, @Nullable String password, LockTable table) {
+		migrate(Flyway.configure(LockSchema.class.getClassLoader()).dataSource(url, user, password), table);
+	}
+
+	private static void migrate(FluentConfiguration configuration, LockTable table) {
+		Flyway flyway = configuration
 			.locations(MIGRATION_LOCATION)
 			.table(table.historyTableName())
 			.placeholders(Map.of("lock_table", table.name()))

@@ -8,6 +8,7 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 
 import javax.sql.DataSource;
@@ -37,6 +38,9 @@ import org.springframework.transaction.support.TransactionTemplate;
  * LEASE or PESSIMISTIC owner holds it), so the transaction commits; zero rows means another node won, so the
  * transaction rolls back.</li>
  * </ol>
+ * A commit refused with a deadlock or serialization error (how Galera and group replication report a
+ * certification conflict) counts as a conflict too.
+ * <p>
  * After a conflict the attempt is repeated, after a pause with backoff and jitter, up to {@code maxAttempts}
  * times and not past the caller's wait time (at least two attempts are always made when {@code maxAttempts}
  * allows). A concurrent compare-and-set on the same row waits for the row lock of the first, then sees the new
@@ -111,13 +115,26 @@ public class OptimisticLockProvider implements WorkLockProvider {
 		}
 		for (int attempt = 1;; attempt++) {
 			ensureRow(request.resource());
-			Attempt<T> result = this.transactions.execute((status) -> {
-				Attempt<T> outcome = attemptInTransaction(request, work);
-				if (!outcome.committed) {
-					status.setRollbackOnly();
+			AtomicBoolean workDone = new AtomicBoolean();
+			Attempt<T> result;
+			try {
+				result = this.transactions.execute((status) -> {
+					Attempt<T> outcome = attemptInTransaction(request, work);
+					if (!outcome.committed) {
+						status.setRollbackOnly();
+					}
+					workDone.set(true);
+					return outcome;
+				});
+			}
+			catch (RuntimeException ex) {
+				if (!workDone.get() || !isTransient(ex)) {
+					throw ex;
 				}
-				return outcome;
-			});
+				// COMMIT failed with a deadlock/serialization error: a Galera or group replication certification
+				// conflict; the transaction rolled back, so this is a conflict like any other
+				result = new Attempt<>(null, false);
+			}
 			if (result.committed) {
 				return new Outcome<>(result.value, true, null);
 			}
@@ -164,6 +181,15 @@ public class OptimisticLockProvider implements WorkLockProvider {
 		finally {
 			DataSourceUtils.releaseConnection(connection, this.dataSource);
 		}
+	}
+
+	private static boolean isTransient(Throwable ex) {
+		for (Throwable cause = ex; cause != null && cause.getCause() != cause; cause = cause.getCause()) {
+			if (cause instanceof SQLException sql && JdbcLockSupport.isTransient(sql)) {
+				return true;
+			}
+		}
+		return false;
 	}
 
 	@Nullable
