@@ -53,6 +53,9 @@ class DatabaseOutageTests {
 		new JdbcTemplate(admin).execute("CREATE USER 'locks'@'%'");
 		new JdbcTemplate(admin).execute("GRANT ALL ON outage.* TO 'locks'@'%'");
 		LockNodes.migrate(admin);
+		Reliability.setting("database restarts and killed connections", "an embedded MariaDB of the test's own, "
+				+ new JdbcTemplate(admin).queryForObject("SELECT VERSION()", String.class) + ", stopped and started again; "
+				+ "lock pools give up on a connection after 2 s");
 	}
 
 	@AfterAll

@@ -58,6 +58,7 @@ public final class TestDatabase {
 					db = resolve();
 					instance = db;
 					System.out.println("[lock tests] database: " + db.description + " (" + db.jdbcUrl + ")");
+					Reliability.setting("database", db.description + ", " + db.version());
 				}
 			}
 		}
@@ -130,16 +131,21 @@ public final class TestDatabase {
 		return this.description;
 	}
 
-	/** Whether the server is MariaDB (rather than MySQL), as told by {@code VERSION()}. */
-	public boolean isMariaDb() {
+	/** The server's {@code VERSION()}. */
+	public String version() {
 		try (HikariDataSource ds = newDataSource(1); Connection c = ds.getConnection();
 				Statement s = c.createStatement(); var rs = s.executeQuery("SELECT VERSION()")) {
 			rs.next();
-			return rs.getString(1).toLowerCase(Locale.ROOT).contains("mariadb");
+			return rs.getString(1);
 		}
 		catch (SQLException ex) {
 			throw new IllegalStateException(ex);
 		}
+	}
+
+	/** Whether the server is MariaDB (rather than MySQL), as told by {@code VERSION()}. */
+	public boolean isMariaDb() {
+		return version().toLowerCase(Locale.ROOT).contains("mariadb");
 	}
 
 	/** A new connection pool on the test database; the caller closes it. */
