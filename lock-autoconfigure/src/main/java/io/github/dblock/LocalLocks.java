@@ -26,14 +26,26 @@ final class LocalLocks {
 		});
 	}
 
-	/** Stops counting the caller as a user of the entry; removes the entry when nobody uses it. */
-	void release(Entry entry) {
+	/**
+	 * Stops counting the caller as a user of the entry; removes the entry when nobody uses it.
+	 * @return whether the entry was removed (the caller was its last user)
+	 */
+	boolean release(Entry entry) {
+		boolean[] removed = new boolean[1];
 		this.entries.computeIfPresent(entry.resource, (key, current) -> {
 			if (current != entry) {
 				return current;
 			}
-			return (--current.users == 0) ? null : current;
+			removed[0] = --current.users == 0;
+			return removed[0] ? null : current;
 		});
+		return removed[0];
+	}
+
+	/** Whether threads are queued for the resource's gate. */
+	boolean hasQueuedThreads(String resource) {
+		Entry entry = this.entries.get(resource);
+		return entry != null && entry.gate.hasQueuedThreads();
 	}
 
 	/** The number of resources with local users (held or awaited); for tests and diagnostics. */
@@ -84,6 +96,12 @@ final class LocalLocks {
 
 		/** Times the hold while the lock is held ({@code distributed.lock.held}). */
 		volatile io.micrometer.observation.Observation holding;
+
+		/**
+		 * A lock its last holder handed off for the next local thread to take the gate (see
+		 * {@link HeldLock#handOff()}); taken by that thread, or released by the entry's last user if nobody takes it.
+		 */
+		volatile HeldLock parked;
 
 		/** Description of the local holder, for error messages of local waiters. */
 		volatile String holder;

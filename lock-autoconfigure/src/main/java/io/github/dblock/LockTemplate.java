@@ -48,6 +48,9 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  */
 public class LockTemplate {
 
+	private static final org.apache.commons.logging.Log logger = org.apache.commons.logging.LogFactory
+		.getLog(LockTemplate.class);
+
 	/** The longest resource name, in Unicode code points. */
 	public static final int MAX_RESOURCE_LENGTH = 255;
 
@@ -426,6 +429,11 @@ public class LockTemplate {
 		return this.defaultMode;
 	}
 
+	/** Whether other threads of this JVM are queued for the resource right now; for tests and diagnostics. */
+	boolean hasQueuedLocalWaiters(String resource) {
+		return this.locals.hasQueuedThreads(resource);
+	}
+
 	/** The number of resources this JVM currently holds or waits for. */
 	public int localResourceCount() {
 		return this.locals.size();
@@ -560,7 +568,20 @@ public class LockTemplate {
 			}
 			gateHeld = true;
 			LockRequest lockRequest = lockRequest(request, deadline);
-			AcquireResult result = request.provider.acquire(lockRequest);
+			AcquireResult result = null;
+			HeldLock parked = entry.parked;
+			if (parked != null) {
+				entry.parked = null;
+				if (request.mode == LockMode.LEASE && !parked.isLost() && parked.canServe(lockRequest)) {
+					result = AcquireResult.acquired(parked); // handed off by the previous local holder: no round trip
+				}
+				else {
+					releaseQuietly(request.resource, parked);
+				}
+			}
+			if (result == null) {
+				result = request.provider.acquire(lockRequest);
+			}
 			if (result.lock() == null) {
 				return new Attempt(null, result.holder());
 			}
@@ -591,8 +612,32 @@ public class LockTemplate {
 				if (gateHeld) {
 					entry.gate.unlock();
 				}
-				this.locals.release(entry);
+				leave(entry);
 			}
+		}
+	}
+
+	/**
+	 * Stops counting the caller as a user of the entry; the last user releases a handed-off lock nobody took (its
+	 * intended successor gave up waiting).
+	 */
+	private void leave(LocalLocks.Entry entry) {
+		if (this.locals.release(entry)) {
+			HeldLock parked = entry.parked;
+			entry.parked = null;
+			if (parked != null) {
+				releaseQuietly(entry.resource, parked);
+			}
+		}
+	}
+
+	private static void releaseQuietly(String resource, HeldLock lock) {
+		try {
+			lock.release();
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Could not release the lock '" + resource + "' handed off to a thread that no longer wanted it; "
+					+ "it ends with its lease", ex);
 		}
 	}
 
@@ -610,7 +655,7 @@ public class LockTemplate {
 		entry.holds--;
 		if (entry.gate.getHoldCount() > 1) {
 			entry.gate.unlock();
-			this.locals.release(entry);
+			leave(entry);
 			return;
 		}
 		if (lock.isTransactionBound() && TransactionSynchronizationManager.isSynchronizationActive()) {
@@ -625,7 +670,7 @@ public class LockTemplate {
 						stopHolding(entry);
 					}
 					entry.gate.unlock();
-					LockTemplate.this.locals.release(entry);
+					leave(entry);
 				}
 			});
 			return;
@@ -633,13 +678,23 @@ public class LockTemplate {
 		entry.held = null;
 		entry.holder = null;
 		stopHolding(entry);
+		if (entry.gate.hasQueuedThreads()) {
+			HeldLock successor = lock.handOff();
+			if (successor != null) {
+				// a local thread waits: pass the lock on in memory instead of releasing and re-taking it in the database
+				entry.parked = successor;
+				entry.gate.unlock();
+				leave(entry);
+				return;
+			}
+		}
 		boolean released;
 		try {
 			released = lock.release();
 		}
 		finally {
 			entry.gate.unlock();
-			this.locals.release(entry);
+			leave(entry);
 		}
 		if (!released) {
 			throw new LockLostException(entry.resource, lock.fencingToken(), "Lock '" + entry.resource

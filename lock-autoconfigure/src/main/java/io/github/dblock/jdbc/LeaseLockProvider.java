@@ -33,7 +33,9 @@ import org.springframework.dao.DataAccessException;
  * One acquisition attempt:
  * <ol>
  * <li>{@code UPDATE} the resource's row to the new owner token, holder description, a fencing token of
- * {@code GREATEST(fencing_token + 1, <server time in µs>)} and an expiry of {@code UTC_TIMESTAMP(6) + lease},
+ * {@code GREATEST(fencing_token + 32, <server time in µs>)} (the end of a block of 32 tokens: the taker uses the
+ * first, local successors the next ones, see {@link HeldLock#handOff()}) and an expiry of
+ * {@code UTC_TIMESTAMP(6) + lease},
  * on condition that the current lease has expired ({@code expires_at <= UTC_TIMESTAMP(6)}). The row is matched
  * by primary key, the new owner token is unique, so the matched-row count is 1 exactly when the lock was taken,
  * whether or not the driver reports found rows. The fencing token comes back in the same round trip through
@@ -82,6 +84,15 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 	/** Bound on immediate re-attempts after a lost race (insert collision, lease ending between statements). */
 	private static final int MAX_RACES_PER_ATTEMPT = 4;
 
+	/**
+	 * Fencing tokens reserved by each take: the holder uses the first, and up to {@code TOKEN_BLOCK - 1} local
+	 * successors the next ones (see {@link HeldLock#handOff()}).
+	 */
+	static final int TOKEN_BLOCK = 32;
+
+	/** How long one JVM may keep passing a lease between its own threads before releasing it in the database. */
+	private static final long HAND_OFF_BUDGET_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+
 	/** Re-attempts of a release whose connection broke, while the lease is still valid. */
 	private static final int MAX_RELEASE_RETRIES = 5;
 
@@ -117,7 +128,8 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 		this.jdbc = new JdbcLockSupport(dataSource, statementTimeout);
 		String t = table.quoted();
 		this.rows = new LockRows(table);
-		this.takeSql = "UPDATE " + t + " SET owner_token = ?, holder = ?, " + LockRows.NEXT_TOKEN
+		this.takeSql = "UPDATE " + t + " SET owner_token = ?, holder = ?, fencing_token = LAST_INSERT_ID(GREATEST("
+				+ "fencing_token + " + TOKEN_BLOCK + ", " + LockRows.SERVER_MICROS + "))"
 				+ ", acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND"
 				+ " WHERE resource = ? AND (" + LockRows.FREE + " OR owner_token = ?)";
 		this.insertSql = "INSERT INTO " + t + " (resource, owner_token, holder, fencing_token, acquired_at, expires_at)"
@@ -251,14 +263,14 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 	}
 
 	/** A lock just taken: starts its renewal if the request asks for it. */
-	private LeaseLock leased(LockRequest request, String owner, long token, long sentAt) {
-		LeaseLock lock = new LeaseLock(request.resource(), owner, token, request.leaseTime().toNanos(),
-				request.minHoldMicros(), sentAt + request.leaseTime().toNanos());
+	private HeldLock leased(LockRequest request, String owner, long blockEnd, long sentAt) {
+		LeaseLock lease = new LeaseLock(request.resource(), owner, blockEnd, request.leaseTime().toNanos(),
+				request.renew(), request.minHoldMicros(), sentAt + request.leaseTime().toNanos());
 		if (request.renew()) {
 			long period = Math.max(1, request.leaseTime().toNanos() / 3);
-			lock.renewal = renewals().scheduleWithFixedDelay(lock::renew, period, period, TimeUnit.NANOSECONDS);
+			lease.renewal = renewals().scheduleWithFixedDelay(lease::renew, period, period, TimeUnit.NANOSECONDS);
 		}
-		return lock;
+		return lease.current;
 	}
 
 	/** The shared renewal scheduler: two daemon threads for every held lock of this provider, started on first use. */
@@ -328,17 +340,28 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 
 	}
 
-	private final class LeaseLock implements HeldLock {
+	/**
+	 * A lease in the database, held by one owner token: renewed on the shared scheduler, lost once renewal finds it
+	 * gone or cannot reach the database in time. Within this JVM it passes from thread to thread through
+	 * {@link Hold}s, each with its own fencing token from the block reserved by the take, while the database row stays
+	 * unchanged.
+	 */
+	private final class LeaseLock {
 
 		private final String resource;
 
 		private final String ownerToken;
 
-		private final long fencingToken;
+		/** The last token of the block the take reserved (the row's fencing token). */
+		private final long blockEnd;
 
 		private final long leaseNanos;
 
+		private final boolean renewing;
+
 		private final long minHoldMicros;
+
+		private final long takenAtNanos = System.nanoTime();
 
 		/** Until when this JVM may consider the lease valid; moved forward by each successful renewal. */
 		private volatile long validUntilNanos;
@@ -350,44 +373,19 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 		@Nullable
 		private volatile ScheduledFuture<?> renewal;
 
-		private final List<Runnable> lostCallbacks = new CopyOnWriteArrayList<>();
+		/** The hold that has the lease now; the only one whose lost-callbacks run. */
+		private volatile Hold current;
 
-		LeaseLock(String resource, String ownerToken, long fencingToken, long leaseNanos, long minHoldMicros,
-				long validUntilNanos) {
+		LeaseLock(String resource, String ownerToken, long blockEnd, long leaseNanos, boolean renewing,
+				long minHoldMicros, long validUntilNanos) {
 			this.resource = resource;
 			this.ownerToken = ownerToken;
-			this.fencingToken = fencingToken;
+			this.blockEnd = blockEnd;
 			this.leaseNanos = leaseNanos;
+			this.renewing = renewing;
 			this.minHoldMicros = minHoldMicros;
 			this.validUntilNanos = validUntilNanos;
-		}
-
-		@Override
-		public long fencingToken() {
-			return this.fencingToken;
-		}
-
-		@Override
-		public String ownerToken() {
-			return this.ownerToken;
-		}
-
-		@Override
-		public long validUntilNanos() {
-			return this.validUntilNanos;
-		}
-
-		@Override
-		public boolean isLost() {
-			return this.lost;
-		}
-
-		@Override
-		public void onLost(Runnable callback) {
-			this.lostCallbacks.add(callback);
-			if (this.lost && this.lostCallbacks.remove(callback)) {
-				callback.run();
-			}
+			this.current = new Hold(this, blockEnd - TOKEN_BLOCK + 1);
 		}
 
 		/** One renewal, on the scheduler's thread. */
@@ -427,21 +425,25 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 			if (future != null) {
 				future.cancel(false);
 			}
-			logger.warn("Lost lock '" + this.resource + "' (fencing token " + this.fencingToken + "): " + reason);
-			for (Runnable callback : this.lostCallbacks) {
-				if (this.lostCallbacks.remove(callback)) {
-					try {
-						callback.run();
-					}
-					catch (RuntimeException ex) {
-						logger.error("A lost-lock callback for '" + this.resource + "' failed", ex);
-					}
-				}
-			}
+			Hold hold = this.current;
+			logger.warn("Lost lock '" + this.resource + "' (fencing token " + hold.fencingToken + "): " + reason);
+			hold.runLostCallbacks();
 		}
 
-		@Override
-		public boolean release() {
+		/** The next local owner's hold, or {@code null} when the lease must go back to the database now. */
+		@Nullable
+		synchronized Hold handOff(Hold from) {
+			if (from != this.current || this.lost || this.released || !this.renewing || this.minHoldMicros > 0
+					|| from.fencingToken >= this.blockEnd || System.nanoTime() - this.takenAtNanos > HAND_OFF_BUDGET_NANOS
+					|| System.nanoTime() - this.validUntilNanos >= 0) {
+				return null;
+			}
+			Hold next = new Hold(this, from.fencingToken + 1);
+			this.current = next;
+			return next;
+		}
+
+		boolean release() {
 			this.released = true;
 			ScheduledFuture<?> future = this.renewal;
 			if (future != null) {
@@ -475,6 +477,83 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 					}
 				}
 			}
+		}
+
+	}
+
+	/** One owner's hold of a {@link LeaseLock}: the first taker's, or a local successor's after a hand-off. */
+	private final class Hold implements HeldLock {
+
+		private final LeaseLock lease;
+
+		private final long fencingToken;
+
+		private final List<Runnable> lostCallbacks = new CopyOnWriteArrayList<>();
+
+		Hold(LeaseLock lease, long fencingToken) {
+			this.lease = lease;
+			this.fencingToken = fencingToken;
+		}
+
+		@Override
+		public long fencingToken() {
+			return this.fencingToken;
+		}
+
+		@Override
+		public String ownerToken() {
+			return this.lease.ownerToken;
+		}
+
+		@Override
+		public long validUntilNanos() {
+			return this.lease.validUntilNanos;
+		}
+
+		@Override
+		public boolean isLost() {
+			return this.lease.lost;
+		}
+
+		@Override
+		public void onLost(Runnable callback) {
+			this.lostCallbacks.add(callback);
+			if (this.lease.lost && this.lease.current == this && this.lostCallbacks.remove(callback)) {
+				callback.run();
+			}
+		}
+
+		void runLostCallbacks() {
+			for (Runnable callback : this.lostCallbacks) {
+				if (this.lostCallbacks.remove(callback)) {
+					try {
+						callback.run();
+					}
+					catch (RuntimeException ex) {
+						logger.error("A lost-lock callback for '" + this.lease.resource + "' failed", ex);
+					}
+				}
+			}
+		}
+
+		@Override
+		public @Nullable HeldLock handOff() {
+			Hold next = this.lease.handOff(this);
+			if (next != null) {
+				this.lostCallbacks.clear(); // this owner is done; its listeners must not hear of a later loss
+			}
+			return next;
+		}
+
+		@Override
+		public boolean canServe(LockRequest request) {
+			return request.renew() && request.leaseTime().toNanos() == this.lease.leaseNanos
+					&& request.minHoldMicros() == 0 && request.resource().equals(this.lease.resource);
+		}
+
+		@Override
+		public boolean release() {
+			return this.lease.release();
 		}
 
 	}

@@ -281,7 +281,8 @@ public final class LockTableAdmin {
 	 * One row of the lock table.
 	 * @param resource the lock name
 	 * @param holder the (last) holder's description
-	 * @param fencingToken the fencing token of the (last) acquisition
+	 * @param fencingToken the highest fencing token handed out for the resource: the token of the (last) acquisition,
+	 * or for LEASE the last of the block of tokens its take reserved for hand-offs inside the holder's JVM
 	 * @param acquiredAt when the (last) acquisition happened, on the server's clock
 	 * @param expiresAt when the lease ends or ended, on the server's clock
 	 * @param held whether the row has an owner and its lease has not ended

@@ -1,5 +1,7 @@
 package io.github.dblock.spi;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A lock taken in the database by a {@link LockProvider} for one owner.
  */
@@ -39,6 +41,25 @@ public interface HeldLock {
 	 * run for a lock released in time. Callbacks must be quick and must not throw.
 	 */
 	default void onLost(Runnable callback) {
+	}
+
+	/**
+	 * Passes the lock to the next owner in this JVM instead of releasing it, so that a thread queued for the same
+	 * resource gets it without a database round trip. The successor gets a fencing token greater than this one's and
+	 * smaller than any token another owner can get afterwards; this handle is then finished (do not release it).
+	 * Providers bound how long a JVM may keep a lock this way, so that other nodes get their turn.
+	 * @return the successor's lock, or {@code null} if this lock cannot be handed off now (release it instead)
+	 */
+	default @Nullable HeldLock handOff() {
+		return null;
+	}
+
+	/**
+	 * Whether this lock, received through {@link #handOff()}, gives what the request asks for (the same kind of
+	 * lease), so the request may take it instead of acquiring anew.
+	 */
+	default boolean canServe(LockRequest request) {
+		return false;
 	}
 
 	/**

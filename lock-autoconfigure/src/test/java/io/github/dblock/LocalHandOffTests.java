@@ -1,0 +1,187 @@
+package io.github.dblock;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.github.dblock.test.CountingDataSource;
+import io.github.dblock.test.LockNodes;
+import io.github.dblock.test.TestDatabase;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A LEASE lock released while another thread of the same JVM waits for it is passed to that thread in memory: no
+ * database statement, a fencing token from the block the take reserved, and lost-lock listeners that belong to the
+ * new holder only. The database sees the release when nobody local waits, when the block is used up or after a
+ * short time budget.
+ */
+class LocalHandOffTests {
+
+	private HikariDataSource pool;
+
+	private CountingDataSource counting;
+
+	private LockTemplate node;
+
+	private final String resource = "hand-off-" + UUID.randomUUID();
+
+	@BeforeEach
+	void node() {
+		this.pool = TestDatabase.get().newDataSource(4);
+		LockNodes.migrateOnce(this.pool);
+		this.counting = new CountingDataSource(this.pool);
+		this.node = new LockTemplate(List.of(LockNodes.provider(LockMode.LEASE, this.counting)), LockMode.LEASE,
+				Duration.ofSeconds(10), Duration.ofSeconds(30), "hand-off");
+	}
+
+	@AfterEach
+	void close() {
+		this.pool.close();
+	}
+
+	@Test
+	void aWaitingLocalThreadGetsTheLockWithoutAStatementAndWithTheNextToken() throws Exception {
+		LockHandle first = this.node.acquire(this.resource);
+		CompletableFuture<Long> second = waiter();
+		awaitQueued();
+		this.counting.reset();
+		first.close();
+		long secondToken = second.get(10, TimeUnit.SECONDS);
+		assertThat(secondToken).isEqualTo(first.fencingToken() + 1);
+		assertThat(this.counting.executed()).as("hand-off and the second holder's release")
+			.singleElement()
+			.satisfies((sql) -> assertThat(sql).startsWith("UPDATE").contains("owner_token = NULL"));
+		try (LockHandle next = LockNodes.node(LockMode.LEASE, "other-node", this.pool).acquire(this.resource)) {
+			assertThat(next.fencingToken()).as("another node's token is above the whole block")
+				.isGreaterThan(first.fencingToken() + 31);
+		}
+	}
+
+	@Test
+	void withoutLocalWaitersTheLockIsReleasedInTheDatabase() {
+		try (LockHandle lock = this.node.acquire(this.resource)) {
+			this.counting.reset();
+		}
+		assertThat(this.counting.executed()).singleElement().satisfies((sql) -> assertThat(sql).contains("owner_token = NULL"));
+		assertThat(LockNodes.node(LockMode.LEASE, "other-node", this.pool).tryAcquire(this.resource)).isPresent();
+	}
+
+	@Test
+	void handOffsStopAfterTheTimeBudgetSoOtherNodesGetTheirTurn() throws Exception {
+		// 4 threads take turns for 600 ms; hand-offs of one lease last at most 100 ms, so the lock goes back to the
+		// database several times, and every holder's token is unique and increasing
+		List<Long> tokens = java.util.Collections.synchronizedList(new ArrayList<>());
+		long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(600);
+		List<CompletableFuture<Void>> threads = new ArrayList<>();
+		for (int t = 0; t < 4; t++) {
+			threads.add(CompletableFuture.runAsync(() -> {
+				while (System.nanoTime() < until) {
+					try (LockHandle lock = this.node.acquire(this.resource)) {
+						tokens.add(lock.fencingToken());
+						sleep(2);
+					}
+				}
+			}));
+		}
+		CompletableFuture.allOf(threads.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);
+		long takes = this.counting.executed().stream().filter((sql) -> sql.contains("SET owner_token = ?")).count();
+		long releases = this.counting.executed().stream().filter((sql) -> sql.contains("owner_token = NULL")).count();
+		assertThat(tokens).as("every holder's token differs, in the order they held the lock").doesNotHaveDuplicates()
+			.isSorted();
+		assertThat(takes).as("fewer database takes than holds: most were handed off").isLessThan(tokens.size());
+		assertThat(takes).as("the lease went back to the database after each budget").isGreaterThanOrEqualTo(3);
+		assertThat(releases).isEqualTo(takes);
+	}
+
+	@Test
+	void aHandedOffLockIsNotUsedForARequestThatAsksForADifferentLease() throws Exception {
+		LockHandle first = this.node.acquire(this.resource);
+		CompletableFuture<Long> second = CompletableFuture.supplyAsync(() -> {
+			try (LockHandle lock = this.node.acquire(this.resource,
+					LockOptions.defaults().withLeaseTime(Duration.ofSeconds(5)))) {
+				return lock.fencingToken();
+			}
+		});
+		awaitQueued();
+		first.close();
+		assertThat(second.get(10, TimeUnit.SECONDS)).as("taken anew in the database")
+			.isGreaterThan(first.fencingToken() + 31);
+	}
+
+	@Test
+	void lostLockListenersOfThePreviousHolderAreNotCalledWhenTheNextHolderLosesTheLock() throws Exception {
+		LockTemplate fast = new LockTemplate(List.of(LockNodes.provider(LockMode.LEASE, this.pool)), LockMode.LEASE,
+				Duration.ofSeconds(10), Duration.ofSeconds(1), "hand-off-fast");
+		LockHandle first = fast.acquire(this.resource);
+		AtomicBoolean firstTold = new AtomicBoolean();
+		first.onLost((lock) -> firstTold.set(true));
+		CountDownLatch secondTold = new CountDownLatch(1);
+		CountDownLatch holding = new CountDownLatch(1);
+		CompletableFuture<Void> second = CompletableFuture.runAsync(() -> {
+			LockHandle lock = fast.acquire(this.resource);
+			lock.onLost((handle) -> secondTold.countDown());
+			holding.countDown();
+			try {
+				assertThat(secondTold.await(20, TimeUnit.SECONDS)).isTrue();
+			}
+			catch (InterruptedException ex) {
+				throw new IllegalStateException(ex);
+			}
+			try {
+				lock.close();
+			}
+			catch (LockLostException expected) {
+				// the lease was taken away from under it
+			}
+		});
+		while (!hasQueued(fast)) {
+			Thread.sleep(5);
+		}
+		first.close();
+		assertThat(holding.await(10, TimeUnit.SECONDS)).isTrue();
+		// take the lease away in the database: the next renewal finds it gone
+		new JdbcTemplate(this.pool).update("UPDATE distributed_lock SET owner_token = 'someone-else' WHERE resource = ?",
+				this.resource.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+		second.get(30, TimeUnit.SECONDS);
+		assertThat(firstTold).as("the first holder was done before the loss").isFalse();
+	}
+
+	private CompletableFuture<Long> waiter() {
+		return CompletableFuture.supplyAsync(() -> {
+			try (LockHandle lock = this.node.acquire(this.resource)) {
+				return lock.fencingToken();
+			}
+		});
+	}
+
+	private void awaitQueued() throws InterruptedException {
+		while (!hasQueued(this.node)) {
+			Thread.sleep(5);
+		}
+	}
+
+	private boolean hasQueued(LockTemplate template) {
+		return template.hasQueuedLocalWaiters(this.resource);
+	}
+
+	private static void sleep(long millis) {
+		try {
+			Thread.sleep(millis);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+	}
+
+}
