@@ -114,12 +114,7 @@ class DatabaseOutageTests {
 			lostAt.set(System.nanoTime());
 			lost.countDown();
 		});
-		CompletableFuture<long[]> waiter = CompletableFuture.supplyAsync(() -> {
-			try (LockHandle lock = waiterNode.acquire(resource,
-					LockOptions.defaults().withWaitTime(Duration.ofSeconds(90)))) {
-				return new long[] { System.nanoTime(), lock.fencingToken() };
-			}
-		});
+		CompletableFuture<long[]> waiter = waitFor(waiterNode, resource, Duration.ofSeconds(90));
 		Thread.sleep(500);
 		assertThat(waiter).as("waits while the lock is held").isNotDone();
 
@@ -171,12 +166,7 @@ class DatabaseOutageTests {
 		LockTemplate holderNode = node(LockMode.PESSIMISTIC, "holder", this.holderPool, Duration.ofSeconds(30));
 		LockTemplate waiterNode = node(LockMode.PESSIMISTIC, "waiter", this.waiterPool, Duration.ofSeconds(30));
 		LockHandle held = holderNode.acquire(resource);
-		CompletableFuture<long[]> waiter = CompletableFuture.supplyAsync(() -> {
-			try (LockHandle lock = waiterNode.acquire(resource,
-					LockOptions.defaults().withWaitTime(Duration.ofSeconds(90)))) {
-				return new long[] { System.nanoTime(), lock.fencingToken() };
-			}
-		});
+		CompletableFuture<long[]> waiter = waitFor(waiterNode, resource, Duration.ofSeconds(90));
 		Thread.sleep(500);
 		assertThat(waiter).as("waits in the server's lock queue").isNotDone();
 		server.stop();
@@ -201,12 +191,7 @@ class DatabaseOutageTests {
 		LockTemplate holderNode = node(LockMode.PESSIMISTIC, "holder", this.holderPool, Duration.ofSeconds(30));
 		LockTemplate waiterNode = node(LockMode.PESSIMISTIC, "waiter", this.waiterPool, Duration.ofSeconds(30));
 		LockHandle held = holderNode.acquire(resource);
-		CompletableFuture<long[]> waiter = CompletableFuture.supplyAsync(() -> {
-			try (LockHandle lock = waiterNode.acquire(resource,
-					LockOptions.defaults().withWaitTime(Duration.ofSeconds(30)))) {
-				return new long[] { System.nanoTime(), lock.fencingToken() };
-			}
-		});
+		CompletableFuture<long[]> waiter = waitFor(waiterNode, resource, Duration.ofSeconds(30));
 		JdbcTemplate jdbc = new JdbcTemplate(admin);
 		// the holder's transaction is the only one open
 		Long holderThread = awaitValue(() -> jdbc.query(
@@ -301,6 +286,15 @@ class DatabaseOutageTests {
 		Reliability.count(LockMode.LEASE.name(), "critical sections completed while connections were killed",
 				sections.get());
 		Reliability.count(LockMode.LEASE.name(), "exclusion violations while connections were killed", violations.get());
+	}
+
+	/** A thread that waits for the lock and returns when it got it ({@code nanoTime}) and its fencing token. */
+	private static CompletableFuture<long[]> waitFor(LockTemplate node, String resource, Duration waitTime) {
+		return CompletableFuture.supplyAsync(() -> {
+			try (LockHandle lock = node.acquire(resource, LockOptions.defaults().withWaitTime(waitTime))) {
+				return new long[] { System.nanoTime(), lock.fencingToken() };
+			}
+		});
 	}
 
 	private static void sleep(long millis) {
