@@ -100,7 +100,7 @@ public final class BenchmarkRun {
 							this.settings.measure())));
 				}
 			}
-			log("scenario 7: heap after touching " + this.settings.heapResources() + " distinct resources");
+			log("scenario 7: heap after touching up to " + this.settings.heapResources() + " distinct resources");
 			heap(pool);
 			log("scenario 8: recovery after SIGKILL");
 			for (LockMode mode : new LockMode[] { LockMode.LEASE, LockMode.PESSIMISTIC }) {
@@ -134,17 +134,36 @@ public final class BenchmarkRun {
 	}
 
 	private void uncontended() throws RunnerException {
-		List<String> kinds = new ArrayList<>();
-		for (Contender.Kind kind : Contender.Kind.values()) {
-			kinds.add(kind.name());
+		Contender.Kind[] kinds = Contender.Kind.values();
+		java.util.Map<Contender.Kind, List<Results.Latency>> rounds = new java.util.EnumMap<>(Contender.Kind.class);
+		for (int round = 0; round < this.settings.rounds(); round++) {
+			List<String> order = new ArrayList<>();
+			for (int i = 0; i < kinds.length; i++) {
+				order.add(kinds[(i + round * 3) % kinds.length].name());
+			}
+			for (String kind : order) {
+				Collection<RunResult> runs = new Runner(jmh(UncontendedBenchmark.class.getName()).param("kind", kind)
+					.param("table", "small")
+					.build()).run();
+				Contender.Kind k = Contender.Kind.valueOf(kind);
+				rounds.computeIfAbsent(k, (x) -> new ArrayList<>()).add(latency(k.label(), find(runs, "kind", kind)));
+			}
 		}
-		Collection<RunResult> runs = new Runner(jmh(UncontendedBenchmark.class.getName())
-			.param("kind", kinds.toArray(new String[0]))
-			.param("table", "small")
-			.build()).run();
-		for (Contender.Kind kind : Contender.Kind.values()) {
-			this.results.uncontended.add(latency(kind.label(), find(runs, "kind", kind.name())));
+		for (Contender.Kind kind : kinds) {
+			this.results.uncontended.add(medianOf(kind.label(), rounds.get(kind)));
 		}
+	}
+
+	/** The median across rounds of each statistic, and the samples of all rounds. */
+	private static Results.Latency medianOf(String label, List<Results.Latency> rounds) {
+		return new Results.Latency(label, median(rounds, Results.Latency::p50), median(rounds, Results.Latency::p99),
+				median(rounds, Results.Latency::mean), rounds.stream().mapToLong(Results.Latency::samples).sum());
+	}
+
+	private static double median(List<Results.Latency> rounds, java.util.function.ToDoubleFunction<Results.Latency> f) {
+		double[] values = rounds.stream().mapToDouble(f).sorted().toArray();
+		return (values.length % 2 == 1) ? values[values.length / 2]
+				: (values[values.length / 2 - 1] + values[values.length / 2]) / 2;
 	}
 
 	private void tableSize() throws RunnerException {
@@ -168,21 +187,32 @@ public final class BenchmarkRun {
 		}
 	}
 
+	/**
+	 * Scenario 7: distinct resources of the large table (rows exist), 16 threads, until the run's count or time
+	 * budget is reached, whichever comes first.
+	 */
 	private void heap(HikariDataSource pool) throws Exception {
-		int count = this.settings.heapResources();
+		int max = Math.min(this.settings.heapResources(), this.settings.largeRows());
+		int offset = 0;
 		for (LockMode mode : new LockMode[] { LockMode.LEASE, LockMode.PESSIMISTIC }) {
 			LockTemplate template = Contenders.template(mode, pool, BenchSchema.LARGE, "heap");
-			template.execute("r-0", (lock) -> null); // loads the classes and the provider's caches
+			template.execute("r-" + offset, (lock) -> null); // loads the classes and the provider's caches
 			long before = usedHeapAfterGc();
-			ExecutorService threads = Executors.newFixedThreadPool(8);
+			long deadline = System.nanoTime() + this.settings.heapBudget().toNanos();
+			java.util.concurrent.atomic.AtomicInteger next = new java.util.concurrent.atomic.AtomicInteger(1);
+			java.util.concurrent.atomic.AtomicInteger done = new java.util.concurrent.atomic.AtomicInteger(1);
+			ExecutorService threads = Executors.newFixedThreadPool(16);
 			List<Future<?>> futures = new ArrayList<>();
-			int offset = (mode == LockMode.LEASE) ? 0 : count;
-			for (int t = 0; t < 8; t++) {
-				int first = t;
+			int first = offset;
+			for (int t = 0; t < 16; t++) {
 				futures.add(threads.submit(() -> {
-					for (int i = first; i < count; i += 8) {
-						int index = (offset + i) % this.settings.largeRows();
-						template.execute("r-" + index, (lock) -> null);
+					while (System.nanoTime() < deadline) {
+						int i = next.getAndIncrement();
+						if (i >= max) {
+							break;
+						}
+						template.execute("r-" + ((first + i) % this.settings.largeRows()), (lock) -> null);
+						done.incrementAndGet();
 					}
 					return null;
 				}));
@@ -191,9 +221,11 @@ public final class BenchmarkRun {
 				future.get(30, TimeUnit.MINUTES);
 			}
 			threads.shutdown();
+			int touched = done.get();
 			long after = usedHeapAfterGc();
-			this.results.heap.add(new Results.Heap(mode.name(), count, before, after, template.localResourceCount()));
+			this.results.heap.add(new Results.Heap(mode.name(), touched, before, after, template.localResourceCount()));
 			java.lang.ref.Reference.reachabilityFence(template);
+			offset = (offset + max / 2) % this.settings.largeRows();
 		}
 	}
 

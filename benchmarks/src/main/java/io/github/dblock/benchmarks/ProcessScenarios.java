@@ -112,10 +112,10 @@ public final class ProcessScenarios {
 			long holderAcquired = System.nanoTime();
 			LockTemplate survivor = Contenders.template(mode, pool, BenchSchema.SMALL, "survivor");
 			CompletableFuture<Long> acquired = CompletableFuture.supplyAsync(() -> {
-				try (LockHandle lock = survivor.acquire(resource,
-						LockOptions.defaults().withWaitTime(Duration.ofMinutes(1)))) {
-					return System.nanoTime();
-				}
+				LockHandle lock = survivor.acquire(resource, LockOptions.defaults().withWaitTime(Duration.ofMinutes(1)));
+				long at = System.nanoTime();
+				lock.close();
+				return at;
 			});
 			Thread.sleep(Math.min(300, lease.toMillis() / 4));
 			if (acquired.isDone()) {

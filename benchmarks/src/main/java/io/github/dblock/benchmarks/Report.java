@@ -90,7 +90,7 @@ public final class Report {
 		chart.getStyler().setXAxisLabelRotation(20);
 		chart.getStyler().setLabelsVisible(true);
 		chart.getStyler().setLabelsFontColorAutomaticEnabled(false);
-		chart.getStyler().setDecimalPattern("#,##0.#");
+		chart.getStyler().setDecimalPattern("#,##0");
 		chart.getStyler().setChartBackgroundColor(java.awt.Color.WHITE);
 		for (Series each : series) {
 			chart.addSeries(each.name(), labels, each.values());
@@ -161,7 +161,9 @@ public final class Report {
 		Results.Latency select1 = this.results.uncontended(Contender.Kind.SELECT_1);
 		Results.Latency twoWrites = this.results.uncontended(Contender.Kind.TWO_WRITES);
 		md.append("## 1. Uncontended acquire + release\n\nOne thread, a random one of 1,000 resources per operation "
-				+ "(rows exist), nothing inside the critical section. Latency in µs.\n\n");
+				+ "(rows exist), nothing inside the critical section. Latency in µs. " + this.settings.rounds()
+				+ " round(s), each over every contender in a rotated order; each figure is the median across rounds, "
+				+ "samples are summed.\n\n");
 		md.append("![uncontended](benchmarks/uncontended.png)\n\n");
 		md.append("| contender | p50 µs | p99 µs | mean µs | samples | p50 / SELECT 1 | p50 / two writes |\n"
 				+ "|---|---|---|---|---|---|---|\n");
@@ -271,7 +273,11 @@ public final class Report {
 
 	private void scenario7(StringBuilder md) {
 		md.append("## 7. Memory\n\nUsed heap after a full GC, before and after acquiring and releasing distinct "
-				+ "resources (8 threads, rows exist), with the template still reachable.\n\n"
+				+ "resources of the large table (16 threads, rows exist), with the template still reachable. The run "
+				+ "stops at " + String.format(Locale.ROOT, "%,d", this.settings.heapResources()) + " resources or after "
+				+ this.settings.heapBudget().toSeconds() + " s per mode, whichever comes first (on a server that "
+				+ "flushes its log at every commit, a million distinct acquisitions take longer than the whole run's "
+				+ "budget).\n\n"
 				+ "| mode | resources touched | heap before | heap after | retained bytes / resource | "
 				+ "resources with JVM-local state |\n|---|---|---|---|---|---|\n");
 		boolean none = true;

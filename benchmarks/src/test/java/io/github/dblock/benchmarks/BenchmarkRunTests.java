@@ -48,7 +48,7 @@ class BenchmarkRunTests {
 			}
 		}
 		assertThat(results.heap).hasSize(2).allSatisfy((h) -> {
-			assertThat(h.resources()).isEqualTo(settings.heapResources());
+			assertThat(h.resources()).isPositive().isLessThanOrEqualTo(settings.heapResources());
 			assertThat(h.beforeBytes()).isPositive();
 			assertThat(h.localResources()).as("JVM-local lock state left after every lock was released").isZero();
 		});
@@ -64,9 +64,8 @@ class BenchmarkRunTests {
 		}
 	}
 
-	@SafeVarargs
-	private static <T> List<T> concat(List<T>... lists) {
-		return java.util.Arrays.stream(lists).flatMap(List::stream).toList();
+	private static <T> List<T> concat(List<T> first, List<T> second, List<T> third) {
+		return java.util.stream.Stream.of(first, second, third).flatMap(List::stream).toList();
 	}
 
 }
