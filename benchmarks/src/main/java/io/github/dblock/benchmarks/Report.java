@@ -120,10 +120,12 @@ public final class Report {
 		md.append("| contended runs (scenarios 2–4) | ").append(this.settings.warmup().toMillis())
 			.append(" ms warm-up, then ").append(this.settings.measure().toMillis())
 			.append(" ms measured; wait = start of an attempt to start of its critical section |\n");
-		md.append("| the peers | ShedLock `JdbcTemplateLockProvider` ").append("7.10.1")
+		md.append("| the peers | ShedLock `JdbcTemplateLockProvider` ").append(shedLockVersion())
 			.append(" with `usingDbTime()`, lockAtMostFor 30 s; it never waits, so the harness makes it ")
 			.append(Contenders.SHEDLOCK_RETRY)
-			.append(". Spring Integration `JdbcLockRegistry` with `DefaultLockRepository` defaults (TTL 10 s, 100 ms "
+			.append(". Spring Integration ")
+			.append(org.springframework.integration.jdbc.lock.JdbcLockRegistry.class.getPackage().getImplementationVersion())
+			.append(" `JdbcLockRegistry` with `DefaultLockRepository` defaults (TTL 10 s, 100 ms "
 					+ "between tries of a busy lock across JVMs) |\n");
 		md.append("| our modes | `LockTemplate` with the auto-configuration's defaults (lease 30 s, back-off 10 ms "
 				+ "doubling to 200 ms); `pessimistic.max-connections` 64, `optimistic.max-attempts` 1,000 |\n\n");
@@ -317,6 +319,20 @@ public final class Report {
 		target("8", "PESSIMISTIC under 1 s after the kill (worst)", pessimistic + " ms", pessimistic < 1000);
 		target("8", "LEASE within the lease + 10 % (worst, from the holder's acquisition)",
 				lease + " ms (limit " + limit + " ms)", lease <= limit);
+	}
+
+	private static String shedLockVersion() {
+		try (var in = Report.class
+			.getResourceAsStream("/META-INF/maven/net.javacrumbs.shedlock/shedlock-provider-jdbc-template/pom.properties")) {
+			java.util.Properties properties = new java.util.Properties();
+			if (in != null) {
+				properties.load(in);
+			}
+			return properties.getProperty("version", "(version unknown)");
+		}
+		catch (IOException ex) {
+			return "(version unknown)";
+		}
 	}
 
 	private static String ratio(double value) {
