@@ -250,7 +250,9 @@ public final class BenchmarkRun {
 			.warmupTime(iteration)
 			.measurementIterations(this.settings.jmhMeasurementIterations())
 			.measurementTime(iteration)
-			.shouldFailOnError(true);
+			.shouldFailOnError(true)
+			.verbosity(this.settings.name().equals("smoke") ? org.openjdk.jmh.runner.options.VerboseMode.SILENT
+					: org.openjdk.jmh.runner.options.VerboseMode.NORMAL);
 	}
 
 	private static RunResult find(Collection<RunResult> runs, String param, String value) {

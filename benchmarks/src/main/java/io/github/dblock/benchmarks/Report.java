@@ -302,7 +302,9 @@ public final class Report {
 	private void scenario8(StringBuilder md) {
 		md.append("## 8. Recovery after SIGKILL\n\nA holder process takes the lock (LEASE with a "
 				+ this.settings.crashLease().toMillis() + " ms lease), a waiter in the harness starts waiting, and the "
-				+ "holder is killed with SIGKILL. Times are to the waiter's acquisition.\n\n"
+				+ "holder is killed with SIGKILL. Times are to the waiter's acquisition. OPTIMISTIC holds nothing between "
+				+ "its read and its compare-and-set commit, so a killed process leaves nothing to recover (its open "
+				+ "transaction is rolled back by the server).\n\n"
 				+ "| mode | from kill, ms | from the holder's acquisition, ms |\n|---|---|---|\n");
 		for (Map.Entry<String, List<ProcessScenarios.Recovery>> e : this.results.recovery.entrySet()) {
 			for (ProcessScenarios.Recovery r : e.getValue()) {
