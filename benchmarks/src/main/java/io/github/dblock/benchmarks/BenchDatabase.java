@@ -111,18 +111,22 @@ public final class BenchDatabase {
 		return (value == null || value.isBlank()) ? null : value.trim();
 	}
 
+	/** The JDBC URL of the server's benchmark database. */
 	public String jdbcUrl() {
 		return this.jdbcUrl;
 	}
 
+	/** The user name, empty when none was given. */
 	public String username() {
 		return (this.username != null) ? this.username : "";
 	}
 
+	/** The password, empty when none was given. */
 	public String password() {
 		return (this.password != null) ? this.password : "";
 	}
 
+	/** Where the server came from, for the report. */
 	public String description() {
 		return this.description;
 	}

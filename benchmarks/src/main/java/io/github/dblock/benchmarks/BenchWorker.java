@@ -31,6 +31,7 @@ public final class BenchWorker {
 	private BenchWorker() {
 	}
 
+	/** Runs one command (see the class description); exits 0 when done. */
 	public static void main(String[] args) throws Exception {
 		BenchDatabase db = BenchDatabase.of(args[1], args[2], args[3].equals("-") ? "" : args[3]);
 		String node = "process-" + ProcessHandle.current().pid();

@@ -45,6 +45,10 @@ public final class BenchmarkRun {
 		this.db = db;
 	}
 
+	/**
+	 * Runs the scenarios and writes the report into {@code -Dbench.output} (default {@code docs}) with the settings
+	 * named by {@code -Dbench.mode} (default {@code full}).
+	 */
 	public static void main(String[] args) throws Exception {
 		Settings settings = Settings.named(System.getProperty("bench.mode", "full"));
 		Path output = Path.of(System.getProperty("bench.output", "docs"));

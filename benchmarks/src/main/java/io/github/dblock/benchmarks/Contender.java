@@ -40,6 +40,7 @@ public interface Contender extends AutoCloseable {
 			this.lock = lock;
 		}
 
+		/** The name in the report. */
 		public String label() {
 			return this.label;
 		}

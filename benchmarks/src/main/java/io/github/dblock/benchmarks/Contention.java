@@ -21,6 +21,7 @@ public final class Contention {
 	/** The figures of one contended run. */
 	public record Result(long completed, double seconds, Samples waits) {
 
+		/** Critical sections completed per second of the measured period. */
 		public double perSecond() {
 			return this.completed / this.seconds;
 		}
@@ -31,6 +32,9 @@ public final class Contention {
 	 * Runs {@code threads} threads on the contender.
 	 * @param resources the resources; each cycle picks one at random (one entry = one hot resource)
 	 * @param hold how long each critical section lasts (0 = none)
+	 * @param warmup how long the threads run before counting starts
+	 * @param measure how long counting lasts
+	 * @throws IllegalStateException if a cycle of the contender failed (the first failure is the cause)
 	 */
 	public static Result run(Contender contender, List<String> resources, int threads, Duration hold, Duration warmup,
 			Duration measure) throws InterruptedException {

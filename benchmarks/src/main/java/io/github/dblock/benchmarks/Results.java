@@ -20,6 +20,7 @@ public final class Results {
 	/** Heap retained after touching distinct resources. */
 	public record Heap(String label, int resources, long beforeBytes, long afterBytes, int localResources) {
 
+		/** Heap retained per resource touched, in bytes (may be negative: GC noise). */
 		public double bytesPerResource() {
 			return (this.afterBytes - this.beforeBytes) / (double) this.resources;
 		}
@@ -52,10 +53,12 @@ public final class Results {
 	/** Scenario 8: mode → recoveries. */
 	public final Map<String, List<ProcessScenarios.Recovery>> recovery = new LinkedHashMap<>();
 
+	/** The scenario 1 figures of a contender. */
 	public Latency uncontended(Contender.Kind kind) {
 		return this.uncontended.stream().filter((l) -> l.label().equals(kind.label())).findFirst().orElseThrow();
 	}
 
+	/** The figures of a contender in a list of contended runs. */
 	public static Throughput find(List<Throughput> list, Contender.Kind kind) {
 		return list.stream().filter((t) -> t.label().equals(kind.label())).findFirst().orElseThrow();
 	}

@@ -9,6 +9,7 @@ public final class Samples {
 
 	private int size;
 
+	/** Adds one sample, in nanoseconds. */
 	public void add(long nanos) {
 		if (this.size == this.values.length) {
 			this.values = Arrays.copyOf(this.values, this.size * 2);
@@ -16,16 +17,19 @@ public final class Samples {
 		this.values[this.size++] = nanos;
 	}
 
+	/** Adds every sample of another list. */
 	public void addAll(Samples other) {
 		for (int i = 0; i < other.size; i++) {
 			add(other.values[i]);
 		}
 	}
 
+	/** A copy of the samples, in the order they were added. */
 	public long[] toArray() {
 		return Arrays.copyOf(this.values, this.size);
 	}
 
+	/** How many samples there are. */
 	public int size() {
 		return this.size;
 	}

@@ -12,16 +12,22 @@ public record Settings(String name, int rounds, int jmhWarmupIterations, int jmh
 		Duration warmup, Duration measure, int processes, int threadsPerProcess, int largeRows, int heapResources, Duration heapBudget,
 		Duration crashLease, int crashRepetitions) {
 
+	/** A fraction of a second per scenario: for CI. */
 	public static Settings smoke() {
 		return new Settings("smoke", 1, 1, 1, Duration.ofMillis(200), Duration.ofMillis(100), Duration.ofMillis(300), 2, 2,
 				20_000, 2_000, Duration.ofSeconds(5), Duration.ofSeconds(1), 1);
 	}
 
+	/** The documented run, about 12 minutes. */
 	public static Settings full() {
 		return new Settings("full", 3, 1, 2, Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(8), 2, 4,
 				1_000_000, 1_000_000, Duration.ofSeconds(45), Duration.ofSeconds(2), 3);
 	}
 
+	/**
+	 * The settings called {@code smoke} (also for an empty name) or {@code full}.
+	 * @throws IllegalArgumentException for any other name
+	 */
 	public static Settings named(String name) {
 		return switch (name) {
 			case "smoke", "" -> smoke();

@@ -54,6 +54,7 @@ public class UncontendedBenchmark {
 		this.pool.close();
 	}
 
+	/** One uncontended acquire and release on a random resource of the table. */
 	@Benchmark
 	public void acquireAndRelease() throws Exception {
 		this.contender.cycle("r-" + ThreadLocalRandom.current().nextInt(this.rows), NOTHING);
