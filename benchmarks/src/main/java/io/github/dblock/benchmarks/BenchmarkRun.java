@@ -274,7 +274,8 @@ public final class BenchmarkRun {
 
 	private static Results.Throughput throughput(Contender.Kind kind, Contention.Result result) {
 		return new Results.Throughput(kind.label(), result.perSecond(), result.waits().percentileMillis(50),
-				result.waits().percentileMillis(99), result.completed(), result.waits().size());
+				result.waits().percentileMillis(99), result.completed(), result.waits().size(),
+				result.completedPerProcess());
 	}
 
 	private static void log(String message) {

@@ -19,7 +19,11 @@ public final class Contention {
 	}
 
 	/** The figures of one contended run. */
-	public record Result(long completed, double seconds, Samples waits) {
+	public record Result(long completed, double seconds, Samples waits, List<Long> completedPerProcess) {
+
+		public Result(long completed, double seconds, Samples waits) {
+			this(completed, seconds, waits, List.of(completed));
+		}
 
 		/** Critical sections completed per second of the measured period. */
 		public double perSecond() {

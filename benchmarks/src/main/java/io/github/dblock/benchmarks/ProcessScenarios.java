@@ -63,14 +63,16 @@ public final class ProcessScenarios {
 				}
 				long completed = 0;
 				Samples waits = new Samples();
+				List<Long> perProcess = new ArrayList<>();
 				for (Path dir : directories) {
 					List<String> lines = Files.readAllLines(dir.resolve("phase-" + phase));
 					completed += Long.parseLong(lines.get(0));
+					perProcess.add(Long.parseLong(lines.get(0)));
 					for (int i = 1; i < lines.size(); i++) {
 						waits.add(Long.parseLong(lines.get(i)));
 					}
 				}
-				results.add(new Contention.Result(completed, measure.toNanos() / 1e9, waits));
+				results.add(new Contention.Result(completed, measure.toNanos() / 1e9, waits, perProcess));
 			}
 			for (Process process : started) {
 				if (!process.waitFor(1, TimeUnit.MINUTES) || process.exitValue() != 0) {

@@ -204,7 +204,8 @@ public final class Report {
 					pessimistic >= 5 * registry);
 		}
 		md.append("## 3. One hot resource across " + this.settings.processes() + " JVM processes\n\nEach process runs "
-				+ this.settings.threadsPerProcess() + " threads; the processes start together once all are ready.\n\n"
+				+ this.settings.threadsPerProcess() + " threads; the processes start together once all are ready. The "
+				+ "split of completed sections between the processes shows how fair the lock is across nodes.\n\n"
 				+ "![hot lock, processes](benchmarks/hot-lock-processes.png)\n\n");
 		throughputTables(md, this.results.hotAcrossProcesses);
 		for (Map.Entry<Integer, List<Results.Throughput>> e : this.results.hotAcrossProcesses.entrySet()) {
@@ -222,12 +223,18 @@ public final class Report {
 	}
 
 	private static void throughputTables(StringBuilder md, Map<Integer, List<Results.Throughput>> byHold) {
-		md.append("| contender | hold | sections / s | wait p50 ms | wait p99 ms | completed |\n"
-				+ "|---|---|---|---|---|---|\n");
+		boolean processes = byHold.values().stream().flatMap(List::stream).anyMatch((t) -> t.completedPerProcess().size() > 1);
+		md.append("| contender | hold | sections / s | wait p50 ms | wait p99 ms | completed |"
+				+ (processes ? " completed per process |\n|---|---|---|---|---|---|---|\n" : "\n|---|---|---|---|---|---|\n"));
 		for (Map.Entry<Integer, List<Results.Throughput>> e : byHold.entrySet()) {
 			for (Results.Throughput t : e.getValue()) {
-				md.append(String.format(Locale.ROOT, "| %s | %d ms | %.0f | %.2f | %.2f | %d |%n", t.label(), e.getKey(),
+				md.append(String.format(Locale.ROOT, "| %s | %d ms | %.0f | %.2f | %.2f | %d |", t.label(), e.getKey(),
 						t.perSecond(), t.waitP50Millis(), t.waitP99Millis(), t.completed()));
+				if (processes) {
+					md.append(' ').append(t.completedPerProcess().stream().map(String::valueOf)
+						.collect(java.util.stream.Collectors.joining(" / "))).append(" |");
+				}
+				md.append('\n');
 			}
 		}
 		md.append('\n');

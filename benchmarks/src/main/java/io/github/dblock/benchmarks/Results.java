@@ -14,7 +14,7 @@ public final class Results {
 
 	/** One contended run. */
 	public record Throughput(String label, double perSecond, double waitP50Millis, double waitP99Millis,
-			long completed, int waitSamples) {
+			long completed, int waitSamples, List<Long> completedPerProcess) {
 	}
 
 	/** Heap retained after touching distinct resources. */
