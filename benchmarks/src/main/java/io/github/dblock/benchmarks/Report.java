@@ -92,6 +92,7 @@ public final class Report {
 		chart.getStyler().setLabelsFontColorAutomaticEnabled(false);
 		chart.getStyler().setDecimalPattern("#,##0");
 		chart.getStyler().setChartBackgroundColor(java.awt.Color.WHITE);
+		chart.getStyler().setChartPadding(24);
 		for (Series each : series) {
 			chart.addSeries(each.name(), labels, each.values());
 		}
