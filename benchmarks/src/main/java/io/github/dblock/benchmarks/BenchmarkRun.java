@@ -1,0 +1,285 @@
+package io.github.dblock.benchmarks;
+
+import java.lang.management.ManagementFactory;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.github.dblock.LockMode;
+import io.github.dblock.LockTemplate;
+import org.openjdk.jmh.results.RunResult;
+import org.openjdk.jmh.runner.Runner;
+import org.openjdk.jmh.runner.RunnerException;
+import org.openjdk.jmh.runner.options.ChainedOptionsBuilder;
+import org.openjdk.jmh.runner.options.OptionsBuilder;
+import org.openjdk.jmh.runner.options.TimeValue;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.util.Statistics;
+
+/**
+ * Runs every scenario against one server and writes the report. Entry point of the documented full run
+ * ({@code ./mvnw -pl benchmarks -am verify -Pbenchmarks}, through {@code BenchmarkRunTests}) and of the smoke run
+ * of {@code ./mvnw verify}.
+ */
+public final class BenchmarkRun {
+
+	static final Contender.Kind[] LOCKS = { Contender.Kind.LEASE, Contender.Kind.PESSIMISTIC, Contender.Kind.OPTIMISTIC,
+			Contender.Kind.SHEDLOCK, Contender.Kind.JDBC_LOCK_REGISTRY };
+
+	private final Settings settings;
+
+	private final BenchDatabase db;
+
+	private final Results results = new Results();
+
+	public BenchmarkRun(Settings settings, BenchDatabase db) {
+		this.settings = settings;
+		this.db = db;
+	}
+
+	/**
+	 * Runs the scenarios and writes the report into {@code -Dbench.output} (default {@code docs}) with the settings
+	 * named by {@code -Dbench.mode} (default {@code full}).
+	 */
+	public static void main(String[] args) throws Exception {
+		Settings settings = Settings.named(System.getProperty("bench.mode", "full"));
+		Path output = Path.of(System.getProperty("bench.output", "docs"));
+		Results results = new BenchmarkRun(settings, BenchDatabase.get()).run();
+		new Report(settings, results).write(output);
+	}
+
+	/** Runs the scenarios in order; throws if any contender fails. */
+	public Results run() throws Exception {
+		System.setProperty("java.awt.headless", "true");
+		long started = System.nanoTime();
+		try (HikariDataSource pool = this.db.newPool(24, "bench")) {
+			log("creating tables (" + this.settings.largeRows() + " rows in the large one)");
+			BenchSchema.create(this.db, pool, this.settings.largeRows());
+			environment(pool);
+			log("scenario 1: uncontended latency");
+			uncontended();
+			log("scenario 5: table size");
+			tableSize();
+			log("scenario 6: @DistributedLock overhead");
+			annotation();
+			log("scenario 2: one hot resource, 8 threads");
+			for (int hold : new int[] { 0, 1 }) {
+				List<Results.Throughput> list = new ArrayList<>();
+				for (Contender.Kind kind : LOCKS) {
+					try (Contender contender = Contenders.create(kind, pool, BenchSchema.SMALL, "jvm")) {
+						list.add(throughput(kind, Contention.run(contender, List.of("hot-jvm-" + hold), 8,
+								Duration.ofMillis(hold), this.settings.warmup(), this.settings.measure())));
+					}
+				}
+				this.results.hotInJvm.put(hold, list);
+			}
+			log("scenario 3: one hot resource across processes");
+			List<ProcessScenarios.Phase> phases = new ArrayList<>();
+			for (int hold : new int[] { 0, 1 }) {
+				for (Contender.Kind kind : LOCKS) {
+					phases.add(new ProcessScenarios.Phase(kind, Duration.ofMillis(hold)));
+				}
+			}
+			List<Contention.Result> processResults = ProcessScenarios.contend(this.db, phases, "hot-processes-",
+					this.settings.processes(), this.settings.threadsPerProcess(), this.settings.warmup(),
+					this.settings.measure());
+			for (int i = 0; i < phases.size(); i++) {
+				ProcessScenarios.Phase phase = phases.get(i);
+				this.results.hotAcrossProcesses.computeIfAbsent((int) phase.hold().toMillis(), (k) -> new ArrayList<>())
+					.add(throughput(phase.kind(), processResults.get(i)));
+			}
+			log("scenario 4: 16 threads over 1,000 resources");
+			for (Contender.Kind kind : LOCKS) {
+				try (Contender contender = Contenders.create(kind, pool, BenchSchema.SMALL, "spread")) {
+					this.results.spread.add(throughput(kind, Contention.run(contender,
+							Contention.resources(BenchSchema.SMALL_ROWS), 16, Duration.ZERO, this.settings.warmup(),
+							this.settings.measure())));
+				}
+			}
+			log("scenario 7: heap after touching up to " + this.settings.heapResources() + " distinct resources");
+			heap(pool);
+			log("scenario 8: recovery after SIGKILL");
+			for (LockMode mode : new LockMode[] { LockMode.LEASE, LockMode.PESSIMISTIC }) {
+				List<ProcessScenarios.Recovery> list = new ArrayList<>();
+				for (int i = 0; i < this.settings.crashRepetitions(); i++) {
+					list.add(ProcessScenarios.crash(this.db, pool, mode, "crash-" + mode + "-" + i,
+							this.settings.crashLease()));
+				}
+				this.results.recovery.put(mode.name(), list);
+			}
+		}
+		this.results.environment.put("run time", (System.nanoTime() - started) / 1_000_000_000 + " s");
+		return this.results;
+	}
+
+	private void environment(HikariDataSource pool) {
+		Runtime runtime = Runtime.getRuntime();
+		this.results.environment.put("date", Instant.now().toString());
+		this.results.environment.put("mode", this.settings.name());
+		this.results.environment.put("server", this.db.queryString("SELECT VERSION()") + " (" + this.db.description()
+				+ ")");
+		this.results.environment.put("innodb_flush_log_at_trx_commit",
+				this.db.queryString("SELECT @@innodb_flush_log_at_trx_commit"));
+		this.results.environment.put("log_bin / sync_binlog",
+				this.db.queryString("SELECT CONCAT(@@log_bin, ' / ', @@sync_binlog)"));
+		this.results.environment.put("machine", runtime.availableProcessors() + " cores visible to the JVM, "
+				+ System.getProperty("os.name") + " " + System.getProperty("os.arch"));
+		this.results.environment.put("JVM", System.getProperty("java.vm.name") + " " + System.getProperty("java.version")
+				+ ", max heap " + runtime.maxMemory() / (1024 * 1024) + " MB");
+		this.results.environment.put("connection pool", "HikariCP, 24 connections, shared by every contender in this JVM");
+	}
+
+	private void uncontended() throws RunnerException {
+		Contender.Kind[] kinds = Contender.Kind.values();
+		java.util.Map<Contender.Kind, List<Results.Latency>> rounds = new java.util.EnumMap<>(Contender.Kind.class);
+		for (int round = 0; round < this.settings.rounds(); round++) {
+			List<String> order = new ArrayList<>();
+			for (int i = 0; i < kinds.length; i++) {
+				order.add(kinds[(i + round * 3) % kinds.length].name());
+			}
+			for (String kind : order) {
+				Collection<RunResult> runs = new Runner(jmh(UncontendedBenchmark.class.getName()).param("kind", kind)
+					.param("table", "small")
+					.build()).run();
+				Contender.Kind k = Contender.Kind.valueOf(kind);
+				rounds.computeIfAbsent(k, (x) -> new ArrayList<>()).add(latency(k.label(), find(runs, "kind", kind)));
+			}
+		}
+		for (Contender.Kind kind : kinds) {
+			this.results.uncontended.add(medianOf(kind.label(), rounds.get(kind)));
+		}
+	}
+
+	/** The median across rounds of each statistic, and the samples of all rounds. */
+	private static Results.Latency medianOf(String label, List<Results.Latency> rounds) {
+		return new Results.Latency(label, median(rounds, Results.Latency::p50), median(rounds, Results.Latency::p99),
+				median(rounds, Results.Latency::mean), rounds.stream().mapToLong(Results.Latency::samples).sum());
+	}
+
+	private static double median(List<Results.Latency> rounds, java.util.function.ToDoubleFunction<Results.Latency> f) {
+		double[] values = rounds.stream().mapToDouble(f).sorted().toArray();
+		return (values.length % 2 == 1) ? values[values.length / 2]
+				: (values[values.length / 2 - 1] + values[values.length / 2]) / 2;
+	}
+
+	private void tableSize() throws RunnerException {
+		Collection<RunResult> runs = new Runner(jmh(UncontendedBenchmark.class.getName())
+			.param("kind", Contender.Kind.LEASE.name())
+			.param("table", "small", "large")
+			.param("largeRows", String.valueOf(this.settings.largeRows()))
+			.build()).run();
+		this.results.tableSize.add(latency("LEASE, " + BenchSchema.SMALL_ROWS + " rows", find(runs, "table", "small")));
+		this.results.tableSize.add(latency("LEASE, " + this.settings.largeRows() + " rows", find(runs, "table", "large")));
+	}
+
+	private void annotation() throws RunnerException {
+		Collection<RunResult> runs = new Runner(jmh(AnnotationOverheadBenchmark.class.getName()).build()).run();
+		for (String method : new String[] { "template", "annotated", "templateReentrant", "annotatedReentrant" }) {
+			RunResult run = runs.stream()
+				.filter((r) -> r.getParams().getBenchmark().endsWith("." + method))
+				.findFirst()
+				.orElseThrow();
+			this.results.annotation.add(latency(method, run));
+		}
+	}
+
+	/**
+	 * Scenario 7: distinct resources of the large table (rows exist), 16 threads, until the run's count or time
+	 * budget is reached, whichever comes first.
+	 */
+	private void heap(HikariDataSource pool) throws Exception {
+		int max = Math.min(this.settings.heapResources(), this.settings.largeRows());
+		int offset = 0;
+		for (LockMode mode : new LockMode[] { LockMode.LEASE, LockMode.PESSIMISTIC }) {
+			LockTemplate template = Contenders.template(mode, pool, BenchSchema.LARGE, "heap");
+			template.execute("r-" + offset, (lock) -> null); // loads the classes and the provider's caches
+			long before = usedHeapAfterGc();
+			long deadline = System.nanoTime() + this.settings.heapBudget().toNanos();
+			java.util.concurrent.atomic.AtomicInteger next = new java.util.concurrent.atomic.AtomicInteger(1);
+			java.util.concurrent.atomic.AtomicInteger done = new java.util.concurrent.atomic.AtomicInteger(1);
+			ExecutorService threads = Executors.newFixedThreadPool(16);
+			List<Future<?>> futures = new ArrayList<>();
+			int first = offset;
+			for (int t = 0; t < 16; t++) {
+				futures.add(threads.submit(() -> {
+					while (System.nanoTime() < deadline) {
+						int i = next.getAndIncrement();
+						if (i >= max) {
+							break;
+						}
+						template.execute("r-" + ((first + i) % this.settings.largeRows()), (lock) -> null);
+						done.incrementAndGet();
+					}
+					return null;
+				}));
+			}
+			for (Future<?> future : futures) {
+				future.get(30, TimeUnit.MINUTES);
+			}
+			threads.shutdown();
+			int touched = done.get();
+			long after = usedHeapAfterGc();
+			this.results.heap.add(new Results.Heap(mode.name(), touched, before, after, template.localResourceCount()));
+			java.lang.ref.Reference.reachabilityFence(template);
+			offset = (offset + max / 2) % this.settings.largeRows();
+		}
+	}
+
+	private static long usedHeapAfterGc() throws InterruptedException {
+		long used = Long.MAX_VALUE;
+		for (int i = 0; i < 5; i++) {
+			System.gc();
+			Thread.sleep(100);
+			used = Math.min(used, ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed());
+		}
+		return used;
+	}
+
+	private ChainedOptionsBuilder jmh(String include) {
+		TimeValue iteration = TimeValue.milliseconds(this.settings.jmhIteration().toMillis());
+		return new OptionsBuilder().include("^" + java.util.regex.Pattern.quote(include) + "\\.")
+			.mode(Mode.SampleTime)
+			.timeUnit(TimeUnit.MICROSECONDS)
+			.forks(0) // in this JVM: the embedded server, the tables and the pools are set up once for all
+			.threads(1)
+			.warmupIterations(this.settings.jmhWarmupIterations())
+			.warmupTime(iteration)
+			.measurementIterations(this.settings.jmhMeasurementIterations())
+			.measurementTime(iteration)
+			.shouldFailOnError(true)
+			.verbosity(this.settings.name().equals("smoke") ? org.openjdk.jmh.runner.options.VerboseMode.SILENT
+					: org.openjdk.jmh.runner.options.VerboseMode.NORMAL);
+	}
+
+	private static RunResult find(Collection<RunResult> runs, String param, String value) {
+		return runs.stream()
+			.filter((r) -> value.equals(r.getParams().getParam(param)))
+			.findFirst()
+			.orElseThrow(() -> new IllegalStateException("no JMH result for " + param + "=" + value));
+	}
+
+	private static Results.Latency latency(String label, RunResult run) {
+		Statistics stats = run.getPrimaryResult().getStatistics();
+		return new Results.Latency(label, stats.getPercentile(50), stats.getPercentile(99), stats.getMean(),
+				stats.getN());
+	}
+
+	private static Results.Throughput throughput(Contender.Kind kind, Contention.Result result) {
+		return new Results.Throughput(kind.label(), result.perSecond(), result.waits().percentileMillis(50),
+				result.waits().percentileMillis(99), result.completed(), result.waits().size(),
+				result.completedPerProcess());
+	}
+
+	private static void log(String message) {
+		System.out.println("[benchmarks] " + Instant.now() + " " + message);
+	}
+
+}

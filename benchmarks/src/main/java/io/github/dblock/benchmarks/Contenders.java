@@ -1,0 +1,297 @@
+package io.github.dblock.benchmarks;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Lock;
+
+import javax.sql.DataSource;
+
+import io.github.dblock.LockMode;
+import io.github.dblock.LockOptions;
+import io.github.dblock.LockTemplate;
+import io.github.dblock.jdbc.Backoff;
+import io.github.dblock.jdbc.DatabaseServer;
+import io.github.dblock.jdbc.LeaseLockProvider;
+import io.github.dblock.jdbc.LockDialect;
+import io.github.dblock.jdbc.LockTable;
+import io.github.dblock.jdbc.OptimisticLockProvider;
+import io.github.dblock.jdbc.PessimisticLockProvider;
+import net.javacrumbs.shedlock.core.LockConfiguration;
+import net.javacrumbs.shedlock.core.SimpleLock;
+import net.javacrumbs.shedlock.provider.jdbctemplate.JdbcTemplateLockProvider;
+import org.springframework.integration.jdbc.lock.DefaultLockRepository;
+import org.springframework.integration.jdbc.lock.JdbcLockRegistry;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+
+/**
+ * Builds the contenders of a run on one connection pool, each with its library's defaults except where noted.
+ * <ul>
+ * <li>Our modes: a {@link LockTemplate} as the auto-configuration builds it (statement timeout 5 s, back-off
+ * 10 ms doubling to 200 ms, lease 30 s); {@code pessimistic.max-connections} 64 and {@code optimistic.max-attempts}
+ * 1,000 so that 16 threads never hit the per-JVM caps.</li>
+ * <li>ShedLock: {@code JdbcTemplateLockProvider} with {@code usingDbTime()}, lockAtMostFor 30 s, lockAtLeastFor 0.
+ * ShedLock never waits, so a busy lock is retried after a jittered sleep of 1–3 ms ({@link #SHEDLOCK_RETRY}).</li>
+ * <li>Spring Integration: {@code JdbcLockRegistry} over {@code DefaultLockRepository} with its defaults (TTL 10 s,
+ * 100 ms between tries of a busy lock); {@code lock()} blocks.</li>
+ * <li>Baselines: {@code SELECT 1}; two autocommit writes on a row of a plain table (a conditional take and an
+ * owner-checked give-back); and the exact statements of PESSIMISTIC in a plain JDBC loop (start transaction, the
+ * row-locking token write by primary key, commit).</li>
+ * </ul>
+ */
+public final class Contenders {
+
+	/** How the harness makes ShedLock wait: a retry after a sleep drawn uniformly from this range, in ms. */
+	public static final String SHEDLOCK_RETRY = "retry after a uniformly jittered 1–3 ms sleep";
+
+	static final Duration WAIT = Duration.ofMinutes(1);
+
+	static final Duration LEASE = Duration.ofSeconds(30);
+
+	private Contenders() {
+	}
+
+	/** The contender of the given kind on the data source and our lock table. */
+	public static Contender create(Contender.Kind kind, DataSource dataSource, LockTable table, String node) {
+		return switch (kind) {
+			case LEASE -> ours(kind, LockMode.LEASE, dataSource, table, node);
+			case PESSIMISTIC -> ours(kind, LockMode.PESSIMISTIC, dataSource, table, node);
+			case OPTIMISTIC -> ours(kind, LockMode.OPTIMISTIC, dataSource, table, node);
+			case SHEDLOCK -> shedLock(dataSource, node);
+			case JDBC_LOCK_REGISTRY -> jdbcLockRegistry(dataSource);
+			case SELECT_1 -> new Select1(dataSource);
+			case TWO_WRITES -> new TwoWrites(dataSource);
+			case PLAIN_PESSIMISTIC -> new PlainPessimistic(dataSource, table);
+		};
+	}
+
+	/** A lock template with providers for all three modes and the given default mode. */
+	public static LockTemplate template(LockMode mode, DataSource dataSource, LockTable table, String node) {
+		LockDialect dialect = LockDialect.of(DatabaseServer.detect(dataSource));
+		Duration statementTimeout = Duration.ofSeconds(5);
+		Backoff backoff = new Backoff(Duration.ofMillis(10), Duration.ofMillis(200));
+		DataSourceTransactionManager transactions = new DataSourceTransactionManager(dataSource);
+		return new LockTemplate(List.of(
+				new LeaseLockProvider(dataSource, table, statementTimeout, backoff.initial(), backoff.max()),
+				new PessimisticLockProvider(dataSource, table, dialect, transactions, statementTimeout, backoff, 64),
+				new OptimisticLockProvider(dataSource, table, transactions, statementTimeout, backoff, 1000)), mode,
+				WAIT, LEASE, node);
+	}
+
+	private static Contender ours(Contender.Kind kind, LockMode mode, DataSource dataSource, LockTable table,
+			String node) {
+		LockTemplate template = template(mode, dataSource, table, node);
+		LockOptions options = LockOptions.defaults().withWaitTime(WAIT);
+		return new Contender() {
+
+			@Override
+			public Contender.Kind kind() {
+				return kind;
+			}
+
+			@Override
+			public void cycle(String resource, Runnable section) {
+				template.execute(resource, options, (lock) -> {
+					section.run();
+					return null;
+				});
+			}
+
+		};
+	}
+
+	private static Contender shedLock(DataSource dataSource, String node) {
+		JdbcTemplateLockProvider provider = new JdbcTemplateLockProvider(JdbcTemplateLockProvider.Configuration.builder()
+			.withJdbcTemplate(new JdbcTemplate(dataSource))
+			.withTableName("shedlock")
+			.withLockedByValue(node)
+			.usingDbTime()
+			.build());
+		return new Contender() {
+
+			@Override
+			public Contender.Kind kind() {
+				return Contender.Kind.SHEDLOCK;
+			}
+
+			@Override
+			public void cycle(String resource, Runnable section) throws InterruptedException {
+				long deadline = System.nanoTime() + WAIT.toNanos();
+				while (true) {
+					Optional<SimpleLock> lock = provider
+						.lock(new LockConfiguration(java.time.Instant.now(), resource, LEASE, Duration.ZERO));
+					if (lock.isPresent()) {
+						try {
+							section.run();
+						}
+						finally {
+							lock.get().unlock();
+						}
+						return;
+					}
+					if (System.nanoTime() > deadline) {
+						throw new IllegalStateException("ShedLock: '" + resource + "' stayed busy for " + WAIT);
+					}
+					TimeUnit.MICROSECONDS.sleep(ThreadLocalRandom.current().nextLong(1_000, 3_001));
+				}
+			}
+
+		};
+	}
+
+	private static Contender jdbcLockRegistry(DataSource dataSource) {
+		DefaultLockRepository repository = new DefaultLockRepository(dataSource);
+		repository.setTransactionManager(new DataSourceTransactionManager(dataSource));
+		repository.afterPropertiesSet();
+		repository.afterSingletonsInstantiated();
+		repository.start();
+		JdbcLockRegistry registry = new JdbcLockRegistry(repository);
+		return new Contender() {
+
+			@Override
+			public Contender.Kind kind() {
+				return Contender.Kind.JDBC_LOCK_REGISTRY;
+			}
+
+			@Override
+			public void cycle(String resource, Runnable section) throws InterruptedException {
+				Lock lock = registry.obtain(resource);
+				if (!lock.tryLock(WAIT.toMillis(), TimeUnit.MILLISECONDS)) {
+					throw new IllegalStateException("JdbcLockRegistry: '" + resource + "' stayed busy for " + WAIT);
+				}
+				try {
+					section.run();
+				}
+				finally {
+					lock.unlock();
+				}
+			}
+
+			@Override
+			public void close() {
+				repository.stop();
+				repository.close();
+			}
+
+		};
+	}
+
+	/** One {@code SELECT 1} round trip around the section: the floor of any lock that asks the server. */
+	private record Select1(DataSource dataSource) implements Contender {
+
+		@Override
+		public Contender.Kind kind() {
+			return Contender.Kind.SELECT_1;
+		}
+
+		@Override
+		public void cycle(String resource, Runnable section) throws Exception {
+			try (Connection c = this.dataSource.getConnection(); Statement s = c.createStatement();
+					ResultSet rs = s.executeQuery("SELECT 1")) {
+				rs.next();
+			}
+			section.run();
+		}
+
+	}
+
+	/**
+	 * The least a durable lease can cost: one conditional autocommit write takes the row, one owner-checked
+	 * autocommit write gives it back; each commit pays the server's log flush.
+	 */
+	private record TwoWrites(DataSource dataSource) implements Contender {
+
+		@Override
+		public Contender.Kind kind() {
+			return Contender.Kind.TWO_WRITES;
+		}
+
+		@Override
+		public void cycle(String resource, Runnable section) throws Exception {
+			String owner = UUID.randomUUID().toString();
+			try (Connection c = this.dataSource.getConnection()) {
+				if (update(c, "UPDATE bench_baseline SET owner = ?, expires_at = UTC_TIMESTAMP(6) + INTERVAL 30 SECOND"
+						+ " WHERE id = ? AND expires_at <= UTC_TIMESTAMP(6)", owner, resource) != 1) {
+					throw new IllegalStateException("baseline row '" + resource + "' missing or taken");
+				}
+			}
+			section.run();
+			try (Connection c = this.dataSource.getConnection()) {
+				if (update(c, "UPDATE bench_baseline SET owner = NULL, expires_at = UTC_TIMESTAMP(6)"
+						+ " WHERE id = ? AND owner = ?", resource, owner) != 1) {
+					throw new IllegalStateException("baseline row '" + resource + "' lost");
+				}
+			}
+		}
+
+	}
+
+	/**
+	 * PESSIMISTIC's statements and nothing else: start a transaction, lock the row by primary key with the
+	 * fencing-token write (bounded lock wait, token through {@code LAST_INSERT_ID}), run the section, commit.
+	 */
+	private static final class PlainPessimistic implements Contender {
+
+		private final DataSource dataSource;
+
+		private final String lockSql;
+
+		private final boolean mariaDb;
+
+		PlainPessimistic(DataSource dataSource, LockTable table) {
+			this.dataSource = dataSource;
+			this.mariaDb = DatabaseServer.detect(dataSource).product() == DatabaseServer.Product.MARIADB;
+			this.lockSql = "UPDATE " + table.quoted() + " SET owner_token = ?, holder = ?, fencing_token = "
+					+ "LAST_INSERT_ID(GREATEST(fencing_token + 1, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', "
+					+ "UTC_TIMESTAMP(6)))), acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) + INTERVAL ? "
+					+ "MICROSECOND WHERE resource = ? AND expires_at <= UTC_TIMESTAMP(6)";
+		}
+
+		@Override
+		public Contender.Kind kind() {
+			return Contender.Kind.PLAIN_PESSIMISTIC;
+		}
+
+		@Override
+		public void cycle(String resource, Runnable section) throws Exception {
+			try (Connection c = this.dataSource.getConnection(); Statement s = c.createStatement()) {
+				s.execute("START TRANSACTION");
+				String sql = this.mariaDb ? "SET STATEMENT innodb_lock_wait_timeout=60 FOR " + this.lockSql : this.lockSql;
+				try (PreparedStatement ps = c.prepareStatement(sql, Statement.RETURN_GENERATED_KEYS)) {
+					ps.setString(1, UUID.randomUUID().toString());
+					ps.setString(2, "plain-jdbc");
+					ps.setLong(3, 0);
+					ps.setBytes(4, resource.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+					if (ps.executeUpdate() != 1) {
+						throw new IllegalStateException("lock row '" + resource + "' missing or leased");
+					}
+					try (ResultSet keys = ps.getGeneratedKeys()) {
+						keys.next();
+						keys.getLong(1);
+					}
+				}
+				section.run();
+				s.execute("COMMIT");
+			}
+		}
+
+	}
+
+	private static int update(Connection c, String sql, Object... args) throws java.sql.SQLException {
+		try (PreparedStatement ps = c.prepareStatement(sql)) {
+			for (int i = 0; i < args.length; i++) {
+				ps.setObject(i + 1, args[i]);
+			}
+			return ps.executeUpdate();
+		}
+	}
+
+}

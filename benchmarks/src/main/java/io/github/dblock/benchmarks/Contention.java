@@ -1,0 +1,123 @@
+package io.github.dblock.benchmarks;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Runs threads that take a lock in a loop for a warm-up and then a measured period, and counts the critical
+ * sections completed in the measured period and the time each waited (from the start of its attempt to the
+ * start of its critical section).
+ */
+public final class Contention {
+
+	private Contention() {
+	}
+
+	/** The figures of one contended run. */
+	public record Result(long completed, double seconds, Samples waits, List<Long> completedPerProcess) {
+
+		public Result(long completed, double seconds, Samples waits) {
+			this(completed, seconds, waits, List.of(completed));
+		}
+
+		/** Critical sections completed per second of the measured period. */
+		public double perSecond() {
+			return this.completed / this.seconds;
+		}
+
+	}
+
+	/**
+	 * Runs {@code threads} threads on the contender.
+	 * @param resources the resources; each cycle picks one at random (one entry = one hot resource)
+	 * @param hold how long each critical section lasts (0 = none)
+	 * @param warmup how long the threads run before counting starts
+	 * @param measure how long counting lasts
+	 * @throws IllegalStateException if a cycle of the contender failed (the first failure is the cause)
+	 */
+	public static Result run(Contender contender, List<String> resources, int threads, Duration hold, Duration warmup,
+			Duration measure) throws InterruptedException {
+		long start = System.nanoTime();
+		long measureFrom = start + warmup.toNanos();
+		long measureUntil = measureFrom + measure.toNanos();
+		long holdNanos = hold.toNanos();
+		long[] counts = new long[threads];
+		Samples[] waits = new Samples[threads];
+		AtomicReference<Throwable> failure = new AtomicReference<>();
+		java.util.concurrent.atomic.AtomicBoolean stopped = new java.util.concurrent.atomic.AtomicBoolean();
+		List<Thread> workers = new ArrayList<>();
+		for (int t = 0; t < threads; t++) {
+			int index = t;
+			waits[t] = new Samples();
+			Thread worker = new Thread(() -> {
+				long[] entered = new long[1];
+				try {
+					while (System.nanoTime() < measureUntil && failure.get() == null && !stopped.get()) {
+						String resource = resources.get(ThreadLocalRandom.current().nextInt(resources.size()));
+						long attempt = System.nanoTime();
+						contender.cycle(resource, () -> {
+							entered[0] = System.nanoTime();
+							if (holdNanos > 0) {
+								LockSupport.parkNanos(holdNanos);
+							}
+						});
+						long done = System.nanoTime();
+						if (done >= measureFrom && done <= measureUntil) {
+							counts[index]++; // throughput: sections completed inside the measured period
+							if (attempt >= measureFrom) {
+								waits[index].add(entered[0] - attempt);
+							}
+						}
+					}
+				}
+				catch (Throwable ex) {
+					if (!stopped.get()) {
+						failure.compareAndSet(null, ex);
+					}
+				}
+			}, contender.kind().name().toLowerCase() + "-" + t);
+			workers.add(worker);
+			worker.start();
+		}
+		// When the measured period ends, a thread may still be waiting for the lock (a starved waiter of a polling
+		// lock can wait far longer than the period): give it a moment, then interrupt it. What happens after the
+		// period is not counted, so a failure caused by that interrupt is not one.
+		TimeUnit.NANOSECONDS.sleep(Math.max(0, measureUntil - System.nanoTime()));
+		stopped.set(true);
+		for (Thread worker : workers) {
+			worker.join(TimeUnit.SECONDS.toMillis(5));
+		}
+		for (Thread worker : workers) {
+			worker.interrupt();
+		}
+		for (Thread worker : workers) {
+			worker.join(TimeUnit.MINUTES.toMillis(2));
+			if (worker.isAlive()) {
+				throw new IllegalStateException(contender.kind().label() + ": " + worker.getName()
+						+ " did not stop within 2 minutes of being interrupted");
+			}
+		}
+		long completed = 0;
+		Samples all = new Samples();
+		for (int t = 0; t < threads; t++) {
+			completed += counts[t];
+			all.addAll(waits[t]);
+		}
+		return new Result(completed, measure.toNanos() / 1e9, all);
+	}
+
+	/** {@code count} resources named {@code r-0} … from the pre-filled tables. */
+	public static List<String> resources(int count) {
+		List<String> names = new ArrayList<>(count);
+		for (int i = 0; i < count; i++) {
+			names.add("r-" + i);
+		}
+		return names;
+	}
+
+}

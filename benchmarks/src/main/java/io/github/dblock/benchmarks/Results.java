@@ -1,0 +1,66 @@
+package io.github.dblock.benchmarks;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/** Every figure of one run, filled in by {@link BenchmarkRun} and written out by {@link Report}. */
+public final class Results {
+
+	/** Latency of one uncontended acquire + release (or one JMH operation), in microseconds. */
+	public record Latency(String label, double p50, double p99, double mean, long samples) {
+	}
+
+	/** One contended run. */
+	public record Throughput(String label, double perSecond, double waitP50Millis, double waitP99Millis,
+			long completed, int waitSamples, List<Long> completedPerProcess) {
+	}
+
+	/** Heap retained after touching distinct resources. */
+	public record Heap(String label, int resources, long beforeBytes, long afterBytes, int localResources) {
+
+		/** Heap retained per resource touched, in bytes (may be negative: GC noise). */
+		public double bytesPerResource() {
+			return (this.afterBytes - this.beforeBytes) / (double) this.resources;
+		}
+
+	}
+
+	public final Map<String, String> environment = new LinkedHashMap<>();
+
+	/** Scenario 1: per contender. */
+	public final List<Latency> uncontended = new ArrayList<>();
+
+	/** Scenario 2: hold time in ms → per contender. */
+	public final Map<Integer, List<Throughput>> hotInJvm = new LinkedHashMap<>();
+
+	/** Scenario 3: hold time in ms → per contender. */
+	public final Map<Integer, List<Throughput>> hotAcrossProcesses = new LinkedHashMap<>();
+
+	/** Scenario 4: per contender. */
+	public final List<Throughput> spread = new ArrayList<>();
+
+	/** Scenario 5: small and large table. */
+	public final List<Latency> tableSize = new ArrayList<>();
+
+	/** Scenario 6: template / annotated, with and without SQL. */
+	public final List<Latency> annotation = new ArrayList<>();
+
+	/** Scenario 7. */
+	public final List<Heap> heap = new ArrayList<>();
+
+	/** Scenario 8: mode → recoveries. */
+	public final Map<String, List<ProcessScenarios.Recovery>> recovery = new LinkedHashMap<>();
+
+	/** The scenario 1 figures of a contender. */
+	public Latency uncontended(Contender.Kind kind) {
+		return this.uncontended.stream().filter((l) -> l.label().equals(kind.label())).findFirst().orElseThrow();
+	}
+
+	/** The figures of a contender in a list of contended runs. */
+	public static Throughput find(List<Throughput> list, Contender.Kind kind) {
+		return list.stream().filter((t) -> t.label().equals(kind.label())).findFirst().orElseThrow();
+	}
+
+}

@@ -1,0 +1,71 @@
+package io.github.dblock.benchmarks;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Runs the whole harness: in smoke mode (what {@code ./mvnw verify} runs) every scenario for a fraction of a
+ * second, writing the report under {@code target/benchmarks}; in full mode ({@code -Pbenchmarks}) the documented
+ * run that writes {@code docs/BENCHMARKS.md}. It checks that every scenario produced sane, non-empty figures and
+ * that the report and charts were written; it never asserts on speed.
+ */
+class BenchmarkRunTests {
+
+	@Test
+	void everyScenarioProducesFiguresAndTheReportIsWritten() throws Exception {
+		Settings settings = Settings.named(System.getProperty("bench.mode", "smoke"));
+		String configured = System.getProperty("bench.output", "");
+		Path output = configured.isBlank() ? Path.of("target", "benchmarks") : Path.of(configured);
+		Results results = new BenchmarkRun(settings, BenchDatabase.get()).run();
+		Path markdown = new Report(settings, results).write(output);
+
+		assertThat(results.uncontended).hasSize(Contender.Kind.values().length);
+		assertThat(results.tableSize).hasSize(2);
+		assertThat(results.annotation).hasSize(4);
+		for (Results.Latency latency : concat(results.uncontended, results.tableSize, results.annotation)) {
+			assertThat(latency.samples()).as(latency.label()).isPositive();
+			assertThat(latency.p50()).as(latency.label()).isPositive().isLessThanOrEqualTo(latency.p99());
+		}
+		assertThat(results.hotInJvm.keySet()).containsExactly(0, 1);
+		assertThat(results.hotAcrossProcesses.keySet()).containsExactly(0, 1);
+		for (List<Results.Throughput> list : concat(List.copyOf(results.hotInJvm.values()),
+				List.copyOf(results.hotAcrossProcesses.values()), List.of(results.spread))) {
+			assertThat(list).hasSize(BenchmarkRun.LOCKS.length);
+			// A smoke run measures for a fraction of a second against a possibly slow server: a contender may
+			// complete nothing in it, but the scenario as a whole must have produced figures.
+			assertThat(list.stream().mapToLong(Results.Throughput::completed).sum()).isPositive();
+			for (Results.Throughput t : list) {
+				assertThat(t.completed()).as(t.label()).isNotNegative();
+				assertThat(t.perSecond()).as(t.label()).isEqualTo(t.completed() / (settings.measure().toNanos() / 1e9));
+				if (t.waitSamples() > 0) {
+					assertThat(t.waitP50Millis()).as(t.label()).isNotNegative().isLessThanOrEqualTo(t.waitP99Millis());
+				}
+			}
+		}
+		assertThat(results.heap).hasSize(2).allSatisfy((h) -> {
+			assertThat(h.resources()).isPositive().isLessThanOrEqualTo(settings.heapResources());
+			assertThat(h.beforeBytes()).isPositive();
+			assertThat(h.localResources()).as("JVM-local lock state left after every lock was released").isZero();
+		});
+		assertThat(results.recovery.keySet()).containsExactly("LEASE", "PESSIMISTIC");
+		results.recovery.values().forEach((list) -> assertThat(list).hasSize(settings.crashRepetitions())
+			.allSatisfy((r) -> assertThat(r.afterKillMillis()).isNotNegative()));
+
+		assertThat(Files.readString(markdown)).contains("## 1. Uncontended", "## 8. Recovery after SIGKILL", "## Targets");
+		for (String chart : new String[] { "uncontended", "hot-lock-threads", "hot-lock-processes", "spread" }) {
+			Path png = output.resolve("benchmarks").resolve(chart + ".png");
+			assertThat(png).exists();
+			assertThat(Files.size(png)).as(chart).isGreaterThan(1000);
+		}
+	}
+
+	private static <T> List<T> concat(List<T> first, List<T> second, List<T> third) {
+		return java.util.stream.Stream.of(first, second, third).flatMap(List::stream).toList();
+	}
+
+}
