@@ -8,6 +8,7 @@ import java.util.concurrent.TimeUnit;
 
 import javax.sql.DataSource;
 
+import org.jspecify.annotations.Nullable;
 import org.springframework.dao.DataAccessException;
 import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
 import org.springframework.jdbc.support.SQLErrorCodeSQLExceptionTranslator;
@@ -75,7 +76,11 @@ final class JdbcLockSupport {
 				try {
 					return work.run(connection);
 				}
-				catch (SQLException | RuntimeException ex) {
+				catch (SQLException ex) {
+					rollbackQuietly(connection);
+					throw onClosedConnection(connection, ex);
+				}
+				catch (RuntimeException ex) {
 					rollbackQuietly(connection);
 					throw ex;
 				}
@@ -169,6 +174,26 @@ final class JdbcLockSupport {
 			}
 		}
 		return false;
+	}
+
+	/**
+	 * The failure as a {@link java.sql.SQLRecoverableException} if the connection it happened on is closed by now
+	 * (a pool closes a connection it found broken, and its next use fails with a plain "connection is closed"
+	 * carrying no SQLSTATE), else unchanged; so that {@link #isConnectionFailure} recognizes it.
+	 */
+	static SQLException onClosedConnection(@Nullable Connection connection, SQLException ex) {
+		if (connection == null || isConnectionFailure(ex)) {
+			return ex;
+		}
+		try {
+			if (!connection.isClosed()) {
+				return ex;
+			}
+		}
+		catch (SQLException closedCheckFailed) {
+			// cannot even ask: treat it as closed
+		}
+		return new java.sql.SQLRecoverableException(ex.getMessage(), "08003", ex.getErrorCode(), ex);
 	}
 
 	/** Duplicate entry for a unique key (1062). */

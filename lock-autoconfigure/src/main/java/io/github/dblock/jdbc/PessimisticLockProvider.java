@@ -274,7 +274,7 @@ public class PessimisticLockProvider implements LockProvider {
 			}
 		}
 		catch (SQLException ex) {
-			throw this.jdbc.translate("lock '" + request.resource() + "'", ex);
+			throw this.jdbc.translate("lock '" + request.resource() + "'", JdbcLockSupport.onClosedConnection(connection, ex));
 		}
 		finally {
 			if (!held) {
