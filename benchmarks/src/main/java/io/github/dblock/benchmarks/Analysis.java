@@ -29,23 +29,23 @@ final class Analysis {
 		}
 		if (report.missed("2")) {
 			any = true;
-			md.append("- **One hot lock inside one JVM (2).** Local waiters already queue on a fair in-JVM lock and "
-					+ "do not poll, but every hand-over between two threads of the same JVM still costs a release "
-					+ "write and an acquire write (two log flushes), the same work `JdbcLockRegistry` does per "
-					+ "hand-over. The design change that closes the gap is a JVM-local hand-off that needs no "
-					+ "round trip per waiter: when a thread of the same JVM is queued at release time, keep the lease "
-					+ "and pass it on in memory. Fencing stays correct if the acquiring `UPDATE` reserves a block of "
-					+ "tokens (`fencing_token = LAST_INSERT_ID(GREATEST(fencing_token + N, …))`) and each local holder "
-					+ "takes the next one from the block; the row is really released (and the block abandoned) when no "
-					+ "local thread waits, when the block is used up, or after a time budget, so other nodes get a turn "
-					+ "within a bounded time. The lease itself must be renewed while the JVM keeps it.\n");
+			md.append("- **One hot lock inside one JVM (2).** LEASE hands a lock to the next waiting thread of the "
+					+ "same JVM in memory (no statement; the take reserved a block of fencing tokens, so each holder "
+					+ "still gets its own, higher token), for at most 100 ms or 32 holders per take before the lease "
+					+ "goes back to the database so other nodes get a turn. What is left is the critical section "
+					+ "itself: with a 1 ms hold no lock can complete more than about 1,000 sections a second, so the "
+					+ "ratio to a peer is bounded by (hold + the peer's hand-over cost) / hold, about 3 when the peer "
+					+ "pays two log flushes (1 to 2 ms here) per hand-over. PESSIMISTIC has no such hand-off: every "
+					+ "change of holder is a transaction on the server (its waiters queue there, not in the JVM).\n");
 		}
 		if (report.missed("3")) {
 			any = true;
 			md.append("- **One hot lock across processes (3).** A waiter in another JVM learns that the lock is "
 					+ "free only by polling with back-off (10 ms doubling to 200 ms, jittered), so a process that "
-					+ "releases and immediately re-acquires usually wins again, and the other process's waits grow "
-					+ "towards the back-off cap: that is what the p99 wait shows. Closing it needs a server-side "
+					+ "releases and re-acquires at once often wins again (the split of completed sections below shows "
+					+ "how uneven it gets), and the other process's waits grow towards the back-off cap: that is what "
+					+ "the p99 wait shows. The in-JVM hand-off adds to it by design: a JVM keeps a hot lease for up to "
+					+ "100 ms before giving other nodes a turn. Closing it needs a server-side "
 					+ "wait instead of polling: waiting on the row lock (`SELECT … FOR UPDATE` with a bounded "
 					+ "`innodb_lock_wait_timeout`, as PESSIMISTIC does) gives FIFO hand-over by the server with no "
 					+ "polling delay; for LEASE, a short blocking probe of that kind before sleeping would wake the "
