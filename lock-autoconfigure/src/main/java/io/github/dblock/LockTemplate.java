@@ -579,7 +579,13 @@ public class LockTemplate {
 					releaseQuietly(request.resource, parked);
 				}
 			}
+			entry.handedOff = result != null;
 			if (result == null) {
+				long courtesy = entry.courtesyUntilNanos - System.nanoTime();
+				if (courtesy > 0) {
+					// this JVM just kept the lock for a whole hand-off budget: give other nodes' waiters their turn
+					TimeUnit.NANOSECONDS.sleep(Math.min(courtesy, lockRequest.remainingNanos()));
+				}
 				result = request.provider.acquire(lockRequest);
 			}
 			if (result.lock() == null) {
@@ -686,6 +692,10 @@ public class LockTemplate {
 				entry.gate.unlock();
 				leave(entry);
 				return;
+			}
+			if (entry.handedOff) {
+				// the hand-off budget is spent while local threads still wait: they hold back for a moment
+				entry.courtesyUntilNanos = System.nanoTime() + lock.handOffCourtesyNanos();
 			}
 		}
 		boolean released;

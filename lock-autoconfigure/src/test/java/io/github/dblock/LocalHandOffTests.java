@@ -79,10 +79,10 @@ class LocalHandOffTests {
 
 	@Test
 	void handOffsStopAfterTheTimeBudgetSoOtherNodesGetTheirTurn() throws Exception {
-		// 4 threads take turns for 600 ms; hand-offs of one lease last at most 100 ms, so the lock goes back to the
+		// 4 threads take turns for 1.5 s; hand-offs of one lease last at most 500 ms, so the lock goes back to the
 		// database several times, and every holder's token is unique and increasing
 		List<Long> tokens = java.util.Collections.synchronizedList(new ArrayList<>());
-		long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(600);
+		long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1_500);
 		List<CompletableFuture<Void>> threads = new ArrayList<>();
 		for (int t = 0; t < 4; t++) {
 			threads.add(CompletableFuture.runAsync(() -> {
@@ -100,8 +100,43 @@ class LocalHandOffTests {
 		assertThat(tokens).as("every holder's token differs, in the order they held the lock").doesNotHaveDuplicates()
 			.isSorted();
 		assertThat(takes).as("fewer database takes than holds: most were handed off").isLessThan(tokens.size());
-		assertThat(takes).as("the lease went back to the database after each budget").isGreaterThanOrEqualTo(3);
+		assertThat(takes).as("the lease went back to the database after each budget").isGreaterThanOrEqualTo(2);
 		assertThat(releases).isEqualTo(takes);
+	}
+
+	@Test
+	void anotherNodeGetsTheLockWhileThisJvmHasAStreamOfLocalWaiters() throws Exception {
+		AtomicBoolean stop = new AtomicBoolean();
+		List<CompletableFuture<Void>> locals = new ArrayList<>();
+		for (int t = 0; t < 3; t++) {
+			locals.add(CompletableFuture.runAsync(() -> {
+				while (!stop.get()) {
+					try (LockHandle lock = this.node.acquire(this.resource)) {
+						sleep(1);
+					}
+				}
+			}));
+		}
+		try {
+			Thread.sleep(200);
+			LockTemplate otherNode = LockNodes.node(LockMode.LEASE, "other-node", this.pool);
+			// hand-off chains are bounded (500 ms or 32 holders), so each turn of the other node comes within a budget
+			// and a courtesy pause (whether the pause is needed across processes shows in the benchmark's scenario 3,
+			// not here: in one JVM the other node also got its turns without it)
+			long start = System.nanoTime();
+			for (int turn = 0; turn < 5; turn++) {
+				try (LockHandle lock = otherNode.acquire(this.resource,
+						LockOptions.defaults().withWaitTime(Duration.ofSeconds(20)))) {
+					sleep(1);
+				}
+			}
+			assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).as("five turns of the other node")
+				.isLessThan(6_000);
+		}
+		finally {
+			stop.set(true);
+			CompletableFuture.allOf(locals.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);
+		}
 	}
 
 	@Test

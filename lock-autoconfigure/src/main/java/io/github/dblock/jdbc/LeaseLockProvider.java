@@ -91,7 +91,7 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 	static final int TOKEN_BLOCK = 32;
 
 	/** How long one JVM may keep passing a lease between its own threads before releasing it in the database. */
-	private static final long HAND_OFF_BUDGET_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+	private static final long HAND_OFF_BUDGET_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
 
 	/** Re-attempts of a release whose connection broke, while the lease is still valid. */
 	private static final int MAX_RELEASE_RETRIES = 5;
@@ -543,6 +543,12 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 				this.lostCallbacks.clear(); // this owner is done; its listeners must not hear of a later loss
 			}
 			return next;
+		}
+
+		@Override
+		public long handOffCourtesyNanos() {
+			// a waiter on another node polls at least this often once its back-off has grown
+			return LeaseLockProvider.this.backoff.max().toNanos();
 		}
 
 		@Override

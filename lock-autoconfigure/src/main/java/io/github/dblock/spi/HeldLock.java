@@ -55,6 +55,15 @@ public interface HeldLock {
 	}
 
 	/**
+	 * How long, in nanoseconds, the threads of this JVM still queued for the resource hold back after this lock, passed
+	 * on in memory, went back to the database at the end of its hand-off budget: long enough for another node's
+	 * polling waiter to take it, so that a JVM with a stream of local waiters cannot starve the other nodes.
+	 */
+	default long handOffCourtesyNanos() {
+		return 0;
+	}
+
+	/**
 	 * Whether this lock, received through {@link #handOff()}, gives what the request asks for (the same kind of
 	 * lease), so the request may take it instead of acquiring anew.
 	 */
