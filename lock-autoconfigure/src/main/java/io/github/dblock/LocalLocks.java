@@ -103,9 +103,6 @@ final class LocalLocks {
 		 */
 		volatile HeldLock parked;
 
-		/** Whether the current holder received its lock by a hand-off; written and read by the gate holder. */
-		volatile boolean handedOff;
-
 		/**
 		 * Until when ({@link System#nanoTime()}) local threads let other nodes take the resource before they ask the
 		 * database, after a hand-off chain ended with threads still queued; written and read by gate holders.

@@ -579,7 +579,6 @@ public class LockTemplate {
 					releaseQuietly(request.resource, parked);
 				}
 			}
-			entry.handedOff = result != null;
 			if (result == null) {
 				long courtesy = entry.courtesyUntilNanos - System.nanoTime();
 				if (courtesy > 0) {
@@ -693,9 +692,10 @@ public class LockTemplate {
 				leave(entry);
 				return;
 			}
-			if (entry.handedOff) {
+			long courtesy = lock.handOffCourtesyNanos();
+			if (courtesy > 0) {
 				// the hand-off budget is spent while local threads still wait: they hold back for a moment
-				entry.courtesyUntilNanos = System.nanoTime() + lock.handOffCourtesyNanos();
+				entry.courtesyUntilNanos = System.nanoTime() + courtesy;
 			}
 		}
 		boolean released;

@@ -31,7 +31,7 @@ final class Analysis {
 			any = true;
 			md.append("- **One hot lock inside one JVM (2).** LEASE hands a lock to the next waiting thread of the "
 					+ "same JVM in memory (no statement; the take reserved a block of fencing tokens, so each holder "
-					+ "still gets its own, higher token), for at most 500 ms or 32 holders per take before the lease "
+					+ "still gets its own, higher token), for at most 200 ms or 1,024 holders per take before the lease "
 					+ "goes back to the database, after which its queued threads hold back for one retry pause so "
 					+ "that other nodes get a turn. What is left is the critical section "
 					+ "itself: with a 1 ms hold no lock can complete more than about 1,000 sections a second, so the "
@@ -46,7 +46,7 @@ final class Analysis {
 					+ "releases and re-acquires at once often wins again (the split of completed sections below shows "
 					+ "how uneven it gets), and the other process's waits grow towards the back-off cap: that is what "
 					+ "the p99 wait shows. The in-JVM hand-off adds to it by design: a JVM keeps a hot lease for up to "
-					+ "500 ms (or 32 holders) before giving other nodes a turn. Closing it needs a server-side "
+					+ "200 ms (or 1,024 holders) before giving other nodes a turn. Closing it needs a server-side "
 					+ "wait instead of polling: waiting on the row lock (`SELECT … FOR UPDATE` with a bounded "
 					+ "`innodb_lock_wait_timeout`, as PESSIMISTIC does) gives FIFO hand-over by the server with no "
 					+ "polling delay; for LEASE, a short blocking probe of that kind before sleeping would wake the "

@@ -33,7 +33,7 @@ import org.springframework.dao.DataAccessException;
  * One acquisition attempt:
  * <ol>
  * <li>{@code UPDATE} the resource's row to the new owner token, holder description, a fencing token of
- * {@code GREATEST(fencing_token + 32, <server time in µs>)} (the end of a block of 32 tokens: the taker uses the
+ * {@code GREATEST(fencing_token + 1024, <server time in µs>)} (the end of a block of 1,024 tokens: the taker uses the
  * first, local successors the next ones, see {@link HeldLock#handOff()}) and an expiry of
  * {@code UTC_TIMESTAMP(6) + lease},
  * on condition that the current lease has expired ({@code expires_at <= UTC_TIMESTAMP(6)}). The row is matched
@@ -88,10 +88,10 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 	 * Fencing tokens reserved by each take: the holder uses the first, and up to {@code TOKEN_BLOCK - 1} local
 	 * successors the next ones (see {@link HeldLock#handOff()}).
 	 */
-	static final int TOKEN_BLOCK = 32;
+	static final int TOKEN_BLOCK = 1024;
 
 	/** How long one JVM may keep passing a lease between its own threads before releasing it in the database. */
-	private static final long HAND_OFF_BUDGET_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
+	private static final long HAND_OFF_BUDGET_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
 
 	/** Re-attempts of a release whose connection broke, while the lease is still valid. */
 	private static final int MAX_RELEASE_RETRIES = 5;
@@ -373,6 +373,9 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 		@Nullable
 		private volatile ScheduledFuture<?> renewal;
 
+		/** Whether passing the lease on stopped because this JVM had kept it for the whole hand-off budget. */
+		private volatile boolean budgetSpent;
+
 		/** The hold that has the lease now; the only one whose lost-callbacks run. */
 		private volatile Hold current;
 
@@ -434,8 +437,11 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 		@Nullable
 		synchronized Hold handOff(Hold from) {
 			if (from != this.current || this.lost || this.released || !this.renewing || this.minHoldMicros > 0
-					|| from.fencingToken >= this.blockEnd || System.nanoTime() - this.takenAtNanos > HAND_OFF_BUDGET_NANOS
-					|| System.nanoTime() - this.validUntilNanos >= 0) {
+					|| from.fencingToken >= this.blockEnd || System.nanoTime() - this.validUntilNanos >= 0) {
+				return null;
+			}
+			if (System.nanoTime() - this.takenAtNanos > HAND_OFF_BUDGET_NANOS) {
+				this.budgetSpent = true;
 				return null;
 			}
 			Hold next = new Hold(this, from.fencingToken + 1);
@@ -547,8 +553,9 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 
 		@Override
 		public long handOffCourtesyNanos() {
-			// a waiter on another node polls at least this often once its back-off has grown
-			return LeaseLockProvider.this.backoff.max().toNanos();
+			// a waiter on another node polls at least this often once its back-off has grown; only after a spent time
+			// budget (a used-up token block alone just takes the row again)
+			return this.lease.budgetSpent ? LeaseLockProvider.this.backoff.max().toNanos() : 0;
 		}
 
 		@Override

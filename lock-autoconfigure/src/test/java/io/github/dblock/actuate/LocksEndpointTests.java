@@ -81,7 +81,7 @@ class LocksEndpointTests {
 			List<LockRow> mine = locks.locks().stream().filter((row) -> row.resource().equals(resource)).toList();
 			assertThat(mine).singleElement().satisfies((row) -> {
 				assertThat(row.holder()).startsWith("node-x [");
-				assertThat(row.fencingToken()).isBetween(lock.fencingToken(), lock.fencingToken() + 31);
+				assertThat(row.fencingToken()).isBetween(lock.fencingToken(), lock.fencingToken() + 1023);
 				assertThat(row.held()).isTrue();
 				assertThat(row.acquiredAt()).isBeforeOrEqualTo(locks.serverTime());
 				assertThat(row.expiresAt()).isAfter(locks.serverTime())
@@ -89,7 +89,7 @@ class LocksEndpointTests {
 			});
 			LockRow one = endpoint.lock(resource);
 			assertThat(one).isNotNull();
-			assertThat(one.fencingToken()).isBetween(lock.fencingToken(), lock.fencingToken() + 31);
+			assertThat(one.fencingToken()).isBetween(lock.fencingToken(), lock.fencingToken() + 1023);
 			assertThat(one.held()).isTrue();
 		}
 		assertThat(endpoint.locks().locks()).noneMatch((row) -> row.resource().equals(resource));
@@ -128,7 +128,7 @@ class LocksEndpointTests {
 		assertThat(released.resource()).isEqualTo(resource);
 		assertThat(released.wasHeld()).isTrue();
 		assertThat(released.previousHolder()).startsWith("node-x [");
-		assertThat(released.previousFencingToken()).isBetween(staleToken, staleToken + 31);
+		assertThat(released.previousFencingToken()).isBetween(staleToken, staleToken + 1023);
 		assertThat(released.fencingToken()).isGreaterThan(staleToken);
 		assertThat(endpoint.locks().locks()).noneMatch((row) -> row.resource().equals(resource));
 

@@ -180,7 +180,7 @@ class DistributedLockActuatorAutoConfigurationTests {
 					assertThat(locks.locks()).singleElement().satisfies((row) -> {
 						assertThat(row.resource()).isEqualTo(resource);
 						assertThat(row.holder()).startsWith("node-ctx [");
-						assertThat(row.fencingToken()).isBetween(lock.fencingToken(), lock.fencingToken() + 31);
+						assertThat(row.fencingToken()).isBetween(lock.fencingToken(), lock.fencingToken() + 1023);
 					});
 				}
 				assertThat(endpoint.locks().locks()).isEmpty();

@@ -177,7 +177,7 @@ class BadInputTests {
 			assertThat(endpoint.lock(names.get(0))).isNotNull().satisfies((row) -> {
 				assertThat(row.resource()).isEqualTo(names.get(0));
 				// the row keeps the last token of the block its take reserved for local hand-offs
-				assertThat(row.fencingToken()).isBetween(lock.fencingToken(), lock.fencingToken() + 31);
+				assertThat(row.fencingToken()).isBetween(lock.fencingToken(), lock.fencingToken() + 1023);
 			});
 			assertThat(endpoint.locks().localHolds()).singleElement()
 				.satisfies((hold) -> assertThat(hold.resource()).isEqualTo(names.get(0)));
