@@ -34,9 +34,11 @@ final class Analysis {
 					+ "still gets its own, higher token), for at most 200 ms or 1,024 holders per take before the lease "
 					+ "goes back to the database, after which its queued threads hold back for one retry pause so "
 					+ "that other nodes get a turn. What is left is the critical section "
-					+ "itself: with a 1 ms hold no lock can complete more than about 1,000 sections a second, so the "
-					+ "ratio to a peer is bounded by (hold + the peer's hand-over cost) / hold, about 3 when the peer "
-					+ "pays two log flushes (1 to 2 ms here) per hand-over. PESSIMISTIC has no such hand-off: every "
+					+ "itself and that pause: with a 1 ms hold no lock completes more than about 1,000 sections a "
+					+ "second, the pause after each 200 ms chain halves that when no other node wants the lock, and "
+					+ "a peer paying two log flushes (1 to 2 ms here) per hand-over reaches about a third of it. "
+					+ "Pausing only when another node is known to wait would need waiters to register in the table "
+					+ "(a schema change). PESSIMISTIC has no such hand-off: every "
 					+ "change of holder is a transaction on the server (its waiters queue there, not in the JVM).\n");
 		}
 		if (report.missed("3")) {
