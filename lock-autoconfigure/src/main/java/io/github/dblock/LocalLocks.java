@@ -109,6 +109,12 @@ final class LocalLocks {
 		 */
 		volatile long courtesyUntilNanos;
 
+		/**
+		 * Whether {@link #courtesyUntilNanos} is set and not yet honoured (nanoTime values may be negative, so 0 is no
+		 * "unset"); the next gate holder that asks the database honours and clears it.
+		 */
+		volatile boolean courtesyPending;
+
 		/** Description of the local holder, for error messages of local waiters. */
 		volatile String holder;
 

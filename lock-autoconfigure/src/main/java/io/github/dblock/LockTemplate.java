@@ -580,7 +580,8 @@ public class LockTemplate {
 				}
 			}
 			if (result == null) {
-				long courtesy = entry.courtesyUntilNanos - System.nanoTime();
+				long courtesy = entry.courtesyPending ? entry.courtesyUntilNanos - System.nanoTime() : 0;
+				entry.courtesyPending = false;
 				if (courtesy > 0) {
 					// this JVM just kept the lock for a whole hand-off budget: give other nodes' waiters their turn
 					TimeUnit.NANOSECONDS.sleep(Math.min(courtesy, lockRequest.remainingNanos()));
@@ -696,6 +697,7 @@ public class LockTemplate {
 			if (courtesy > 0) {
 				// the hand-off budget is spent while local threads still wait: they hold back for a moment
 				entry.courtesyUntilNanos = System.nanoTime() + courtesy;
+				entry.courtesyPending = true;
 			}
 		}
 		boolean released;
