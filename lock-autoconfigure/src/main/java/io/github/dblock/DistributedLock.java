@@ -107,4 +107,19 @@ public @interface DistributedLock {
 	 */
 	LockMode[] mode() default {};
 
+	/**
+	 * The kind of lock: {@link LockType#EXCLUSIVE} (the default, a mutex), or the {@link LockType#READ read} or
+	 * {@link LockType#WRITE write} side of the resource's read/write lock, which is a different lock from its
+	 * exclusive one (see {@link LockType}). READ and WRITE need {@link LockMode#LEASE}: start-up fails, naming the
+	 * method, if the annotation's mode, or without one {@code distributed-lock.mode}, is another.
+	 * <pre class="code">
+	 * &#64;DistributedLock(resource = "catalog:#{#id}", type = LockType.READ)
+	 * public Product find(long id) { ... }
+	 *
+	 * &#64;DistributedLock(resource = "catalog:#{#product.id}", type = LockType.WRITE)
+	 * public void update(Product product) { ... }
+	 * </pre>
+	 */
+	LockType type() default LockType.EXCLUSIVE;
+
 }

@@ -20,6 +20,15 @@ public interface LockHandle extends AutoCloseable {
 	LockMode mode();
 
 	/**
+	 * The kind of lock this hold is: {@link LockType#EXCLUSIVE}, or the {@link LockType#READ read} or
+	 * {@link LockType#WRITE write} side of the resource's read/write lock. A read hold taken by a thread that holds
+	 * the write lock is {@code READ} and shares the write lock's fencing token.
+	 */
+	default LockType type() {
+		return LockType.EXCLUSIVE;
+	}
+
+	/**
 	 * The fencing token of this acquisition: a number that strictly increases with every acquisition of this
 	 * resource by any owner, in every mode, assigned by the database in the statement that granted the lock. Pass
 	 * it to the resource you protect and have it reject writes carrying a token lower than one it has already

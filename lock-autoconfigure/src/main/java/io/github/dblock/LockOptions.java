@@ -31,7 +31,7 @@ public final class LockOptions {
 	 */
 	public static final Duration MAX_LEASE_TIME = Duration.ofDays(36_500);
 
-	private static final LockOptions DEFAULTS = new LockOptions(null, null, null, null);
+	private static final LockOptions DEFAULTS = new LockOptions(null, null, null, null, LockType.EXCLUSIVE);
 
 	@Nullable
 	private final Duration waitTime;
@@ -45,12 +45,15 @@ public final class LockOptions {
 	@Nullable
 	private final Duration minHoldTime;
 
+	private final LockType type;
+
 	private LockOptions(@Nullable Duration waitTime, @Nullable Duration leaseTime, @Nullable LockMode mode,
-			@Nullable Duration minHoldTime) {
+			@Nullable Duration minHoldTime, LockType type) {
 		this.waitTime = waitTime;
 		this.leaseTime = leaseTime;
 		this.mode = mode;
 		this.minHoldTime = minHoldTime;
+		this.type = type;
 	}
 
 	/** Options that take every setting from configuration. */
@@ -68,7 +71,7 @@ public final class LockOptions {
 		if (waitTime.isNegative()) {
 			throw new IllegalArgumentException("waitTime must be zero (a single attempt) or positive, was " + waitTime);
 		}
-		return new LockOptions(waitTime, this.leaseTime, this.mode, this.minHoldTime);
+		return new LockOptions(waitTime, this.leaseTime, this.mode, this.minHoldTime, this.type);
 	}
 
 	/**
@@ -87,7 +90,7 @@ public final class LockOptions {
 					+ "ms (a shorter lease ends before the statement taking it returns), was " + leaseTime);
 		}
 		checkNotTooLong("leaseTime", leaseTime);
-		return new LockOptions(this.waitTime, leaseTime, this.mode, this.minHoldTime);
+		return new LockOptions(this.waitTime, leaseTime, this.mode, this.minHoldTime, this.type);
 	}
 
 	/**
@@ -103,7 +106,7 @@ public final class LockOptions {
 		if (minHoldTime.isNegative()) {
 			throw new IllegalArgumentException("minHoldTime must not be negative, was " + minHoldTime);
 		}
-		return new LockOptions(this.waitTime, this.leaseTime, this.mode, minHoldTime);
+		return new LockOptions(this.waitTime, this.leaseTime, this.mode, minHoldTime, this.type);
 	}
 
 	/**
@@ -112,7 +115,19 @@ public final class LockOptions {
 	 */
 	public LockOptions withMode(LockMode mode) {
 		requireNonNull(mode, "mode", "one of " + java.util.Arrays.toString(LockMode.values()));
-		return new LockOptions(this.waitTime, this.leaseTime, mode, this.minHoldTime);
+		return new LockOptions(this.waitTime, this.leaseTime, mode, this.minHoldTime, this.type);
+	}
+
+	/**
+	 * The kind of lock: {@link LockType#EXCLUSIVE} (the default), or the {@link LockType#READ read} or
+	 * {@link LockType#WRITE write} side of the resource's read/write lock, which is a different lock from its
+	 * exclusive one. READ and WRITE need {@link LockMode#LEASE}; the template refuses them in the other modes with an
+	 * {@link IllegalArgumentException} when called.
+	 * @throws IllegalArgumentException if {@code type} is null
+	 */
+	public LockOptions withType(LockType type) {
+		requireNonNull(type, "type", "one of " + java.util.Arrays.toString(LockType.values()));
+		return new LockOptions(this.waitTime, this.leaseTime, this.mode, this.minHoldTime, type);
 	}
 
 	/**
@@ -152,6 +167,11 @@ public final class LockOptions {
 		return this.minHoldTime;
 	}
 
+	/** The kind of lock; {@link LockType#EXCLUSIVE} unless set. */
+	public LockType getType() {
+		return this.type;
+	}
+
 	/** The mode, or {@code null} for the configured default. */
 	@Nullable
 	public LockMode getMode() {
@@ -162,18 +182,18 @@ public final class LockOptions {
 	public boolean equals(Object other) {
 		return (other instanceof LockOptions that) && Objects.equals(this.waitTime, that.waitTime)
 				&& Objects.equals(this.leaseTime, that.leaseTime) && this.mode == that.mode
-				&& Objects.equals(this.minHoldTime, that.minHoldTime);
+				&& Objects.equals(this.minHoldTime, that.minHoldTime) && this.type == that.type;
 	}
 
 	@Override
 	public int hashCode() {
-		return Objects.hash(this.waitTime, this.leaseTime, this.mode, this.minHoldTime);
+		return Objects.hash(this.waitTime, this.leaseTime, this.mode, this.minHoldTime, this.type);
 	}
 
 	@Override
 	public String toString() {
 		return "LockOptions[waitTime=" + this.waitTime + ", leaseTime=" + this.leaseTime + ", mode=" + this.mode
-				+ ", minHoldTime=" + this.minHoldTime + "]";
+				+ ", minHoldTime=" + this.minHoldTime + ", type=" + this.type + "]";
 	}
 
 }

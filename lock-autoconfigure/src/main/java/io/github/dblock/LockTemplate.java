@@ -16,6 +16,7 @@ import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockProvider;
 import io.github.dblock.spi.LockRequest;
+import io.github.dblock.spi.ReadWriteLockProvider;
 import io.github.dblock.spi.WorkLockProvider;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationRegistry;
@@ -40,6 +41,13 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * ends; only then does the database failure surface. A LEASE holder learns of an outage that outlasts its lease
  * through {@link LockHandle#onLost}; a PESSIMISTIC holder's transaction ends with its connection, and its release
  * throws {@link LockLostException}.
+ * <p>
+ * Read/write locks: {@link LockOptions#withType(LockType)} with {@link LockType#READ} or {@link LockType#WRITE}
+ * takes the shared or exclusive side of the resource's read/write lock ({@link LockMode#LEASE} only; a different
+ * lock from the resource's exclusive one). Every thread is its own owner in the database (readers of one JVM
+ * overlap, writers exclude everything); a thread may re-enter its read or write lock, and take the read lock while
+ * it holds the write lock, but asking for the write lock while holding only the read lock throws
+ * {@link LockUpgradeException} at once. Writers are preferred over new readers, see {@link LockType}.
  * <p>
  * Resource names are compared exactly (byte for byte in UTF-8: case, accents and trailing spaces matter) and
  * may have 1 to {@value #MAX_RESOURCE_LENGTH} characters (Unicode code points), emoji included.
@@ -78,6 +86,9 @@ public class LockTemplate {
 	private final String nodeName;
 
 	private final LocalLocks locals = new LocalLocks();
+
+	/** Read and write holds, per resource and owning thread; removed when the thread's last handle is closed. */
+	private final Map<ReadWriteKey, ReadWriteLockHandle.State> readWriteHolds = new ConcurrentHashMap<>();
 
 	private volatile boolean interruptOnLoss;
 
@@ -145,8 +156,11 @@ public class LockTemplate {
 	 * @throws LockInterruptedException if the thread was interrupted while waiting
 	 * @throws LockLimitExceededException in PESSIMISTIC mode, outside a transaction, when this JVM already holds
 	 * or awaits {@code distributed-lock.pessimistic.max-connections} such locks
-	 * @throws IllegalArgumentException if the resource name is invalid, the mode has no provider, or the mode is
-	 * OPTIMISTIC (which has no lock to hold: use {@link #execute(String, LockOptions, LockCallback)})
+	 * @throws IllegalArgumentException if the resource name is invalid, the mode has no provider, the mode is
+	 * OPTIMISTIC (which has no lock to hold: use {@link #execute(String, LockOptions, LockCallback)}), or the type is
+	 * READ or WRITE in a mode other than LEASE
+	 * @throws LockUpgradeException if the type is WRITE and the current thread holds only the read lock of the
+	 * resource; nothing changes
 	 * @throws IllegalStateException if the mode is refused on this database (PESSIMISTIC on a Galera cluster or a
 	 * multi-primary group), naming what was found; nothing is held then
 	 * @throws org.springframework.dao.DataAccessException on a database failure other than a broken connection, or
@@ -372,6 +386,10 @@ public class LockTemplate {
 						(holder != null) ? holder : this.nodeName));
 			}
 		}
+		for (ReadWriteLockHandle.State state : this.readWriteHolds.values()) {
+			holds.add(new LocalHold(state.resource, state.mode, state.holds, state.held.fencingToken(), state.holder,
+					state.type));
+		}
 		holds.sort(java.util.Comparator.comparing(LocalHold::resource));
 		return holds;
 	}
@@ -383,13 +401,21 @@ public class LockTemplate {
 	 * @param holdCount the holding thread's open handles (0 while a PESSIMISTIC lock waits for its transaction to end)
 	 * @param fencingToken the acquisition's fencing token
 	 * @param holder node and thread
+	 * @param type {@link LockType#EXCLUSIVE}, or the side of a read/write lock held
 	 */
-	public record LocalHold(String resource, LockMode mode, int holdCount, long fencingToken, String holder) {
+	public record LocalHold(String resource, LockMode mode, int holdCount, long fencingToken, String holder,
+			LockType type) {
+
+		/** An exclusive lock's hold. */
+		public LocalHold(String resource, LockMode mode, int holdCount, long fencingToken, String holder) {
+			this(resource, mode, holdCount, fencingToken, holder, LockType.EXCLUSIVE);
+		}
+
 	}
 
-	/** The number of resources this JVM holds now; for the {@code distributed.lock.held.local} gauge. */
+	/** The number of locks this JVM holds now (exclusive ones per resource, read/write ones per owning thread); for the {@code distributed.lock.held.local} gauge. */
 	public int localHeldCount() {
-		return this.locals.heldCount();
+		return this.locals.heldCount() + this.readWriteHolds.size();
 	}
 
 	/** How this JVM describes itself in holder descriptions ({@code distributed-lock.node-name}). */
@@ -434,9 +460,9 @@ public class LockTemplate {
 		return this.locals.hasQueuedThreads(resource);
 	}
 
-	/** The number of resources this JVM currently holds or waits for. */
+	/** The number of resources this JVM currently holds or waits for (read/write locks: holds per owning thread). */
 	public int localResourceCount() {
-		return this.locals.size();
+		return this.locals.size() + this.readWriteHolds.size();
 	}
 
 	private static void requireAction(@Nullable Object action) {
@@ -461,6 +487,10 @@ public class LockTemplate {
 			throw new IllegalArgumentException("Lock mode " + mode + " is not available; available modes: "
 					+ this.providers.keySet());
 		}
+		LockType type = options.getType();
+		if (type != LockType.EXCLUSIVE && !(provider instanceof ReadWriteLockProvider)) {
+			throw new IllegalArgumentException(readWriteRefusal(type, mode, resource));
+		}
 		Duration waitTime = (options.getWaitTime() != null) ? options.getWaitTime() : this.defaultWaitTime;
 		Duration leaseTime = (options.getLeaseTime() != null) ? options.getLeaseTime() : this.defaultLeaseTime;
 		Duration minHoldTime = (options.getMinHoldTime() != null) ? options.getMinHoldTime() : Duration.ZERO;
@@ -469,7 +499,17 @@ public class LockTemplate {
 					+ " of lock '" + resource + "'; it must not be longer than the lease"
 					+ ((options.getLeaseTime() == null) ? " (distributed-lock.lease-time; give a longer leaseTime)" : ""));
 		}
-		return new Request(resource, provider, mode, waitTime, leaseTime, options.getLeaseTime() == null, minHoldTime);
+		return new Request(resource, provider, mode, type, waitTime, leaseTime, options.getLeaseTime() == null,
+				minHoldTime);
+	}
+
+	/** Why a READ or WRITE lock cannot be had in a mode; also used to check annotations at start-up. */
+	static String readWriteRefusal(LockType type, LockMode mode, String resource) {
+		String why = (mode == LockMode.OPTIMISTIC) ? "OPTIMISTIC has no lock to hold, only a version check at commit"
+				: "read/write locks are lease locks";
+		return "Lock type " + type + " is not available in mode " + mode + " for '" + resource + "': " + why
+				+ ". Use LockMode.LEASE for READ and WRITE locks (LockOptions.withMode(LockMode.LEASE) or "
+				+ "@DistributedLock(mode = LockMode.LEASE, type = ...))";
 	}
 
 	/**
@@ -537,6 +577,9 @@ public class LockTemplate {
 	}
 
 	private Attempt acquireLocally(Request request) {
+		if (request.type != LockType.EXCLUSIVE) {
+			return acquireReadWrite(request);
+		}
 		if (request.provider instanceof WorkLockProvider) {
 			throw new IllegalArgumentException("Lock mode " + request.mode + " has no lock to hold: its work runs in the "
 					+ "transaction that checks the version. Use execute(...) or @DistributedLock for '" + request.resource + "'");
@@ -620,6 +663,74 @@ public class LockTemplate {
 				}
 				leave(entry);
 			}
+		}
+	}
+
+	/**
+	 * A read or write lock: re-entered from the thread's own hold when it has one (a write hold also serves reads;
+	 * a read hold cannot serve a write), else taken in the database for this thread as a new owner.
+	 */
+	private Attempt acquireReadWrite(Request request) {
+		ReadWriteKey key = new ReadWriteKey(request.resource, Thread.currentThread());
+		ReadWriteLockHandle.State state = this.readWriteHolds.get(key);
+		if (state != null) {
+			if (state.type == LockType.READ && request.type == LockType.WRITE) {
+				throw new LockUpgradeException(request.resource);
+			}
+			if (state.held.isLost()) {
+				throw new LockLostException(request.resource, state.held.fencingToken(), "The " + state.type
+						+ " lock '" + request.resource + "' (fencing token " + state.held.fencingToken()
+						+ ") is already lost; it cannot be re-entered");
+			}
+			state.holds++;
+			ReadWriteLockHandle handle = new ReadWriteLockHandle(this, state, request.type);
+			CurrentLock.push(handle);
+			return new Attempt(handle, null);
+		}
+		LockRequest lockRequest = lockRequest(request);
+		AcquireResult result;
+		try {
+			result = ((ReadWriteLockProvider) request.provider).acquire(lockRequest, request.type);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new LockInterruptedException(request.resource, ex);
+		}
+		HeldLock held = result.lock();
+		if (held == null) {
+			return new Attempt(null, result.holder());
+		}
+		state = new ReadWriteLockHandle.State(request.resource, request.mode, request.type, held, lockRequest.holder());
+		this.readWriteHolds.put(key, state);
+		if (this.interruptOnLoss) {
+			Thread owner = Thread.currentThread();
+			held.onLost(owner::interrupt);
+		}
+		Observation holding = withResource(Observation.createNotStarted("distributed.lock.held", this.observations)
+			.lowCardinalityKeyValue("mode", request.mode.name().toLowerCase(java.util.Locale.ROOT)), request.resource)
+			.start();
+		state.holding = holding;
+		held.onLost(() -> holding.event(LOST));
+		ReadWriteLockHandle handle = new ReadWriteLockHandle(this, state, request.type);
+		CurrentLock.push(handle);
+		return new Attempt(handle, null);
+	}
+
+	/** Called by {@link ReadWriteLockHandle#close()} on the owning thread. */
+	void releaseReadWrite(ReadWriteLockHandle.State state) {
+		if (--state.holds > 0) {
+			return;
+		}
+		this.readWriteHolds.remove(new ReadWriteKey(state.resource, state.owner), state);
+		Observation holding = state.holding;
+		state.holding = null;
+		if (holding != null) {
+			holding.stop();
+		}
+		if (!state.held.release()) {
+			throw new LockLostException(state.resource, state.held.fencingToken(), "The " + state.type + " lock '"
+					+ state.resource + "' (fencing token " + state.held.fencingToken() + ") was no longer held at "
+					+ "release (its lease had expired) and another owner may have taken it");
 		}
 	}
 
@@ -741,8 +852,12 @@ public class LockTemplate {
 		}
 	}
 
-	private record Request(String resource, LockProvider provider, LockMode mode, Duration waitTime,
+	private record Request(String resource, LockProvider provider, LockMode mode, LockType type, Duration waitTime,
 			Duration leaseTime, boolean renew, Duration minHoldTime) {
+	}
+
+	/** A thread's read/write hold of a resource. */
+	private record ReadWriteKey(String resource, Thread owner) {
 	}
 
 	private record Attempt(@Nullable LockHandle handle, @Nullable String holder) {

@@ -43,7 +43,8 @@ import org.springframework.util.ReflectionUtils;
  * (a dependency of a {@code BeanPostProcessor}).</li>
  * </ul>
  * It also checks, once all singletons exist, that an annotation's {@code minHoldTime} without a
- * {@code leaseTime} of its own does not exceed the configured default lease time. Calls from within the same
+ * {@code leaseTime} of its own does not exceed the configured default lease time, and that a READ or WRITE
+ * annotation without a mode of its own runs with a default mode of LEASE. Calls from within the same
  * object (self-invocation) cannot be detected this way and are documented instead.
  * <p>
  * The failure is an {@link IllegalStateException} naming the method and the reason. Thread-safe.
@@ -59,6 +60,9 @@ public class DistributedLockMethodValidator implements BeanPostProcessor, SmartI
 
 	/** Annotations whose minimum hold must be compared with the default lease once the template exists. */
 	private final Map<Method, LockAttribute> minHoldChecks = new ConcurrentHashMap<>();
+
+	/** READ or WRITE annotations without a mode of their own: the default mode must be LEASE. */
+	private final Map<Method, LockAttribute> readWriteChecks = new ConcurrentHashMap<>();
 
 	@Nullable
 	private BeanFactory beanFactory;
@@ -102,6 +106,10 @@ public class DistributedLockMethodValidator implements BeanPostProcessor, SmartI
 			if (attribute != null && attribute.getOptions().getMinHoldTime() != null
 					&& attribute.getOptions().getLeaseTime() == null) {
 				this.minHoldChecks.put(method, attribute);
+			}
+			if (attribute != null && attribute.getOptions().getType() != io.github.dblock.LockType.EXCLUSIVE
+					&& attribute.getOptions().getMode() == null) {
+				this.readWriteChecks.put(method, attribute);
 			}
 		}
 		return bean;
@@ -170,6 +178,13 @@ public class DistributedLockMethodValidator implements BeanPostProcessor, SmartI
 		LockTemplate template = this.lockTemplate.get();
 		if (template == null) {
 			return;
+		}
+		if (template.getDefaultMode() != io.github.dblock.LockMode.LEASE) {
+			for (Map.Entry<Method, LockAttribute> entry : this.readWriteChecks.entrySet()) {
+				throw failure(entry.getKey(), "its type " + entry.getValue().getOptions().getType() + " needs LEASE "
+						+ "mode, but it has no mode of its own and distributed-lock.mode is " + template.getDefaultMode()
+						+ ". Give mode = LockMode.LEASE on the annotation");
+			}
 		}
 		Duration lease = template.getDefaultLeaseTime();
 		for (Map.Entry<Method, LockAttribute> entry : this.minHoldChecks.entrySet()) {

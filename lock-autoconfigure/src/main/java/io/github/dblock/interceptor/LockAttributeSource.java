@@ -140,6 +140,14 @@ public class LockAttributeSource {
 		if (annotation.mode().length == 1) {
 			options = options.withMode(annotation.mode()[0]);
 		}
+		options = options.withType(annotation.type());
+		if (annotation.type() != io.github.dblock.LockType.EXCLUSIVE && options.getMode() != null
+				&& options.getMode() != io.github.dblock.LockMode.LEASE) {
+			throw new IllegalStateException(where + ": type = " + annotation.type() + " needs mode = LEASE, was "
+					+ options.getMode() + " (read/write locks are lease locks"
+					+ ((options.getMode() == io.github.dblock.LockMode.OPTIMISTIC)
+							? "; OPTIMISTIC has no lock to hold)" : ")"));
+		}
 		String failureHandler = StringUtils.hasText(annotation.failureHandler()) ? annotation.failureHandler().trim() : null;
 		if (failureHandler != null && annotation.onFailure() != io.github.dblock.OnLockFailure.THROW) {
 			throw new IllegalStateException(where + ": give either onFailure = " + annotation.onFailure()

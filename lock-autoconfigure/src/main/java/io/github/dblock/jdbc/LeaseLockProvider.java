@@ -17,10 +17,12 @@ import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 
 import io.github.dblock.LockMode;
+import io.github.dblock.LockType;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockProvider;
 import io.github.dblock.spi.LockRequest;
+import io.github.dblock.spi.ReadWriteLockProvider;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
@@ -69,6 +71,9 @@ import org.springframework.dao.DataAccessException;
  * connection's isolation level, so no isolation change (and no extra round trip) is needed. Deadlocks and lock
  * wait timeouts are retried; other errors surface as {@link org.springframework.dao.DataAccessException}.
  * <p>
+ * Read/write locks ({@link LockType#READ}, {@link LockType#WRITE}) are leases too, in tables of their own
+ * ({@code <table>_rw}, {@code <table>_rw_hold}), renewed on the same scheduler: see {@code ReadWriteLeases}.
+ * <p>
  * Broken connections (a restarted server, a killed connection, a pool that cannot connect) are retried with
  * backoff until the caller's deadline. One owner token serves the whole acquisition, and the take also matches a
  * row that already carries it, so a take that committed just before its connection broke is taken over by the
@@ -77,7 +82,7 @@ import org.springframework.dao.DataAccessException;
  * <p>
  * Thread-safe.
  */
-public class LeaseLockProvider implements LockProvider, AutoCloseable {
+public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 
 	private static final Log logger = LogFactory.getLog(LeaseLockProvider.class);
 
@@ -110,6 +115,8 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 
 	private final String renewSql;
 
+	private final ReadWriteLeases readWrite;
+
 	private volatile ScheduledExecutorService renewals;
 
 	/**
@@ -140,6 +147,7 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 				+ " WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)";
 		this.renewSql = "UPDATE " + t + " SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND"
 				+ " WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)";
+		this.readWrite = new ReadWriteLeases(this.jdbc, table, this.backoff, this::renewals);
 	}
 
 	@Override
@@ -180,6 +188,15 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 			}
 			TimeUnit.NANOSECONDS.sleep(this.backoff.pauseNanos(attempt, result.leaseRemainingNanos, remaining));
 		}
+	}
+
+	/**
+	 * Takes the read or write lock of a resource (see {@code ReadWriteLeases} for the algorithm and the writer
+	 * preference policy); renewed like an exclusive lease when the request asks for it.
+	 */
+	@Override
+	public AcquireResult acquire(LockRequest request, LockType type) throws InterruptedException {
+		return this.readWrite.acquire(request, type);
 	}
 
 	private Attempt attemptOnce(LockRequest request, String owner) {

@@ -50,6 +50,15 @@ public final class LockTable {
 		return '`' + this.name + '`';
 	}
 
+	/**
+	 * A table derived from the lock table's name (the name plus a suffix of this library's own, at most 16
+	 * characters so that it fits MySQL's 64), quoted for SQL.
+	 * @param suffix a constant of this library, such as {@code "_rw"}
+	 */
+	public String quoted(String suffix) {
+		return '`' + this.name + suffix + '`';
+	}
+
 	/** The name of the schema-history table of this library's own Flyway migrations. */
 	public String historyTableName() {
 		return this.name + "_schema_history";

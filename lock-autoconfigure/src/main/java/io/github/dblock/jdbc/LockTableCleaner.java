@@ -115,6 +115,9 @@ public class LockTableCleaner {
 	/** ER_LOCK_WAIT_TIMEOUT on MySQL and MariaDB. */
 	private static final int LOCK_WAIT_TIMEOUT = 1205;
 
+	/** ER_NO_SUCH_TABLE. */
+	private static final int NO_SUCH_TABLE = 1146;
+
 	private static final String CUTOFF = "UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND";
 
 	private final JdbcLockSupport jdbc;
@@ -126,6 +129,10 @@ public class LockTableCleaner {
 	private final int batchSize;
 
 	private final String candidatesSql;
+
+	private final String expiredHoldsSql;
+
+	private final String deleteHoldSql;
 
 	/**
 	 * Creates a cleaner.
@@ -171,6 +178,76 @@ public class LockTableCleaner {
 		this.batchSize = batchSize;
 		this.candidatesSql = "SELECT resource FROM " + table.quoted() + " WHERE expires_at < " + CUTOFF
 				+ " ORDER BY expires_at LIMIT ?";
+		String holds = table.quoted("_rw_hold");
+		this.expiredHoldsSql = "SELECT resource, owner_token FROM " + holds + " WHERE expires_at < UTC_TIMESTAMP(6)"
+				+ " ORDER BY expires_at LIMIT ?";
+		this.deleteHoldSql = "DELETE FROM " + holds + " WHERE resource = ? AND owner_token = ?"
+				+ " AND expires_at < UTC_TIMESTAMP(6)";
+	}
+
+	/**
+	 * Deletes the holder rows of read/write locks ({@code <table>_rw_hold}) whose lease has ended: crashed or lost
+	 * holders. Such a row counts for nothing any more (acquisitions ignore expired rows, renewal and release never
+	 * bring one back), so no retention applies. At most {@value #MAX_BATCHES_PER_RUN} batches of {@code batchSize}:
+	 * each a plain read of the oldest expired keys through the {@code expires_at} index ({@code SELECT resource,
+	 * owner_token ... WHERE expires_at < UTC_TIMESTAMP(6) ORDER BY expires_at LIMIT ?}), then one autocommit
+	 * {@code DELETE} by primary key per row, re-checking the expiry (sent as one JDBC batch). The per-resource
+	 * {@code <table>_rw} rows are never deleted: they carry the fencing token counter. A missing
+	 * {@code <table>_rw_hold} table (migrations switched off and the read/write tables not created) deletes nothing.
+	 * @return how many rows this call deleted
+	 * @throws org.springframework.dao.DataAccessException if the database fails
+	 */
+	public int deleteExpiredReadWriteHolds() {
+		int deleted = 0;
+		for (int batch = 0; batch < MAX_BATCHES_PER_RUN && !Thread.currentThread().isInterrupted(); batch++) {
+			int[] result = this.jdbc.execute("delete expired read/write holders of lock table " + this.table,
+					this::deleteHoldBatch);
+			deleted += result[1];
+			if (result[0] < this.batchSize || result[1] == 0) {
+				break;
+			}
+		}
+		return deleted;
+	}
+
+	/** One batch of {@link #deleteExpiredReadWriteHolds()}: {candidates, deleted}. */
+	private int[] deleteHoldBatch(Connection connection) throws SQLException {
+		int timeout = this.jdbc.statementTimeoutSeconds();
+		List<Object[]> keys = new ArrayList<>();
+		try (PreparedStatement ps = connection.prepareStatement(this.expiredHoldsSql)) {
+			ps.setQueryTimeout(timeout);
+			ps.setInt(1, this.batchSize);
+			try (ResultSet rs = ps.executeQuery()) {
+				while (rs.next()) {
+					keys.add(new Object[] { rs.getBytes(1), rs.getString(2) });
+				}
+			}
+			JdbcLockSupport.commitIfNeeded(connection);
+		}
+		catch (SQLException ex) {
+			if (ex.getErrorCode() == NO_SUCH_TABLE) {
+				logger.debug("No read/write holder table beside lock table " + this.table + "; nothing to clean");
+				return new int[] { 0, 0 };
+			}
+			throw ex;
+		}
+		if (keys.isEmpty()) {
+			return new int[] { 0, 0 };
+		}
+		int deleted = 0;
+		try (PreparedStatement ps = connection.prepareStatement(this.deleteHoldSql)) {
+			ps.setQueryTimeout(timeout);
+			for (Object[] key : keys) {
+				ps.setBytes(1, (byte[]) key[0]);
+				ps.setString(2, (String) key[1]);
+				ps.addBatch();
+			}
+			for (int count : ps.executeBatch()) {
+				deleted += Math.max(0, count);
+			}
+			JdbcLockSupport.commitIfNeeded(connection);
+		}
+		return new int[] { keys.size(), deleted };
 	}
 
 	/**

@@ -1,0 +1,616 @@
+package io.github.dblock.jdbc;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.SQLTimeoutException;
+import java.time.Duration;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+
+import io.github.dblock.LockType;
+import io.github.dblock.spi.AcquireResult;
+import io.github.dblock.spi.HeldLock;
+import io.github.dblock.spi.LockRequest;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+import org.springframework.dao.DataAccessException;
+
+/**
+ * Read/write (shared/exclusive) leases for {@link io.github.dblock.LockMode#LEASE}: {@link LockType#READ} and
+ * {@link LockType#WRITE} locks in the tables {@code <table>_rw} (one row per resource: fencing token counter and
+ * writer intent, never deleted) and {@code <table>_rw_hold} (one row per holder: owner token, kind, lease).
+ * <p>
+ * One acquisition attempt is one short transaction:
+ * <ol>
+ * <li>{@code SELECT fencing_token, intent_owner, intent_expires_at > UTC_TIMESTAMP(6), intent_holder FROM _rw WHERE
+ * resource = ? FOR UPDATE}: locks the resource's row, so acquisitions of one resource are serialized (releases and
+ * renewals touch only the holder's own row and need no such lock). No row: it is created by a separate
+ * {@code INSERT} (a duplicate-key error means another node created it first) and the attempt starts again.</li>
+ * <li>If another owner's writer intent is live (its {@code intent_expires_at} is after the server's now), the
+ * attempt is busy: new readers and other writers stay out while a writer waits (writer preference).</li>
+ * <li>{@code SELECT kind, holder, ... FROM _rw_hold WHERE resource = ? AND owner_token <> ? AND expires_at >
+ * UTC_TIMESTAMP(6)}, writers first: a reader is busy if a live writer is found, a writer if any live holder is.
+ * This plain read sees every holder committed before the row lock of step 1 was granted: under READ COMMITTED it
+ * reads the latest committed rows, and under REPEATABLE READ the transaction's snapshot is taken by its first
+ * consistent (non-locking) read, which is this one, after the locking read of step 1.</li>
+ * <li>Not busy: {@code UPDATE _rw SET fencing_token = <read + 1>} (clearing the intent if it is the caller's own),
+ * {@code INSERT} the holder row with a lease of {@code UTC_TIMESTAMP(6) + lease}, {@code COMMIT}.</li>
+ * <li>Busy, for a writer that may still wait: set (or refresh) its intent, {@code intent_expires_at =
+ * UTC_TIMESTAMP(6) + intent time}, {@code COMMIT}. The writer refreshes it with every attempt, and clears it when
+ * it gives up ({@code UPDATE ... WHERE intent_owner = ?}); if it dies, the intent ends with its intent time.</li>
+ * </ol>
+ * Between attempts the caller sleeps with backoff and jitter (never longer than a fifth of the intent time, so a
+ * waiting writer's intent never lapses). Renewal (every third of the lease, on the lease provider's scheduler) is
+ * {@code UPDATE _rw_hold SET expires_at = ... WHERE resource = ? AND owner_token = ? AND expires_at >
+ * UTC_TIMESTAMP(6)}; release is {@code DELETE} of the holder's row on the same condition (or, with a minimum hold
+ * time, an {@code UPDATE} of its expiry). A crashed holder's row stops counting when its lease ends; the cleanup
+ * job deletes such rows later. Deadlocks and lock wait timeouts are retried; broken connections are retried until
+ * the deadline with the same owner token, and an attempt after an outage first looks for a holder row of its own
+ * that an unacknowledged commit left.
+ * <p>
+ * Thread-safe.
+ */
+final class ReadWriteLeases {
+
+	private static final Log logger = LogFactory.getLog(ReadWriteLeases.class);
+
+	private static final String READ = "R";
+
+	private static final String WRITE = "W";
+
+	/** Bound on immediate re-attempts after a lost race to create a resource's row. */
+	private static final int MAX_RACES_PER_ATTEMPT = 4;
+
+	/** Re-attempts of a release whose connection broke, while the lease is still valid. */
+	private static final int MAX_RELEASE_RETRIES = 5;
+
+	private final JdbcLockSupport jdbc;
+
+	private final Backoff backoff;
+
+	private final Supplier<ScheduledExecutorService> renewals;
+
+	/** How long a waiting writer's intent holds without refresh, in microseconds. */
+	private final long intentMicros;
+
+	private final String lockRowSql;
+
+	private final String createRowSql;
+
+	private final String holdersSql;
+
+	private final String grantSql;
+
+	private final String grantClearingIntentSql;
+
+	private final String insertHoldSql;
+
+	private final String intentSql;
+
+	private final String clearIntentSql;
+
+	private final String ownHoldSql;
+
+	private final String dropOwnExpiredSql;
+
+	private final String renewSql;
+
+	private final String releaseSql;
+
+	private final String releaseKeepingSql;
+
+	/**
+	 * @param jdbc the lock data source's statement support
+	 * @param table the lock table; the read/write tables are named after it
+	 * @param backoff pauses between attempts
+	 * @param renewals the lease provider's shared renewal scheduler
+	 */
+	ReadWriteLeases(JdbcLockSupport jdbc, LockTable table, Backoff backoff,
+			Supplier<ScheduledExecutorService> renewals) {
+		this.jdbc = jdbc;
+		this.backoff = backoff;
+		this.renewals = renewals;
+		// at least 5 of the longest pauses between a waiting writer's attempts, and at least 2 s
+		this.intentMicros = Math.max(TimeUnit.SECONDS.toMicros(2), 5 * backoff.max().toNanos() / 1000);
+		String rw = table.quoted("_rw");
+		String hold = table.quoted("_rw_hold");
+		this.lockRowSql = "SELECT fencing_token, intent_owner, intent_expires_at > UTC_TIMESTAMP(6), intent_holder FROM "
+				+ rw + " WHERE resource = ? FOR UPDATE";
+		this.createRowSql = "INSERT INTO " + rw + " (resource, fencing_token) VALUES (?, " + LockRows.SERVER_MICROS + ")";
+		// kind >= ?: 'W' finds writers only (for a reader), 'R' every holder (for a writer); writers sort first
+		this.holdersSql = "SELECT kind, holder, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM " + hold
+				+ " WHERE resource = ? AND owner_token <> ? AND expires_at > UTC_TIMESTAMP(6) AND kind >= ?"
+				+ " ORDER BY kind DESC LIMIT 1";
+		this.grantSql = "UPDATE " + rw + " SET fencing_token = ? WHERE resource = ?";
+		this.grantClearingIntentSql = "UPDATE " + rw + " SET fencing_token = ?, intent_owner = NULL,"
+				+ " intent_expires_at = NULL, intent_holder = NULL WHERE resource = ?";
+		this.insertHoldSql = "INSERT INTO " + hold + " (resource, owner_token, kind, holder, fencing_token, acquired_at,"
+				+ " expires_at) VALUES (?, ?, ?, ?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)";
+		this.intentSql = "UPDATE " + rw + " SET intent_owner = ?, intent_holder = ?,"
+				+ " intent_expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND WHERE resource = ?";
+		this.clearIntentSql = "UPDATE " + rw + " SET intent_owner = NULL, intent_expires_at = NULL, intent_holder = NULL"
+				+ " WHERE resource = ? AND intent_owner = ?";
+		this.ownHoldSql = "SELECT fencing_token, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM " + hold
+				+ " WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)";
+		this.dropOwnExpiredSql = "DELETE FROM " + hold + " WHERE resource = ? AND owner_token = ?"
+				+ " AND expires_at <= UTC_TIMESTAMP(6)";
+		this.renewSql = "UPDATE " + hold + " SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND"
+				+ " WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)";
+		this.releaseSql = "DELETE FROM " + hold + " WHERE resource = ? AND owner_token = ?"
+				+ " AND expires_at > UTC_TIMESTAMP(6)";
+		this.releaseKeepingSql = "UPDATE " + hold + " SET expires_at = GREATEST(UTC_TIMESTAMP(6),"
+				+ " acquired_at + INTERVAL ? MICROSECOND) WHERE resource = ? AND owner_token = ?"
+				+ " AND expires_at > UTC_TIMESTAMP(6)";
+	}
+
+	/** How long a waiting writer's intent keeps new readers out without being refreshed. */
+	Duration intentTime() {
+		return Duration.ofNanos(TimeUnit.MICROSECONDS.toNanos(this.intentMicros));
+	}
+
+	/**
+	 * Takes a read or write lock for a new owner, waiting until the request's deadline (see the class comment).
+	 * @throws IllegalArgumentException for {@link LockType#EXCLUSIVE}
+	 */
+	AcquireResult acquire(LockRequest request, LockType type) throws InterruptedException {
+		if (type != LockType.READ && type != LockType.WRITE) {
+			throw new IllegalArgumentException("Read/write leases are READ or WRITE, not " + type);
+		}
+		String kind = (type == LockType.READ) ? READ : WRITE;
+		String owner = UUID.randomUUID().toString();
+		boolean intentSet = false;
+		boolean recovering = false;
+		int outages = 0;
+		try {
+			for (int attempt = 0;; attempt++) {
+				Attempt result;
+				boolean mayWait = kind.equals(WRITE) && request.remainingNanos() > 0;
+				try {
+					result = attemptOnce(request, kind, owner, recovering, mayWait);
+					recovering = false;
+				}
+				catch (DataAccessException ex) {
+					if (!JdbcLockSupport.isConnectionFailure(ex) || request.remainingNanos() <= 0) {
+						throw ex;
+					}
+					if (outages++ == 0) {
+						logger.warn("Lost the connection to the lock database while acquiring the " + type + " lock '"
+								+ request.resource() + "'; retrying until the wait time ends: " + ex.getMostSpecificCause());
+					}
+					recovering = true;
+					result = Attempt.NONE;
+				}
+				intentSet |= result.intentSet;
+				if (result.lock != null) {
+					intentSet = false; // the grant cleared it
+					return AcquireResult.acquired(result.lock);
+				}
+				long remaining = request.remainingNanos();
+				if (remaining <= 0) {
+					return AcquireResult.busy(result.holderDescription);
+				}
+				if (Thread.interrupted()) {
+					throw new InterruptedException();
+				}
+				long pause = Math.min(this.backoff.pauseNanos(attempt, result.leaseRemainingNanos, remaining),
+						TimeUnit.MICROSECONDS.toNanos(this.intentMicros) / 5);
+				TimeUnit.NANOSECONDS.sleep(pause);
+			}
+		}
+		finally {
+			if (intentSet) {
+				clearIntentQuietly(request.resource(), owner);
+			}
+		}
+	}
+
+	private Attempt attemptOnce(LockRequest request, String kind, String owner, boolean recovering, boolean mayWait) {
+		long leaseMicros = TimeUnit.NANOSECONDS.toMicros(request.leaseTime().toNanos());
+		byte[] key = LockRows.bytes(request.resource());
+		return this.jdbc.execute("acquire " + (kind.equals(READ) ? "read" : "write") + " lock '" + request.resource()
+				+ "'", (connection) -> {
+					int timeout = this.jdbc.queryTimeoutSeconds(request.remainingNanos());
+					long sentAt = System.nanoTime();
+					if (recovering) {
+						Attempt own = ownHold(connection, request, key, owner, kind, timeout, sentAt);
+						if (own != null) {
+							return own;
+						}
+					}
+					for (int race = 0; race < MAX_RACES_PER_ATTEMPT; race++) {
+						Attempt attempt;
+						try {
+							attempt = inTransaction(connection,
+									(c) -> decide(c, request, key, kind, owner, leaseMicros, mayWait, timeout, sentAt));
+						}
+						catch (SQLTimeoutException ex) {
+							return new Attempt(null, "a transaction holding the read/write row lock", 0, false);
+						}
+						if (attempt != null) {
+							return attempt;
+						}
+						createRow(connection, key, timeout);
+					}
+					return Attempt.NONE;
+				});
+	}
+
+	/** Steps 1 to 5 of the class comment, in the caller's transaction; {@code null} if the row does not exist. */
+	@Nullable
+	private Attempt decide(Connection connection, LockRequest request, byte[] key, String kind, String owner,
+			long leaseMicros, boolean mayWait, int timeout, long sentAt) throws SQLException {
+		long token;
+		boolean ownIntent;
+		try (PreparedStatement ps = connection.prepareStatement(this.lockRowSql)) {
+			ps.setQueryTimeout(timeout);
+			ps.setBytes(1, key);
+			try (ResultSet rs = ps.executeQuery()) {
+				if (!rs.next()) {
+					return null;
+				}
+				token = rs.getLong(1);
+				String intentOwner = rs.getString(2);
+				boolean intentLive = rs.getBoolean(3);
+				ownIntent = owner.equals(intentOwner);
+				if (intentLive && !ownIntent) {
+					return new Attempt(null, "a writer waiting for the lock: " + rs.getString(4), 0, false);
+				}
+			}
+		}
+		String holder = null;
+		long holderRemaining = 0;
+		try (PreparedStatement ps = connection.prepareStatement(this.holdersSql)) {
+			ps.setQueryTimeout(timeout);
+			ps.setBytes(1, key);
+			ps.setString(2, owner);
+			ps.setString(3, kind.equals(READ) ? WRITE : READ);
+			try (ResultSet rs = ps.executeQuery()) {
+				if (rs.next()) {
+					holderRemaining = TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(3)));
+					holder = rs.getString(2) + " (" + (WRITE.equals(rs.getString(1)) ? "write" : "read")
+							+ " lock, lease ends in " + TimeUnit.NANOSECONDS.toMillis(holderRemaining) + " ms)";
+				}
+			}
+		}
+		if (holder == null) {
+			long next = token + 1;
+			try (PreparedStatement ps = connection.prepareStatement(ownIntent ? this.grantClearingIntentSql : this.grantSql)) {
+				ps.setQueryTimeout(timeout);
+				ps.setLong(1, next);
+				ps.setBytes(2, key);
+				ps.executeUpdate();
+			}
+			try (PreparedStatement ps = connection.prepareStatement(this.insertHoldSql)) {
+				ps.setQueryTimeout(timeout);
+				ps.setBytes(1, key);
+				ps.setString(2, owner);
+				ps.setString(3, kind);
+				ps.setString(4, request.holder());
+				ps.setLong(5, next);
+				ps.setLong(6, leaseMicros);
+				ps.executeUpdate();
+			}
+			return new Attempt(leased(request, owner, kind, next, sentAt + request.leaseTime().toNanos()), null, 0, false);
+		}
+		if (mayWait) {
+			try (PreparedStatement ps = connection.prepareStatement(this.intentSql)) {
+				ps.setQueryTimeout(timeout);
+				ps.setString(1, owner);
+				ps.setString(2, request.holder());
+				ps.setLong(3, this.intentMicros);
+				ps.setBytes(4, key);
+				ps.executeUpdate();
+			}
+			return new Attempt(null, holder, holderRemaining, true);
+		}
+		return new Attempt(null, holder, holderRemaining, false);
+	}
+
+	/** After an outage: the holder row an unacknowledged commit of this owner left, if its lease still runs. */
+	@Nullable
+	private Attempt ownHold(Connection connection, LockRequest request, byte[] key, String owner, String kind,
+			int timeout, long sentAt) throws SQLException {
+		try (PreparedStatement ps = connection.prepareStatement(this.ownHoldSql)) {
+			ps.setQueryTimeout(timeout);
+			ps.setBytes(1, key);
+			ps.setString(2, owner);
+			try (ResultSet rs = ps.executeQuery()) {
+				if (rs.next()) {
+					long remaining = TimeUnit.MICROSECONDS.toNanos(rs.getLong(2));
+					return new Attempt(leased(request, owner, kind, rs.getLong(1), sentAt + remaining), null, 0, false);
+				}
+			}
+		}
+		try (PreparedStatement ps = connection.prepareStatement(this.dropOwnExpiredSql)) {
+			ps.setQueryTimeout(timeout);
+			ps.setBytes(1, key);
+			ps.setString(2, owner);
+			ps.executeUpdate();
+			JdbcLockSupport.commitIfNeeded(connection);
+		}
+		return null;
+	}
+
+	private void createRow(Connection connection, byte[] key, int timeout) throws SQLException {
+		try (PreparedStatement ps = connection.prepareStatement(this.createRowSql)) {
+			ps.setQueryTimeout(timeout);
+			ps.setBytes(1, key);
+			ps.executeUpdate();
+			JdbcLockSupport.commitIfNeeded(connection);
+		}
+		catch (SQLException ex) {
+			if (!JdbcLockSupport.isDuplicateKey(ex)) {
+				throw ex;
+			}
+			if (!connection.getAutoCommit()) {
+				connection.rollback();
+			}
+		}
+	}
+
+	/**
+	 * Runs work as one transaction on the connection: autocommit off for its duration, committed when it returns,
+	 * rolled back when it throws (before autocommit is switched back on, which would commit).
+	 */
+	private static <T> T inTransaction(Connection connection, JdbcLockSupport.ConnectionWork<T> work)
+			throws SQLException {
+		boolean autoCommit = connection.getAutoCommit();
+		if (autoCommit) {
+			connection.setAutoCommit(false);
+		}
+		boolean done = false;
+		try {
+			T result = work.run(connection);
+			connection.commit();
+			done = true;
+			return result;
+		}
+		finally {
+			if (!done) {
+				try {
+					connection.rollback();
+				}
+				catch (SQLException ignored) {
+					// the original failure is reported
+				}
+			}
+			if (autoCommit) {
+				connection.setAutoCommit(true);
+			}
+		}
+	}
+
+	private void clearIntentQuietly(String resource, String owner) {
+		try {
+			this.jdbc.execute("clear the writer intent of '" + resource + "'", (connection) -> {
+				try (PreparedStatement ps = connection.prepareStatement(this.clearIntentSql)) {
+					ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
+					ps.setBytes(1, LockRows.bytes(resource));
+					ps.setString(2, owner);
+					ps.executeUpdate();
+					JdbcLockSupport.commitIfNeeded(connection);
+					return null;
+				}
+			});
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Could not clear the intent of a writer that gave up waiting for '" + resource + "'; new readers "
+					+ "wait until it ends (" + intentTime().toMillis() + " ms)", ex);
+		}
+	}
+
+	/** A lock just taken: starts its renewal if the request asks for it. */
+	private HeldLock leased(LockRequest request, String owner, String kind, long token, long validUntilNanos) {
+		Lease lease = new Lease(request.resource(), owner, kind, token, request.leaseTime().toNanos(),
+				request.minHoldMicros(), validUntilNanos);
+		if (request.renew()) {
+			long period = Math.max(1, request.leaseTime().toNanos() / 3);
+			lease.renewal = this.renewals.get().scheduleWithFixedDelay(lease::renew, period, period, TimeUnit.NANOSECONDS);
+		}
+		return lease;
+	}
+
+	private int update(String task, String sql, Lease lease, long micros) {
+		return this.jdbc.execute(task + " '" + lease.resource + "'", (connection) -> {
+			try (PreparedStatement ps = connection.prepareStatement(sql)) {
+				ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
+				int index = 1;
+				if (micros >= 0) {
+					ps.setLong(index++, micros);
+				}
+				ps.setBytes(index++, LockRows.bytes(lease.resource));
+				ps.setString(index, lease.ownerToken);
+				int matched = ps.executeUpdate();
+				JdbcLockSupport.commitIfNeeded(connection);
+				return matched;
+			}
+		});
+	}
+
+	/**
+	 * The result of one attempt.
+	 * @param lock the lock, when taken
+	 * @param holderDescription what kept it, when busy and known
+	 * @param leaseRemainingNanos how long that holder's lease still runs, 0 if unknown
+	 * @param intentSet whether the attempt set this owner's writer intent
+	 */
+	private record Attempt(@Nullable HeldLock lock, @Nullable String holderDescription, long leaseRemainingNanos,
+			boolean intentSet) {
+
+		static final Attempt NONE = new Attempt(null, null, 0, false);
+
+	}
+
+	/** One owner's read or write lease: renewed on the shared scheduler, lost once renewal finds it gone. */
+	private final class Lease implements HeldLock {
+
+		private final String resource;
+
+		private final String ownerToken;
+
+		private final String kind;
+
+		private final long fencingToken;
+
+		private final long leaseNanos;
+
+		private final long minHoldMicros;
+
+		private final List<Runnable> lostCallbacks = new CopyOnWriteArrayList<>();
+
+		private volatile long validUntilNanos;
+
+		private volatile boolean lost;
+
+		private volatile boolean released;
+
+		@Nullable
+		private volatile ScheduledFuture<?> renewal;
+
+		Lease(String resource, String ownerToken, String kind, long fencingToken, long leaseNanos, long minHoldMicros,
+				long validUntilNanos) {
+			this.resource = resource;
+			this.ownerToken = ownerToken;
+			this.kind = kind;
+			this.fencingToken = fencingToken;
+			this.leaseNanos = leaseNanos;
+			this.minHoldMicros = minHoldMicros;
+			this.validUntilNanos = validUntilNanos;
+		}
+
+		@Override
+		public long fencingToken() {
+			return this.fencingToken;
+		}
+
+		@Override
+		public String ownerToken() {
+			return this.ownerToken;
+		}
+
+		@Override
+		public long validUntilNanos() {
+			return this.validUntilNanos;
+		}
+
+		@Override
+		public boolean isLost() {
+			return this.lost;
+		}
+
+		@Override
+		public void onLost(Runnable callback) {
+			this.lostCallbacks.add(callback);
+			if (this.lost && this.lostCallbacks.remove(callback)) {
+				callback.run();
+			}
+		}
+
+		/** One renewal, on the scheduler's thread. */
+		void renew() {
+			if (this.released || this.lost) {
+				return;
+			}
+			long sentAt = System.nanoTime();
+			if (sentAt - this.validUntilNanos >= 0) {
+				markLost("its lease ran out before it could be renewed");
+				return;
+			}
+			try {
+				boolean renewed = update("renew", renewSql, this, TimeUnit.NANOSECONDS.toMicros(this.leaseNanos)) == 1;
+				if (this.released) {
+					return;
+				}
+				if (renewed) {
+					this.validUntilNanos = sentAt + this.leaseNanos;
+				}
+				else {
+					markLost("the database shows its lease expired");
+				}
+			}
+			catch (RuntimeException ex) {
+				logger.warn("Could not renew the " + kindName() + " lock '" + this.resource + "'; retrying until its "
+						+ "lease must be presumed expired", ex);
+				if (System.nanoTime() - this.validUntilNanos >= 0) {
+					markLost("the database was unreachable until its lease ran out");
+				}
+			}
+		}
+
+		private String kindName() {
+			return READ.equals(this.kind) ? "read" : "write";
+		}
+
+		private void markLost(String reason) {
+			this.lost = true;
+			ScheduledFuture<?> future = this.renewal;
+			if (future != null) {
+				future.cancel(false);
+			}
+			logger.warn("Lost the " + kindName() + " lock '" + this.resource + "' (fencing token " + this.fencingToken
+					+ "): " + reason);
+			for (Runnable callback : this.lostCallbacks) {
+				if (this.lostCallbacks.remove(callback)) {
+					try {
+						callback.run();
+					}
+					catch (RuntimeException ex) {
+						logger.error("A lost-lock callback for '" + this.resource + "' failed", ex);
+					}
+				}
+			}
+		}
+
+		@Override
+		public boolean release() {
+			this.released = true;
+			ScheduledFuture<?> future = this.renewal;
+			if (future != null) {
+				future.cancel(false);
+			}
+			if (this.lost) {
+				return false;
+			}
+			boolean retried = false;
+			for (int failures = 0;; failures++) {
+				long sentAt = System.nanoTime();
+				try {
+					boolean done = (this.minHoldMicros > 0)
+							? update("release", releaseKeepingSql, this, this.minHoldMicros) == 1
+							: update("release", releaseSql, this, -1) == 1;
+					// after a broken connection the first release may have committed unheard (see LeaseLockProvider)
+					return done || (retried && sentAt - this.validUntilNanos < 0);
+				}
+				catch (DataAccessException ex) {
+					if (!JdbcLockSupport.isConnectionFailure(ex) || System.nanoTime() - this.validUntilNanos >= 0
+							|| failures >= MAX_RELEASE_RETRIES) {
+						throw ex;
+					}
+					retried = true;
+					try {
+						TimeUnit.MILLISECONDS.sleep(Math.min(1_000, 50L << failures));
+					}
+					catch (InterruptedException interrupted) {
+						Thread.currentThread().interrupt();
+						throw ex;
+					}
+				}
+			}
+		}
+
+		@Override
+		public String toString() {
+			return kindName() + " lease of '" + this.resource + "' (fencing token " + this.fencingToken + ")";
+		}
+
+	}
+
+}
