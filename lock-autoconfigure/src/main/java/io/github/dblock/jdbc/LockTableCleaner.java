@@ -118,6 +118,9 @@ public class LockTableCleaner {
 	/** ER_NO_SUCH_TABLE. */
 	private static final int NO_SUCH_TABLE = 1146;
 
+	/** ER_TABLEACCESS_DENIED_ERROR: a runtime user granted only the lock table, from before read/write locks. */
+	private static final int TABLE_ACCESS_DENIED = 1142;
+
 	private static final String CUTOFF = "UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND";
 
 	private final JdbcLockSupport jdbc;
@@ -193,7 +196,8 @@ public class LockTableCleaner {
 	 * owner_token ... WHERE expires_at < UTC_TIMESTAMP(6) ORDER BY expires_at LIMIT ?}), then one autocommit
 	 * {@code DELETE} by primary key per row, re-checking the expiry (sent as one JDBC batch). The per-resource
 	 * {@code <table>_rw} rows are never deleted: they carry the fencing token counter. A missing
-	 * {@code <table>_rw_hold} table (migrations switched off and the read/write tables not created) deletes nothing.
+	 * {@code <table>_rw_hold} table (migrations switched off and the read/write tables not created), or one the user
+	 * has no grant on (a user set up before read/write locks existed, who does not use them), deletes nothing.
 	 * @return how many rows this call deleted
 	 * @throws org.springframework.dao.DataAccessException if the database fails
 	 */
@@ -225,8 +229,9 @@ public class LockTableCleaner {
 			JdbcLockSupport.commitIfNeeded(connection);
 		}
 		catch (SQLException ex) {
-			if (ex.getErrorCode() == NO_SUCH_TABLE) {
-				logger.debug("No read/write holder table beside lock table " + this.table + "; nothing to clean");
+			if (ex.getErrorCode() == NO_SUCH_TABLE || ex.getErrorCode() == TABLE_ACCESS_DENIED) {
+				logger.debug("No read/write holder table beside lock table " + this.table + ", or no grant on it; "
+						+ "nothing to clean there: " + ex.getMessage());
 				return new int[] { 0, 0 };
 			}
 			throw ex;

@@ -11,6 +11,7 @@ import io.github.dblock.LockHandle;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
+import io.github.dblock.LockType;
 import io.github.dblock.test.EmbeddedMariaDb;
 import io.github.dblock.test.Reliability;
 import io.github.dblock.test.TestDatabase;
@@ -29,6 +30,7 @@ import org.springframework.core.NestedExceptionUtils;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 
 /**
  * Least privilege, with real database users created for the test on the test database (unique names, dropped
@@ -136,7 +138,8 @@ class LeastPrivilegeTests {
 	@AfterEach
 	void dropCreatedTablesAndUsers() {
 		for (String table : this.createdTables) {
-			admin.execute("DROP TABLE IF EXISTS `" + table + "`, `" + table + "_schema_history`");
+			admin.execute("DROP TABLE IF EXISTS `" + table + "`, `" + table + "_schema_history`, `" + table + "_rw`, `"
+					+ table + "_rw_hold`");
 		}
 		for (String user : this.createdUsers) {
 			admin.execute("DROP USER IF EXISTS '" + user + "'@'%'");
@@ -191,7 +194,21 @@ class LeastPrivilegeTests {
 				assertThat(fencingToken(table, optimistic)).as("the compare-and-set advanced the version")
 					.isGreaterThan(token);
 
-				// cleanup job: deletes a row whose lease ended long ago (DELETE, FOR UPDATE SKIP LOCKED)
+				// READ and WRITE: SELECT ... FOR UPDATE of the _rw row, holder rows in _rw_hold, renewal, release
+				String readWrite = "least-privilege-rw-" + UUID.randomUUID();
+				try (LockHandle read = locks.acquire(readWrite, LockOptions.defaults().withType(LockType.READ))) {
+					Thread.sleep(1500);
+					assertThat(read.isHeld()).isTrue();
+				}
+				try (LockHandle write = locks.acquire(readWrite, LockOptions.defaults().withType(LockType.WRITE))) {
+					assertThat(write.isHeld()).isTrue();
+				}
+				LockHandle expiring = locks.acquire(readWrite, LockOptions.defaults().withType(LockType.READ)
+					.withLeaseTime(Duration.ofMillis(50)));
+				Thread.sleep(100);
+
+				// cleanup job: deletes a row whose lease ended long ago (DELETE, FOR UPDATE SKIP LOCKED), and
+				// expired read/write holder rows
 				String stale = "least-privilege-stale-" + UUID.randomUUID();
 				admin.update("INSERT INTO `" + table + "` (resource, fencing_token, acquired_at, expires_at) VALUES "
 						+ "(?, 1, UTC_TIMESTAMP(6) - INTERVAL 30 DAY, UTC_TIMESTAMP(6) - INTERVAL 30 DAY)",
@@ -199,6 +216,9 @@ class LeastPrivilegeTests {
 				assertThat(context.getBean(LockTableCleanupJob.class).runOnce()).hasValueSatisfying(
 						(deleted) -> assertThat(deleted).isGreaterThanOrEqualTo(1));
 				assertThat(rowCount(table, stale)).as("stale row deleted").isZero();
+				assertThat(admin.queryForObject("SELECT COUNT(*) FROM `" + table + "_rw_hold`", Long.class))
+					.as("expired read/write holder deleted").isZero();
+				assertThatExceptionOfType(io.github.dblock.LockLostException.class).isThrownBy(expiring::close);
 
 				// health indicator
 				HealthIndicator health = context.getBean("distributedLockHealthIndicator", HealthIndicator.class);
@@ -285,9 +305,11 @@ class LeastPrivilegeTests {
 		String user = "topo_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
 		admin.execute("CREATE USER '" + user + "'@'%' IDENTIFIED BY '" + password(user) + "'");
 		this.createdUsers.add(user);
-		admin.execute("CREATE TABLE `" + table + "` (id INT)");
-		admin.execute("GRANT SELECT, INSERT, UPDATE, DELETE ON `" + schema + "`.`" + table + "` TO '" + user + "'@'%'");
-		admin.execute("DROP TABLE `" + table + "`");
+		for (String name : List.of(table, table + "_rw", table + "_rw_hold")) {
+			admin.execute("CREATE TABLE `" + name + "` (id INT)");
+			admin.execute("GRANT SELECT, INSERT, UPDATE, DELETE ON `" + schema + "`.`" + name + "` TO '" + user + "'@'%'");
+			admin.execute("DROP TABLE `" + name + "`");
+		}
 		return user;
 	}
 
