@@ -104,6 +104,8 @@ public final class BenchmarkRun {
 							this.settings.measure())));
 				}
 			}
+			log("scenario 9: read/write locks, one hot resource, 8 threads");
+			this.results.readWrite.addAll(ReadWriteScenario.run(pool, this.settings));
 			log("scenario 7: heap after touching up to " + this.settings.heapResources() + " distinct resources");
 			heap(pool);
 			log("scenario 8: recovery after SIGKILL");

@@ -118,7 +118,7 @@ public final class Report {
 			.append(this.settings.jmhMeasurementIterations()).append(" measured iterations of ")
 			.append(this.settings.jmhIteration().toMillis())
 			.append(" ms, sample-time mode, 1 thread, in the harness JVM (forks 0: the server and tables are shared) |\n");
-		md.append("| contended runs (scenarios 2–4) | ").append(this.settings.warmup().toMillis())
+		md.append("| contended runs (scenarios 2–4, 9) | ").append(this.settings.warmup().toMillis())
 			.append(" ms warm-up, then ").append(this.settings.measure().toMillis())
 			.append(" ms measured; wait = start of an attempt to start of its critical section |\n");
 		md.append("| the peers | ShedLock `JdbcTemplateLockProvider` ").append(shedLockVersion())
@@ -142,6 +142,7 @@ public final class Report {
 		scenario6(md);
 		scenario7(md);
 		scenario8(md);
+		scenario9(md);
 		md.append("## Targets\n\n| # | target | measured | met |\n|---|---|---|---|\n");
 		for (String[] t : this.targets) {
 			md.append("| ").append(t[0]).append(" | ").append(t[1]).append(" | ").append(t[2]).append(" | ")
@@ -329,6 +330,16 @@ public final class Report {
 		target("8", "PESSIMISTIC under 1 s after the kill (worst)", pessimistic + " ms", pessimistic < 1000);
 		target("8", "LEASE within the lease + 10 % (worst, from the holder's acquisition)",
 				lease + " ms (limit " + limit + " ms)", lease <= limit);
+	}
+
+	private void scenario9(StringBuilder md) {
+		md.append("## 9. Read/write locks\n\nOne hot resource, " + ReadWriteScenario.THREADS + " threads in one JVM, "
+				+ ReadWriteScenario.HOLD.toMillis() + " ms inside the lock. Each section takes the READ lock with the given "
+				+ "share, else the WRITE lock (`LockOptions.withType`); the last row takes the EXCLUSIVE LEASE lock for every "
+				+ "section. Readers overlap; a waiting writer keeps new readers out until the readers inside have left "
+				+ "(writer preference). Every read or write acquisition is one short transaction of its own (no in-JVM "
+				+ "hand-off, unlike EXCLUSIVE), and waiters poll.\n\n");
+		throughputTables(md, Map.of((int) ReadWriteScenario.HOLD.toMillis(), this.results.readWrite));
 	}
 
 	private static String shedLockVersion() {

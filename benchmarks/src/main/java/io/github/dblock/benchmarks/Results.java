@@ -41,6 +41,9 @@ public final class Results {
 	/** Scenario 4: per contender. */
 	public final List<Throughput> spread = new ArrayList<>();
 
+	/** Scenario 9: read/write mixes and the exclusive lock, one hot resource. */
+	public final List<Throughput> readWrite = new ArrayList<>();
+
 	/** Scenario 5: small and large table. */
 	public final List<Latency> tableSize = new ArrayList<>();
 

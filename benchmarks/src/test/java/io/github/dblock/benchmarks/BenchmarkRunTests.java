@@ -47,6 +47,11 @@ class BenchmarkRunTests {
 				}
 			}
 		}
+		assertThat(results.readWrite).hasSize(ReadWriteScenario.READ_SHARES.length + 1);
+		assertThat(results.readWrite.stream().mapToLong(Results.Throughput::completed).sum()).isPositive();
+		for (Results.Throughput t : results.readWrite) {
+			assertThat(t.completed()).as(t.label()).isNotNegative();
+		}
 		assertThat(results.heap).hasSize(2).allSatisfy((h) -> {
 			assertThat(h.resources()).isPositive().isLessThanOrEqualTo(settings.heapResources());
 			assertThat(h.beforeBytes()).isPositive();
@@ -56,7 +61,8 @@ class BenchmarkRunTests {
 		results.recovery.values().forEach((list) -> assertThat(list).hasSize(settings.crashRepetitions())
 			.allSatisfy((r) -> assertThat(r.afterKillMillis()).isNotNegative()));
 
-		assertThat(Files.readString(markdown)).contains("## 1. Uncontended", "## 8. Recovery after SIGKILL", "## Targets");
+		assertThat(Files.readString(markdown)).contains("## 1. Uncontended", "## 8. Recovery after SIGKILL",
+				"## 9. Read/write locks", "## Targets");
 		for (String chart : new String[] { "uncontended", "hot-lock-threads", "hot-lock-processes", "spread" }) {
 			Path png = output.resolve("benchmarks").resolve(chart + ".png");
 			assertThat(png).exists();
