@@ -6,11 +6,8 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.SQLTimeoutException;
 import java.time.Duration;
-import java.util.List;
 import java.util.UUID;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
@@ -68,9 +65,6 @@ final class ReadWriteLeases {
 
 	/** Bound on immediate re-attempts after a lost race to create a resource's row. */
 	private static final int MAX_RACES_PER_ATTEMPT = 4;
-
-	/** Re-attempts of a release whose connection broke, while the lease is still valid. */
-	private static final int MAX_RELEASE_RETRIES = 5;
 
 	private final JdbcLockSupport jdbc;
 
@@ -412,8 +406,7 @@ final class ReadWriteLeases {
 		Lease lease = new Lease(request.resource(), owner, kind, token, request.leaseTime().toNanos(),
 				request.minHoldMicros(), validUntilNanos);
 		if (request.renew()) {
-			long period = Math.max(1, request.leaseTime().toNanos() / 3);
-			lease.renewal = this.renewals.get().scheduleWithFixedDelay(lease::renew, period, period, TimeUnit.NANOSECONDS);
+			lease.startRenewal(this.renewals.get());
 		}
 		return lease;
 	}
@@ -450,40 +443,22 @@ final class ReadWriteLeases {
 	}
 
 	/** One owner's read or write lease: renewed on the shared scheduler, lost once renewal finds it gone. */
-	private final class Lease implements HeldLock {
-
-		private final String resource;
-
-		private final String ownerToken;
+	private final class Lease extends RenewableLease implements HeldLock {
 
 		private final String kind;
 
 		private final long fencingToken;
 
-		private final long leaseNanos;
-
 		private final long minHoldMicros;
 
-		private final List<Runnable> lostCallbacks = new CopyOnWriteArrayList<>();
-
-		private volatile long validUntilNanos;
-
-		private volatile boolean lost;
-
-		private volatile boolean released;
-
-		@Nullable
-		private volatile ScheduledFuture<?> renewal;
+		private final LostCallbacks lostCallbacks = new LostCallbacks();
 
 		Lease(String resource, String ownerToken, String kind, long fencingToken, long leaseNanos, long minHoldMicros,
 				long validUntilNanos) {
-			this.resource = resource;
-			this.ownerToken = ownerToken;
+			super(resource, ownerToken, leaseNanos, validUntilNanos);
 			this.kind = kind;
 			this.fencingToken = fencingToken;
-			this.leaseNanos = leaseNanos;
 			this.minHoldMicros = minHoldMicros;
-			this.validUntilNanos = validUntilNanos;
 		}
 
 		@Override
@@ -508,102 +483,29 @@ final class ReadWriteLeases {
 
 		@Override
 		public void onLost(Runnable callback) {
-			this.lostCallbacks.add(callback);
-			if (this.lost && this.lostCallbacks.remove(callback)) {
-				callback.run();
-			}
+			this.lostCallbacks.add(callback, this.lost);
 		}
 
-		/** One renewal, on the scheduler's thread. */
-		void renew() {
-			if (this.released || this.lost) {
-				return;
-			}
-			long sentAt = System.nanoTime();
-			if (sentAt - this.validUntilNanos >= 0) {
-				markLost("its lease ran out before it could be renewed");
-				return;
-			}
-			try {
-				boolean renewed = update("renew", renewSql, this, TimeUnit.NANOSECONDS.toMicros(this.leaseNanos)) == 1;
-				if (this.released) {
-					return;
-				}
-				if (renewed) {
-					this.validUntilNanos = sentAt + this.leaseNanos;
-				}
-				else {
-					markLost("the database shows its lease expired");
-				}
-			}
-			catch (RuntimeException ex) {
-				logger.warn("Could not renew the " + kindName() + " lock '" + this.resource + "'; retrying until its "
-						+ "lease must be presumed expired", ex);
-				if (System.nanoTime() - this.validUntilNanos >= 0) {
-					markLost("the database was unreachable until its lease ran out");
-				}
-			}
+		@Override
+		boolean renewInDatabase() {
+			return update("renew", renewSql, this, TimeUnit.NANOSECONDS.toMicros(this.leaseNanos)) == 1;
+		}
+
+		@Override
+		boolean releaseInDatabase() {
+			return (this.minHoldMicros > 0) ? update("release", releaseKeepingSql, this, this.minHoldMicros) == 1
+					: update("release", releaseSql, this, -1) == 1;
+		}
+
+		@Override
+		void onLost(String reason) {
+			logger.warn("Lost the " + kindName() + " lock '" + this.resource + "' (fencing token " + this.fencingToken
+					+ "): " + reason);
+			this.lostCallbacks.runAll(this.resource);
 		}
 
 		private String kindName() {
 			return READ.equals(this.kind) ? "read" : "write";
-		}
-
-		private void markLost(String reason) {
-			this.lost = true;
-			ScheduledFuture<?> future = this.renewal;
-			if (future != null) {
-				future.cancel(false);
-			}
-			logger.warn("Lost the " + kindName() + " lock '" + this.resource + "' (fencing token " + this.fencingToken
-					+ "): " + reason);
-			for (Runnable callback : this.lostCallbacks) {
-				if (this.lostCallbacks.remove(callback)) {
-					try {
-						callback.run();
-					}
-					catch (RuntimeException ex) {
-						logger.error("A lost-lock callback for '" + this.resource + "' failed", ex);
-					}
-				}
-			}
-		}
-
-		@Override
-		public boolean release() {
-			this.released = true;
-			ScheduledFuture<?> future = this.renewal;
-			if (future != null) {
-				future.cancel(false);
-			}
-			if (this.lost) {
-				return false;
-			}
-			boolean retried = false;
-			for (int failures = 0;; failures++) {
-				long sentAt = System.nanoTime();
-				try {
-					boolean done = (this.minHoldMicros > 0)
-							? update("release", releaseKeepingSql, this, this.minHoldMicros) == 1
-							: update("release", releaseSql, this, -1) == 1;
-					// after a broken connection the first release may have committed unheard (see LeaseLockProvider)
-					return done || (retried && sentAt - this.validUntilNanos < 0);
-				}
-				catch (DataAccessException ex) {
-					if (!JdbcLockSupport.isConnectionFailure(ex) || System.nanoTime() - this.validUntilNanos >= 0
-							|| failures >= MAX_RELEASE_RETRIES) {
-						throw ex;
-					}
-					retried = true;
-					try {
-						TimeUnit.MILLISECONDS.sleep(Math.min(1_000, 50L << failures));
-					}
-					catch (InterruptedException interrupted) {
-						Thread.currentThread().interrupt();
-						throw ex;
-					}
-				}
-			}
 		}
 
 		@Override
