@@ -109,7 +109,8 @@ public final class LockSchema {
 		if (present.isEmpty()) {
 			throw new IllegalStateException("Lock table '" + table + "' does not exist in schema '" + schema
 					+ "' and migrations are switched off (" + property + "=false). Create it with "
-					+ MIGRATION_LOCATION + "/V1__create_lock_table.sql, or set " + property + "=true.");
+					+ MIGRATION_LOCATION + "/V1__create_lock_table.sql (and V2__create_read_write_lock_tables.sql for READ and "
+					+ "WRITE locks), or set " + property + "=true.");
 		}
 		List<String> missing = new ArrayList<>();
 		for (String column : REQUIRED_COLUMNS.stream().sorted().toList()) {

@@ -443,6 +443,21 @@ class ReadWriteLockContractTests {
 	}
 
 	@Test
+	void aMinimumHoldTimeKeepsTheWriteLockAfterAnEarlyRelease() throws Exception {
+		String resource = newResource();
+		LockHandle writer = this.nodeA.acquire(resource, write().withLeaseTime(Duration.ofSeconds(10))
+			.withMinHoldTime(Duration.ofMillis(600)));
+		long acquired = System.nanoTime();
+		writer.close();
+		assertThat(this.nodeB.tryAcquire(resource, read())).as("still taken after release").isEmpty();
+		try (LockHandle reader = this.nodeB.acquire(resource, patient(LockType.READ))) {
+			long waited = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - acquired);
+			assertThat(waited).as("not before the minimum hold ended").isGreaterThanOrEqualTo(500L).isLessThan(5_000L);
+			assertThat(reader.fencingToken()).isGreaterThan(writer.fencingToken());
+		}
+	}
+
+	@Test
 	void theLeaseIsOnTheServersClock() {
 		String resource = newResource();
 		try (LockHandle lock = this.nodeA.acquire(resource, write().withLeaseTime(Duration.ofSeconds(7)))) {
