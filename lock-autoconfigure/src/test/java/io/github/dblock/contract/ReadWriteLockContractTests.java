@@ -349,9 +349,9 @@ class ReadWriteLockContractTests {
 	}
 
 	/**
-	 * The writer preference policy: six reader threads on two nodes hold the read lock for 60 ms each and take it
+	 * The writer preference policy: eight reader threads on two nodes hold the read lock for 200 ms each and take it
 	 * again at once, so the read lock never goes free (checked by sampling before the writer comes). A writer still
-	 * gets in within a bound: the readers inside when it arrives finish (60 ms), then its next poll (at most 50 ms
+	 * gets in within a bound: the readers inside when it arrives finish (200 ms), then its next poll (at most 50 ms
 	 * here) takes the lock. 2 s leaves room for a loaded machine.
 	 */
 	@Test
@@ -361,14 +361,14 @@ class ReadWriteLockContractTests {
 		AtomicInteger readersInside = new AtomicInteger();
 		AtomicInteger readsWhileWriting = new AtomicInteger();
 		AtomicBoolean writing = new AtomicBoolean();
-		int readers = 6;
+		int readers = 8;
 		ExecutorService executor = Executors.newFixedThreadPool(readers);
 		List<Future<?>> streams = new ArrayList<>();
 		CountDownLatch started = new CountDownLatch(readers);
 		try {
 			for (int i = 0; i < readers; i++) {
 				LockTemplate node = (i % 2 == 0) ? this.nodeA : this.nodeB;
-				int stagger = i * 10;
+				int stagger = i * 25;
 				streams.add(executor.submit(() -> {
 					pause(stagger);
 					boolean first = true;
@@ -382,7 +382,7 @@ class ReadWriteLockContractTests {
 								started.countDown();
 								first = false;
 							}
-							pause(60);
+							pause(200);
 							readersInside.decrementAndGet();
 						}
 					}

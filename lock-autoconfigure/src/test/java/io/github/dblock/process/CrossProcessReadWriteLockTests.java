@@ -124,34 +124,35 @@ class CrossProcessReadWriteLockTests {
 	}
 
 	/**
-	 * Readers in a second JVM and in this one keep the read lock taken without a gap (sampled in the database
-	 * before the writer comes); the writer still gets in within 2 s, and no reader holds while it does.
+	 * Readers in a second JVM and in this one (4 threads each, 300 ms per read, taken again at once) keep the read
+	 * lock taken without a gap (sampled in the database before the writer comes); the writer still gets in within
+	 * 2 s, and no reader holds while it does.
 	 */
 	@Test
 	void aWriterIsNotStarvedByAStreamOfReadersInTwoProcesses() throws Exception {
 		String resource = "rw-stream-" + UUID.randomUUID();
-		Process readers = CrossProcessLockTests.start(ReadWriteWorker.class, "stream", resource, "3", "60", "8000");
+		Process readers = CrossProcessLockTests.start(ReadWriteWorker.class, "stream", resource, "4", "300", "12000");
 		LockTemplate local = LockNodes.node(LockMode.LEASE, "local-readers", pool);
 		AtomicBoolean stop = new AtomicBoolean();
-		ExecutorService executor = Executors.newFixedThreadPool(3);
+		ExecutorService executor = Executors.newFixedThreadPool(4);
 		List<Future<?>> streams = new ArrayList<>();
 		try {
 			BufferedReader out = new BufferedReader(new InputStreamReader(readers.getInputStream(), StandardCharsets.UTF_8));
 			CompletableFuture.supplyAsync(() -> CrossProcessLockTests.readUntil(out, "READING")).get(60, TimeUnit.SECONDS);
-			for (int t = 0; t < 3; t++) {
-				long stagger = t * 20L;
+			for (int t = 0; t < 4; t++) {
+				long stagger = t * 75L;
 				streams.add(executor.submit(() -> {
 					Thread.sleep(stagger);
 					while (!stop.get()) {
 						try (LockHandle lock = local.acquire(resource, LockOptions.defaults().withType(LockType.READ)
 							.withWaitTime(Duration.ofSeconds(30)))) {
-							Thread.sleep(60);
+							Thread.sleep(300);
 						}
 					}
 					return null;
 				}));
 			}
-			Thread.sleep(200);
+			Thread.sleep(500);
 			int zeroSamples = 0;
 			for (int sample = 0; sample < 100; sample++) {
 				if (liveReaders(resource) == 0) {
