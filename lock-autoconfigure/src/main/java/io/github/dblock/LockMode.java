@@ -14,7 +14,8 @@ public enum LockMode {
 	 * ({@code UTC_TIMESTAMP(6)}) are written with one short autocommit statement, and cleared with one
 	 * owner-checked statement on release. No connection or transaction is held while the lock is held. If the
 	 * holder dies, the lock becomes free when its lease time has passed on the server's clock. If the holder
-	 * runs longer than its lease, another owner can take the lock: protect writes with the fencing token.
+	 * runs longer than its lease, another owner can take the lock: protect writes with the fencing token. The only
+	 * mode that also offers read/write locks ({@link LockType#READ}, {@link LockType#WRITE}), as leases of their own.
 	 */
 	LEASE,
 

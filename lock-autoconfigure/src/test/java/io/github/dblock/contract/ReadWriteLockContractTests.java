@@ -340,6 +340,38 @@ class ReadWriteLockContractTests {
 	}
 
 	@Test
+	void anInterruptedWaitingWriterStopsAtOnceClearsItsIntentAndKeepsTheInterruptFlag() throws Exception {
+		String resource = newResource();
+		try (LockHandle reader = this.nodeA.acquire(resource, read())) {
+			ExecutorService executor = Executors.newSingleThreadExecutor();
+			try {
+				Future<String> writer = executor.submit(() -> {
+					try {
+						this.nodeB.acquire(resource, patient(LockType.WRITE)).close();
+						return "acquired";
+					}
+					catch (io.github.dblock.LockInterruptedException ex) {
+						return "interrupted, flag " + Thread.currentThread().isInterrupted();
+					}
+				});
+				long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+				while (!intentSet(resource) && System.nanoTime() < deadline) {
+					Thread.sleep(5);
+				}
+				assertThat(intentSet(resource)).isTrue();
+				executor.shutdownNow();
+				assertThat(writer.get(10, TimeUnit.SECONDS)).isEqualTo("interrupted, flag true");
+			}
+			finally {
+				executor.shutdownNow();
+			}
+			assertThat(intentSet(resource)).as("cleared by the interrupted writer").isFalse();
+			assertThat(this.nodeB.tryAcquire(resource, read())).hasValueSatisfying(LockHandle::close);
+			assertThat(this.nodeB.localResourceCount()).isZero();
+		}
+	}
+
+	@Test
 	void aZeroWaitWriterLeavesNoIntent() {
 		String resource = newResource();
 		try (LockHandle reader = this.nodeA.acquire(resource, read())) {
