@@ -22,7 +22,8 @@ import org.springframework.context.annotation.Import;
 @ConditionalOnBean(DataSource.class)
 @ConditionalOnBooleanProperty(name = DistributedLockProperties.PREFIX + ".enabled", matchIfMissing = true)
 @EnableConfigurationProperties(DistributedLockProperties.class)
-@Import({ LockJdbcConfiguration.class, LockInterceptorConfiguration.class, LockMetricsConfiguration.class })
+@Import({ LockJdbcConfiguration.class, LockInterceptorConfiguration.class, LockMetricsConfiguration.class,
+		SemaphoreConfiguration.class })
 public final class DistributedLockAutoConfiguration {
 
 }

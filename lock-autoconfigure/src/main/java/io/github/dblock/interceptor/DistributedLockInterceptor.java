@@ -201,7 +201,7 @@ public class DistributedLockInterceptor implements MethodInterceptor {
 
 	/** Proceeds with {@code null} {@link LockHandle} parameters filled in with the held lock. */
 	@Nullable
-	private static Object proceed(MethodInvocation invocation, LockAttribute attribute, LockHandle lock) throws Throwable {
+	static Object proceed(MethodInvocation invocation, LockAttribute attribute, LockHandle lock) throws Throwable {
 		Object[] arguments = invocation.getArguments();
 		Object[] filled = attribute.withHandle(arguments, lock);
 		if (filled != arguments) {
@@ -215,7 +215,11 @@ public class DistributedLockInterceptor implements MethodInterceptor {
 		return invocation.proceed();
 	}
 
-	private void release(LockHandle lock, @Nullable Throwable methodFailure) {
+	/**
+	 * Releases a lock (or permit) after the method: at once, or, inside a caller's transaction, once it completes; a
+	 * release failure after a failed method is added to the method's exception.
+	 */
+	static void release(LockHandle lock, @Nullable Throwable methodFailure) {
 		if (TransactionSynchronizationManager.isSynchronizationActive()) {
 			if (logger.isDebugEnabled()) {
 				logger.debug("Deferring release of lock '" + lock.resource() + "' until the surrounding transaction completes");

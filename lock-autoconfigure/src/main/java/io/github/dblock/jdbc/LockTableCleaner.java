@@ -115,6 +115,9 @@ public class LockTableCleaner {
 	/** ER_LOCK_WAIT_TIMEOUT on MySQL and MariaDB. */
 	private static final int LOCK_WAIT_TIMEOUT = 1205;
 
+	/** ER_NO_SUCH_TABLE on MySQL and MariaDB. */
+	private static final int NO_SUCH_TABLE = 1146;
+
 	private static final String CUTOFF = "UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND";
 
 	private final JdbcLockSupport jdbc;
@@ -262,6 +265,64 @@ public class LockTableCleaner {
 				rollbackQuietly(connection, autoCommit);
 			}
 		}
+	}
+
+	/**
+	 * Deletes the rows of held semaphore permits ({@code <table>_sem_hold}) whose lease has ended, at most
+	 * {@value #MAX_BATCHES_PER_RUN} batches of {@code batchSize} rows. No retention applies: a permit row carries no
+	 * state once expired (the fencing token lives in the pool's row, which is never deleted), and its late holder's
+	 * release reports the loss whether the row is expired or gone. Each batch reads candidates on the
+	 * {@code expires_at} index without locking, then deletes them one by one by primary key, re-checking the expiry
+	 * (autocommit statements, one row lock each). A missing semaphore table (migration {@code V3} not applied while
+	 * migrations are off) counts as nothing to delete.
+	 * @return how many permit rows this call deleted
+	 * @throws org.springframework.dao.DataAccessException if the database fails
+	 */
+	public int deleteExpiredPermits() {
+		String holds = JdbcSemaphoreProvider.holdTable(this.table);
+		String candidatesSql = "SELECT name, owner_token FROM " + holds + " WHERE expires_at < UTC_TIMESTAMP(6)"
+				+ " ORDER BY expires_at LIMIT ?";
+		String deleteSql = "DELETE FROM " + holds + " WHERE name = ? AND owner_token = ? AND expires_at < UTC_TIMESTAMP(6)";
+		int deleted = 0;
+		for (int batch = 0; batch < MAX_BATCHES_PER_RUN && !Thread.currentThread().isInterrupted(); batch++) {
+			int[] result = this.jdbc.execute("delete expired permits of " + holds, (connection) -> {
+				int timeout = this.jdbc.statementTimeoutSeconds();
+				int candidates = 0;
+				int removed = 0;
+				try (PreparedStatement select = connection.prepareStatement(candidatesSql);
+						PreparedStatement delete = connection.prepareStatement(deleteSql)) {
+					select.setQueryTimeout(timeout);
+					select.setInt(1, this.batchSize);
+					delete.setQueryTimeout(timeout);
+					List<Object[]> keys = new ArrayList<>();
+					try (ResultSet rs = select.executeQuery()) {
+						while (rs.next()) {
+							keys.add(new Object[] { rs.getBytes(1), rs.getString(2) });
+						}
+					}
+					JdbcLockSupport.commitIfNeeded(connection);
+					candidates = keys.size();
+					for (Object[] key : keys) {
+						delete.setBytes(1, (byte[]) key[0]);
+						delete.setString(2, (String) key[1]);
+						removed += delete.executeUpdate();
+						JdbcLockSupport.commitIfNeeded(connection);
+					}
+				}
+				catch (SQLException ex) {
+					if (ex.getErrorCode() == NO_SUCH_TABLE) {
+						return new int[] { 0, 0 };
+					}
+					throw ex;
+				}
+				return new int[] { candidates, removed };
+			});
+			deleted += result[1];
+			if (result[0] < this.batchSize || result[1] == 0) {
+				break;
+			}
+		}
+		return deleted;
 	}
 
 	/** Step 1: the oldest candidates, by a plain read of the {@code expires_at} index. */
