@@ -127,7 +127,7 @@ class CrossProcessLockTests {
 		}
 	}
 
-	private static String readUntil(BufferedReader reader, String prefix) {
+	static String readUntil(BufferedReader reader, String prefix) {
 		try {
 			for (String line = reader.readLine(); line != null; line = reader.readLine()) {
 				if (line.startsWith(prefix)) {
@@ -142,10 +142,15 @@ class CrossProcessLockTests {
 	}
 
 	private static Process start(String... args) throws Exception {
+		return start(LockWorker.class, args);
+	}
+
+	/** Starts {@code main} in a JVM of its own with the command, the test database's URL, user and password, and args. */
+	static Process start(Class<?> main, String... args) throws Exception {
 		TestDatabase db = TestDatabase.get();
 		List<String> command = new ArrayList<>(List.of(
 				System.getProperty("java.home") + File.separator + "bin" + File.separator + "java", "-Xmx128m",
-				"-XX:TieredStopAtLevel=1", "-cp", System.getProperty("java.class.path"), LockWorker.class.getName(),
+				"-XX:TieredStopAtLevel=1", "-cp", System.getProperty("java.class.path"), main.getName(),
 				args[0], db.jdbcUrl(), (db.username() != null) ? db.username() : "",
 				(db.password() == null || db.password().isEmpty()) ? "-" : db.password()));
 		for (int i = 1; i < args.length; i++) {
@@ -154,7 +159,7 @@ class CrossProcessLockTests {
 		return new ProcessBuilder(command).redirectErrorStream(true).start();
 	}
 
-	private static String outputOf(Process process, Duration timeout) throws Exception {
+	static String outputOf(Process process, Duration timeout) throws Exception {
 		CompletableFuture<String> output = CompletableFuture.supplyAsync(() -> {
 			try {
 				return new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
