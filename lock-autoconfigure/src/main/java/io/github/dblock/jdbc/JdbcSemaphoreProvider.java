@@ -78,6 +78,8 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 
 	private final Map<String, Integer> configuredPermits;
 
+	private final String poolTable;
+
 	private final String lockPoolSql;
 
 	private final String countSql;
@@ -124,6 +126,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		this.renewals = renewals;
 		this.configuredPermits = Map.copyOf(configuredPermits);
 		String pools = poolTable(table);
+		this.poolTable = pools;
 		String holds = holdTable(table);
 		String now = "UTC_TIMESTAMP(6)";
 		this.lockPoolSql = "SELECT permits FROM " + pools + " WHERE name = ? FOR UPDATE";
@@ -167,11 +170,23 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	/**
 	 * Creates the row of every configured pool that has none yet; existing rows keep their permit count (it may
 	 * have been changed at run time). Called once at start-up.
-	 * @throws DataAccessException if the database fails
+	 * @throws IllegalStateException if the semaphore tables do not exist (migrations off and {@code V3} not applied)
+	 * @throws DataAccessException if the database fails otherwise
 	 */
 	public void createConfiguredPools() {
-		this.configuredPermits.forEach((name, permits) -> this.jdbc.execute("create semaphore '" + name + "'",
-				(connection) -> insertPool(connection, name, permits, this.jdbc.statementTimeoutSeconds())));
+		try {
+			this.configuredPermits.forEach((name, permits) -> this.jdbc.execute("create semaphore '" + name + "'",
+					(connection) -> insertPool(connection, name, permits, this.jdbc.statementTimeoutSeconds())));
+		}
+		catch (DataAccessException ex) {
+			if (ex.getMostSpecificCause() instanceof SQLException sql && sql.getErrorCode() == 1146) {
+				throw new IllegalStateException("Semaphores are configured (distributed-lock.semaphores) but their table "
+						+ this.poolTable + " does not exist: apply " + LockSchema.MIGRATION_LOCATION
+						+ "/V3__create_semaphore_tables.sql, or let the library migrate (distributed-lock.flyway.enabled=true)",
+						ex);
+			}
+			throw ex;
+		}
 	}
 
 	@Override
