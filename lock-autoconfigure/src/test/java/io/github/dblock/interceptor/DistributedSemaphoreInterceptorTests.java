@@ -137,6 +137,20 @@ class DistributedSemaphoreInterceptorTests {
 	}
 
 	@Test
+	void theConfiguredCountCreatesTheSemaphoreOnceAndARestartKeepsARunTimeChange() {
+		String name = "restart-" + UUID.randomUUID();
+		ApplicationContextRunner configured = this.runner
+			.withPropertyValues("distributed-lock.semaphores[" + name + "].permits=2");
+		configured.run((context) -> {
+			SemaphoreTemplate semaphores = context.getBean(SemaphoreTemplate.class);
+			assertThat(otherNode.getPermits(name)).as("written to the database at start-up").isEqualTo(2);
+			semaphores.setPermits(name, 5);
+		});
+		configured.run((context) -> assertThat(context.getBean(SemaphoreTemplate.class).getPermits(name))
+			.as("a restarted instance does not undo the run-time change").isEqualTo(5));
+	}
+
+	@Test
 	void aPermitCountBelowOneStopsStartUpNamingTheProperty() {
 		this.runner.withPropertyValues("distributed-lock.semaphores.reports.permits=0").run((context) -> {
 			assertThat(context).hasFailed();

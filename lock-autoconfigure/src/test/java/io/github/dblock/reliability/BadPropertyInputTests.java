@@ -163,6 +163,21 @@ class BadPropertyInputTests {
 		tried();
 	}
 
+	@Test
+	void semaphorePermitCountsBelowOneAndInvalidSemaphoreNamesAreRefusedNamingTheProperty() {
+		assertRefused("semaphores.reports.permits", "distributed-lock.semaphores.reports.permits=0", "must be at least 1");
+		assertRefused("semaphores.reports.permits", "distributed-lock.semaphores.reports.permits=-2", "must be at least 1");
+		String tooLong = "s".repeat(256);
+		assertRefused("semaphores." + tooLong, "distributed-lock.semaphores." + tooLong + ".permits=1",
+				"is not a valid semaphore name");
+		this.runner.withPropertyValues("distributed-lock.semaphores.reports.permits=many").run((context) -> {
+			assertThat(context).hasFailed();
+			assertThat(messages(context.getStartupFailure())).anyMatch(
+					(message) -> message.contains("distributed-lock.semaphores.reports.permits"));
+		});
+		tried();
+	}
+
 	private void assertRefused(String property, String setting, String reason) {
 		this.runner.withPropertyValues(setting).run((context) -> {
 			assertThat(context).hasFailed();
