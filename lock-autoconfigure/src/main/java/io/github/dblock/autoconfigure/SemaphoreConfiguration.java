@@ -15,7 +15,6 @@ import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
-import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Role;
@@ -64,11 +63,9 @@ class SemaphoreConfiguration {
 	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
 	static DistributedSemaphoreAdvisor distributedSemaphoreAdvisor(SemaphoreAttributeSource semaphoreAttributeSource,
 			ObjectProvider<SemaphoreTemplate> semaphoreTemplate, Environment environment, BeanFactory beanFactory) {
-		int order = Binder.get(environment)
-			.bind(DistributedLockProperties.PREFIX + ".interceptor.order", Integer.class)
-			.orElse(DistributedLockProperties.DEFAULT_INTERCEPTOR_ORDER);
 		return new DistributedSemaphoreAdvisor(semaphoreAttributeSource, new DistributedSemaphoreInterceptor(
-				semaphoreAttributeSource, semaphoreTemplate::getObject, new BeanFactoryResolver(beanFactory)), order);
+				semaphoreAttributeSource, semaphoreTemplate::getObject, new BeanFactoryResolver(beanFactory)),
+				LockInterceptorConfiguration.interceptorOrder(environment));
 	}
 
 	@Bean

@@ -1,6 +1,5 @@
 package io.github.dblock.interceptor;
 
-import java.lang.reflect.Method;
 import java.util.function.Supplier;
 
 import io.github.dblock.LockHandle;
@@ -8,7 +7,6 @@ import io.github.dblock.SemaphoreTemplate;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
 import org.jspecify.annotations.Nullable;
-import org.springframework.aop.support.AopUtils;
 import org.springframework.core.DefaultParameterNameDiscoverer;
 import org.springframework.core.ParameterNameDiscoverer;
 import org.springframework.expression.BeanResolver;
@@ -47,16 +45,13 @@ public class DistributedSemaphoreInterceptor implements MethodInterceptor {
 	@Override
 	@Nullable
 	public Object invoke(MethodInvocation invocation) throws Throwable {
-		Method method = invocation.getMethod();
-		Object target = invocation.getThis();
-		Class<?> targetClass = (target != null) ? AopUtils.getTargetClass(target) : method.getDeclaringClass();
-		LockAttribute attribute = this.attributeSource.getSemaphoreAttribute(method, targetClass);
-		if (attribute == null) {
+		DistributedLockInterceptor.Resolved resolved = DistributedLockInterceptor.resolve(invocation,
+				this.attributeSource::getSemaphoreAttribute, this.parameterNames, this.beanResolver);
+		if (resolved == null) {
 			return invocation.proceed();
 		}
-		String name = attribute.resolveResource(method, invocation.getArguments(), target, targetClass,
-				this.parameterNames, this.beanResolver);
-		LockHandle permit = this.semaphores.get().acquire(name, attribute.getOptions());
+		LockAttribute attribute = resolved.attribute();
+		LockHandle permit = this.semaphores.get().acquire(resolved.name(), attribute.getOptions());
 		Object result;
 		try {
 			result = DistributedLockInterceptor.proceed(invocation, attribute, permit);

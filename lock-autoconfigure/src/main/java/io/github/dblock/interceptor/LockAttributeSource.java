@@ -1,10 +1,12 @@
 package io.github.dblock.interceptor;
 
+import java.lang.annotation.Annotation;
 import java.lang.reflect.Method;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BiFunction;
 
 import io.github.dblock.DistributedLock;
 import io.github.dblock.LockOptions;
@@ -74,12 +76,22 @@ public class LockAttributeSource {
 
 	@Nullable
 	private LockAttribute find(Method method, @Nullable Class<?> targetClass) {
+		return find(method, targetClass, DistributedLock.class, this::parse);
+	}
+
+	/**
+	 * Finds an annotation on the most specific method of the target class (else on the invoked method) and parses it.
+	 * @return the parsed attribute, or {@code null} if the method has no such annotation
+	 */
+	@Nullable
+	static <A extends Annotation> LockAttribute find(Method method, @Nullable Class<?> targetClass, Class<A> type,
+			BiFunction<Method, A, LockAttribute> parser) {
 		Method specific = AopUtils.getMostSpecificMethod(method, targetClass);
-		DistributedLock annotation = AnnotatedElementUtils.findMergedAnnotation(specific, DistributedLock.class);
+		A annotation = AnnotatedElementUtils.findMergedAnnotation(specific, type);
 		if (annotation == null && specific != method) {
-			annotation = AnnotatedElementUtils.findMergedAnnotation(method, DistributedLock.class);
+			annotation = AnnotatedElementUtils.findMergedAnnotation(method, type);
 		}
-		return (annotation != null) ? parse(specific, annotation) : null;
+		return (annotation != null) ? parser.apply(specific, annotation) : null;
 	}
 
 	private LockAttribute parse(Method method, DistributedLock annotation) {
@@ -115,9 +127,14 @@ public class LockAttributeSource {
 		}
 		LockAttribute attribute = new LockAttribute(method, template, expression, options, annotation.onFailure(),
 				failureHandler);
+		return validateLiteral(where, attribute);
+	}
+
+	/** Checks a name without expressions at start-up, since it will never change; a failure names {@code where}. */
+	static LockAttribute validateLiteral(String where, LockAttribute attribute) {
 		if (attribute.isLiteral()) {
 			try {
-				LockTemplate.validateResource(template);
+				LockTemplate.validateResource(attribute.getTemplate());
 			}
 			catch (IllegalArgumentException ex) {
 				throw new IllegalStateException(where + ": " + ex.getMessage(), ex);

@@ -7,12 +7,9 @@ import java.util.concurrent.ConcurrentHashMap;
 
 import io.github.dblock.DistributedSemaphore;
 import io.github.dblock.LockOptions;
-import io.github.dblock.LockTemplate;
 import io.github.dblock.OnLockFailure;
 import org.jspecify.annotations.Nullable;
-import org.springframework.aop.support.AopUtils;
 import org.springframework.core.MethodClassKey;
-import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.core.env.PropertyResolver;
 import org.springframework.util.StringUtils;
 
@@ -46,17 +43,8 @@ public class SemaphoreAttributeSource {
 			return null;
 		}
 		return this.cache.computeIfAbsent(new MethodClassKey(method, targetClass),
-				(key) -> Optional.ofNullable(find(method, targetClass))).orElse(null);
-	}
-
-	@Nullable
-	private LockAttribute find(Method method, @Nullable Class<?> targetClass) {
-		Method specific = AopUtils.getMostSpecificMethod(method, targetClass);
-		DistributedSemaphore annotation = AnnotatedElementUtils.findMergedAnnotation(specific, DistributedSemaphore.class);
-		if (annotation == null && specific != method) {
-			annotation = AnnotatedElementUtils.findMergedAnnotation(method, DistributedSemaphore.class);
-		}
-		return (annotation != null) ? parse(specific, annotation) : null;
+				(key) -> Optional.ofNullable(
+						LockAttributeSource.find(method, targetClass, DistributedSemaphore.class, this::parse))).orElse(null);
 	}
 
 	private LockAttribute parse(Method method, DistributedSemaphore annotation) {
@@ -69,15 +57,7 @@ public class SemaphoreAttributeSource {
 				annotation.leaseTime());
 		LockAttribute attribute = new LockAttribute(method, template, this.parser.parseTemplate(where, template), options,
 				OnLockFailure.THROW, null, "@DistributedSemaphore");
-		if (attribute.isLiteral()) {
-			try {
-				LockTemplate.validateResource(template);
-			}
-			catch (IllegalArgumentException ex) {
-				throw new IllegalStateException(where + ": " + ex.getMessage(), ex);
-			}
-		}
-		return attribute;
+		return LockAttributeSource.validateLiteral(where, attribute);
 	}
 
 }

@@ -10,7 +10,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
 import javax.sql.DataSource;
@@ -63,9 +62,6 @@ import org.springframework.dao.DataAccessException;
 public class JdbcSemaphoreProvider implements SemaphoreProvider {
 
 	private static final Log logger = LogFactory.getLog(JdbcSemaphoreProvider.class);
-
-	/** Re-attempts of a release whose connection broke, while the lease is still valid. */
-	private static final int MAX_RELEASE_RETRIES = 5;
 
 	/** The configuration property holding a pool's initial permit count, with {@code %s} for the name. */
 	public static final String PERMITS_PROPERTY = "distributed-lock.semaphores.%s.permits";
@@ -358,14 +354,18 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		}
 	}
 
-	/** Creates a pool row; a duplicate key means it exists already, which is fine. */
-	private Void insertPool(Connection connection, String name, int permits, int timeout) throws SQLException {
+	/**
+	 * Creates a pool row as its own statement.
+	 * @return {@code false} if it existed already (a duplicate key: another node created it first)
+	 */
+	private boolean insertPool(Connection connection, String name, int permits, int timeout) throws SQLException {
 		try (PreparedStatement ps = connection.prepareStatement(this.insertPoolSql)) {
 			ps.setQueryTimeout(timeout);
 			ps.setBytes(1, LockRows.bytes(name));
 			ps.setInt(2, permits);
 			ps.executeUpdate();
 			JdbcLockSupport.commitIfNeeded(connection);
+			return true;
 		}
 		catch (SQLException ex) {
 			if (!JdbcLockSupport.isDuplicateKey(ex)) {
@@ -374,8 +374,8 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 			if (!connection.getAutoCommit()) {
 				connection.rollback();
 			}
+			return false;
 		}
-		return null;
 	}
 
 	/** The configured initial permit count of a pool that has no row. */
@@ -397,23 +397,9 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 			int timeout = this.jdbc.statementTimeoutSeconds();
 			// 0 matched rows means either no row or (with useAffectedRows=true) an unchanged value: the insert tells
 			// the two apart, and after a duplicate key the update is repeated in case another node inserted first
-			if (updatePermits(connection, name, permits, timeout) == 0) {
-				try (PreparedStatement ps = connection.prepareStatement(this.insertPoolSql)) {
-					ps.setQueryTimeout(timeout);
-					ps.setBytes(1, LockRows.bytes(name));
-					ps.setInt(2, permits);
-					ps.executeUpdate();
-					JdbcLockSupport.commitIfNeeded(connection);
-				}
-				catch (SQLException ex) {
-					if (!JdbcLockSupport.isDuplicateKey(ex)) {
-						throw ex;
-					}
-					if (!connection.getAutoCommit()) {
-						connection.rollback();
-					}
-					updatePermits(connection, name, permits, timeout);
-				}
+			if (updatePermits(connection, name, permits, timeout) == 0
+					&& !insertPool(connection, name, permits, timeout)) {
+				updatePermits(connection, name, permits, timeout);
 			}
 			return null;
 		});
@@ -486,14 +472,14 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	}
 
 	private int ownerStatement(String sql, String task, Permit permit, long leaseMicros) {
-		return this.jdbc.execute(task + " a permit of semaphore '" + permit.name + "'", (connection) -> {
+		return this.jdbc.execute(task + " a permit of semaphore '" + permit.resource + "'", (connection) -> {
 			try (PreparedStatement ps = connection.prepareStatement(sql)) {
 				ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
 				int index = 1;
 				if (leaseMicros >= 0) {
 					ps.setLong(index++, leaseMicros);
 				}
-				ps.setBytes(index++, LockRows.bytes(permit.name));
+				ps.setBytes(index++, LockRows.bytes(permit.resource));
 				ps.setString(index, permit.ownerToken);
 				int matched = ps.executeUpdate();
 				JdbcLockSupport.commitIfNeeded(connection);
@@ -507,33 +493,38 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	}
 
 	/** One held permit: a lease on a holder row, renewed on the shared scheduler. */
-	private final class Permit implements HeldLock {
-
-		private final String name;
-
-		private final String ownerToken;
+	private final class Permit extends RenewedLease implements HeldLock {
 
 		private final long fencingToken;
 
-		private final long leaseNanos;
-
 		private final List<Runnable> lostCallbacks = new CopyOnWriteArrayList<>();
 
-		private volatile long validUntilNanos;
-
-		private volatile boolean lost;
-
-		private volatile boolean released;
-
-		@Nullable
-		private volatile ScheduledFuture<?> renewal;
-
 		Permit(String name, String ownerToken, long fencingToken, long leaseNanos, long validUntilNanos) {
-			this.name = name;
-			this.ownerToken = ownerToken;
+			super(name, ownerToken, leaseNanos, validUntilNanos);
 			this.fencingToken = fencingToken;
-			this.leaseNanos = leaseNanos;
-			this.validUntilNanos = validUntilNanos;
+		}
+
+		@Override
+		String describe() {
+			return "a permit of semaphore '" + this.resource + "'";
+		}
+
+		@Override
+		boolean renewInDatabase() {
+			return ownerStatement(JdbcSemaphoreProvider.this.renewSql, "renew", this,
+					TimeUnit.NANOSECONDS.toMicros(this.leaseNanos)) == 1;
+		}
+
+		@Override
+		boolean releaseInDatabase() {
+			return ownerStatement(JdbcSemaphoreProvider.this.releaseSql, "release", this, -1) == 1;
+		}
+
+		@Override
+		void onLost(String reason) {
+			logger.warn("Lost a permit of semaphore '" + this.resource + "' (fencing token " + this.fencingToken + "): "
+					+ reason);
+			runLostCallbacks();
 		}
 
 		@Override
@@ -564,49 +555,6 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 			}
 		}
 
-		/** One renewal, on the scheduler's thread. */
-		void renew() {
-			if (this.released || this.lost) {
-				return;
-			}
-			long sentAt = System.nanoTime();
-			if (sentAt - this.validUntilNanos >= 0) {
-				markLost("its lease ran out before it could be renewed");
-				return;
-			}
-			try {
-				boolean renewed = ownerStatement(JdbcSemaphoreProvider.this.renewSql, "renew", this,
-						TimeUnit.NANOSECONDS.toMicros(this.leaseNanos)) == 1;
-				if (this.released) {
-					return;
-				}
-				if (renewed) {
-					this.validUntilNanos = sentAt + this.leaseNanos;
-				}
-				else {
-					markLost("the database shows its lease expired");
-				}
-			}
-			catch (RuntimeException ex) {
-				logger.warn("Could not renew a permit of semaphore '" + this.name + "'; retrying until its lease must be "
-						+ "presumed expired", ex);
-				if (System.nanoTime() - this.validUntilNanos >= 0) {
-					markLost("the database was unreachable until its lease ran out");
-				}
-			}
-		}
-
-		private void markLost(String reason) {
-			this.lost = true;
-			ScheduledFuture<?> future = this.renewal;
-			if (future != null) {
-				future.cancel(false);
-			}
-			logger.warn("Lost a permit of semaphore '" + this.name + "' (fencing token " + this.fencingToken + "): "
-					+ reason);
-			runLostCallbacks();
-		}
-
 		private void runLostCallbacks() {
 			for (Runnable callback : this.lostCallbacks) {
 				if (this.lostCallbacks.remove(callback)) {
@@ -614,7 +562,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 						callback.run();
 					}
 					catch (RuntimeException ex) {
-						logger.error("A lost-permit callback for semaphore '" + this.name + "' failed", ex);
+						logger.error("A lost-permit callback for semaphore '" + this.resource + "' failed", ex);
 					}
 				}
 			}
@@ -622,38 +570,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 
 		@Override
 		public boolean release() {
-			this.released = true;
-			ScheduledFuture<?> future = this.renewal;
-			if (future != null) {
-				future.cancel(false);
-			}
-			if (this.lost) {
-				return false;
-			}
-			boolean retried = false;
-			for (int failures = 0;; failures++) {
-				long sentAt = System.nanoTime();
-				try {
-					boolean deleted = ownerStatement(JdbcSemaphoreProvider.this.releaseSql, "release", this, -1) == 1;
-					// after a broken connection the first delete may have committed unheard: while the lease is valid by
-					// this JVM's clock, a missing row then means released, not lost
-					return deleted || (retried && sentAt - this.validUntilNanos < 0);
-				}
-				catch (DataAccessException ex) {
-					if (!JdbcLockSupport.isConnectionFailure(ex) || System.nanoTime() - this.validUntilNanos >= 0
-							|| failures >= MAX_RELEASE_RETRIES) {
-						throw ex;
-					}
-					retried = true;
-					try {
-						TimeUnit.MILLISECONDS.sleep(Math.min(1_000, 50L << failures));
-					}
-					catch (InterruptedException interrupted) {
-						Thread.currentThread().interrupt();
-						throw ex;
-					}
-				}
-			}
+			return releaseLease();
 		}
 
 	}

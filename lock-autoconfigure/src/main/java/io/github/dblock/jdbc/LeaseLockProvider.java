@@ -93,9 +93,6 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 	/** How long one JVM may keep passing a lease between its own threads before releasing it in the database. */
 	private static final long HAND_OFF_BUDGET_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
 
-	/** Re-attempts of a release whose connection broke, while the lease is still valid. */
-	private static final int MAX_RELEASE_RETRIES = 5;
-
 	private final JdbcLockSupport jdbc;
 
 	private final Backoff backoff;
@@ -349,32 +346,16 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 	 * {@link Hold}s, each with its own fencing token from the block reserved by the take, while the database row stays
 	 * unchanged.
 	 */
-	private final class LeaseLock {
-
-		private final String resource;
-
-		private final String ownerToken;
+	private final class LeaseLock extends RenewedLease {
 
 		/** The last token of the block the take reserved (the row's fencing token). */
 		private final long blockEnd;
-
-		private final long leaseNanos;
 
 		private final boolean renewing;
 
 		private final long minHoldMicros;
 
 		private final long takenAtNanos = System.nanoTime();
-
-		/** Until when this JVM may consider the lease valid; moved forward by each successful renewal. */
-		private volatile long validUntilNanos;
-
-		private volatile boolean lost;
-
-		private volatile boolean released;
-
-		@Nullable
-		private volatile ScheduledFuture<?> renewal;
 
 		/** Whether passing the lease on stopped because this JVM had kept it for the whole hand-off budget. */
 		private volatile boolean budgetSpent;
@@ -384,53 +365,30 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 
 		LeaseLock(String resource, String ownerToken, long blockEnd, long leaseNanos, boolean renewing,
 				long minHoldMicros, long validUntilNanos) {
-			this.resource = resource;
-			this.ownerToken = ownerToken;
+			super(resource, ownerToken, leaseNanos, validUntilNanos);
 			this.blockEnd = blockEnd;
-			this.leaseNanos = leaseNanos;
 			this.renewing = renewing;
 			this.minHoldMicros = minHoldMicros;
-			this.validUntilNanos = validUntilNanos;
 			this.current = new Hold(this, blockEnd - TOKEN_BLOCK + 1);
 		}
 
-		/** One renewal, on the scheduler's thread. */
-		void renew() {
-			if (this.released || this.lost) {
-				return;
-			}
-			long sentAt = System.nanoTime();
-			if (sentAt - this.validUntilNanos >= 0) {
-				markLost("its lease ran out before it could be renewed");
-				return;
-			}
-			try {
-				boolean renewed = LeaseLockProvider.this.renew(this);
-				if (this.released) {
-					return;
-				}
-				if (renewed) {
-					this.validUntilNanos = sentAt + this.leaseNanos;
-				}
-				else {
-					markLost("the database shows its lease expired or taken over");
-				}
-			}
-			catch (RuntimeException ex) {
-				logger.warn("Could not renew lock '" + this.resource + "'; retrying until its lease must be presumed "
-						+ "expired", ex);
-				if (System.nanoTime() - this.validUntilNanos >= 0) {
-					markLost("the database was unreachable until its lease ran out");
-				}
-			}
+		@Override
+		String describe() {
+			return "lock '" + this.resource + "'";
 		}
 
-		private void markLost(String reason) {
-			this.lost = true;
-			ScheduledFuture<?> future = this.renewal;
-			if (future != null) {
-				future.cancel(false);
-			}
+		@Override
+		boolean renewInDatabase() {
+			return LeaseLockProvider.this.renew(this);
+		}
+
+		@Override
+		boolean releaseInDatabase() {
+			return LeaseLockProvider.this.release(this);
+		}
+
+		@Override
+		void onLost(String reason) {
 			Hold hold = this.current;
 			logger.warn("Lost lock '" + this.resource + "' (fencing token " + hold.fencingToken + "): " + reason);
 			hold.runLostCallbacks();
@@ -450,42 +408,6 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 			Hold next = new Hold(this, from.fencingToken + 1);
 			this.current = next;
 			return next;
-		}
-
-		boolean release() {
-			this.released = true;
-			ScheduledFuture<?> future = this.renewal;
-			if (future != null) {
-				future.cancel(false);
-			}
-			if (this.lost) {
-				return false; // known lost: another owner may hold it now, so change nothing
-			}
-			boolean retried = false;
-			for (int failures = 0;; failures++) {
-				long sentAt = System.nanoTime();
-				try {
-					boolean released = LeaseLockProvider.this.release(this);
-					// After a broken connection the first release may have committed without our hearing of it: then
-					// the row no longer names us. While the lease is still valid by this JVM's clock nobody else can
-					// have taken it, so that means released, not lost.
-					return released || (retried && sentAt - this.validUntilNanos < 0);
-				}
-				catch (DataAccessException ex) {
-					if (!JdbcLockSupport.isConnectionFailure(ex) || System.nanoTime() - this.validUntilNanos >= 0
-							|| failures >= MAX_RELEASE_RETRIES) {
-						throw ex;
-					}
-					retried = true;
-					try {
-						TimeUnit.MILLISECONDS.sleep(Math.min(1_000, 50L << failures));
-					}
-					catch (InterruptedException interrupted) {
-						Thread.currentThread().interrupt();
-						throw ex;
-					}
-				}
-			}
 		}
 
 	}
@@ -569,7 +491,7 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 
 		@Override
 		public boolean release() {
-			return this.lease.release();
+			return this.lease.releaseLease();
 		}
 
 	}

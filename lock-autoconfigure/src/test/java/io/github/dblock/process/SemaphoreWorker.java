@@ -13,7 +13,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.dblock.LockHandle;
 import io.github.dblock.LockOptions;
@@ -38,14 +37,9 @@ public final class SemaphoreWorker {
 
 	public static void main(String[] args) throws Exception {
 		String command = args[0];
-		HikariConfig config = new HikariConfig();
-		config.setJdbcUrl(args[1]);
-		config.setUsername(args[2]);
-		config.setPassword(args[3].equals("-") ? "" : args[3]);
-		config.setMaximumPoolSize(8);
 		String name = args[4];
 		String node = "process-" + ProcessHandle.current().pid();
-		try (HikariDataSource dataSource = new HikariDataSource(config)) {
+		try (HikariDataSource dataSource = LockWorker.dataSource(args)) {
 			SemaphoreTemplate semaphores = SemaphoreNodes.node(node, dataSource);
 			if (command.equals("hold")) {
 				LockHandle permit = semaphores.acquire(name, LockOptions.defaults()
