@@ -142,6 +142,7 @@ public final class Report {
 		scenario6(md);
 		scenario7(md);
 		scenario8(md);
+		scenario9(md);
 		md.append("## Targets\n\n| # | target | measured | met |\n|---|---|---|---|\n");
 		for (String[] t : this.targets) {
 			md.append("| ").append(t[0]).append(" | ").append(t[1]).append(" | ").append(t[2]).append(" | ")
@@ -329,6 +330,23 @@ public final class Report {
 		target("8", "PESSIMISTIC under 1 s after the kill (worst)", pessimistic + " ms", pessimistic < 1000);
 		target("8", "LEASE within the lease + 10 % (worst, from the holder's acquisition)",
 				lease + " ms (limit " + limit + " ms)", lease <= limit);
+	}
+
+	private void scenario9(StringBuilder md) {
+		md.append("## 9. Semaphore\n\nOne `SemaphoreTemplate` pool of N permits, 8 threads in one JVM, 1 ms inside; "
+				+ "each acquisition is one short transaction that locks the pool's row (see DESIGN.md, Semaphores). "
+				+ "\"most inside\" is the most sections seen running at once.\n\n"
+				+ "| N | sections/s | wait p50, ms | wait p99, ms | most inside |\n|---|---|---|---|---|\n");
+		for (Results.SemaphoreRun run : this.results.semaphore) {
+			Results.Throughput t = run.throughput();
+			md.append(String.format(Locale.ROOT, "| %d | %.0f | %.2f | %.2f | %d |%n", run.permits(), t.perSecond(),
+					t.waitP50Millis(), t.waitP99Millis(), run.mostInside()));
+		}
+		md.append('\n');
+		boolean within = this.results.semaphore.stream().allMatch((run) -> run.mostInside() <= run.permits());
+		target("9", "never more than N sections inside at once",
+				this.results.semaphore.stream().map((run) -> run.mostInside() + "/" + run.permits()).toList().toString(),
+				within);
 	}
 
 	private static String shedLockVersion() {
