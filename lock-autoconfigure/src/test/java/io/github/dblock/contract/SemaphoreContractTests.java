@@ -24,6 +24,10 @@ import io.github.dblock.PermitNotAcquiredException;
 import io.github.dblock.SemaphoreTemplate;
 import io.github.dblock.test.SemaphoreNodes;
 import io.github.dblock.test.TestDatabase;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.observation.DefaultMeterObservationHandler;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.micrometer.observation.ObservationRegistry;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -389,6 +393,22 @@ class SemaphoreContractTests {
 		Optional<LockHandle> permit = nodeA.tryAcquire(name);
 		assertThat(permit).as("and hold nothing").isPresent();
 		permit.get().close();
+	}
+
+	@Test
+	void acquisitionsAndHoldsAreObservedByOutcome() {
+		SemaphoreTemplate observed = SemaphoreNodes.node("observed", pool);
+		MeterRegistry meters = new SimpleMeterRegistry();
+		ObservationRegistry observations = ObservationRegistry.create();
+		observations.observationConfig().observationHandler(new DefaultMeterObservationHandler(meters));
+		observed.setObservationRegistry(observations);
+		String name = newPool(1);
+		try (LockHandle permit = observed.acquire(name)) {
+			assertThat(observed.tryAcquire(name)).isEmpty();
+		}
+		assertThat(meters.get("distributed.semaphore.acquire").tags("outcome", "acquired").timer().count()).isEqualTo(1);
+		assertThat(meters.get("distributed.semaphore.acquire").tags("outcome", "timed_out").timer().count()).isEqualTo(1);
+		assertThat(meters.get("distributed.semaphore.held").timer().count()).isEqualTo(1);
 	}
 
 	@Test
