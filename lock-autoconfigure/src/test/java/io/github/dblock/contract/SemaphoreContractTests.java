@@ -396,6 +396,58 @@ class SemaphoreContractTests {
 	}
 
 	@Test
+	void aTakeWhoseCommitReplyIsLostIsFoundAgainByTheNextAttemptInsteadOfLeakingAPermit() {
+		String name = newPool(2);
+		AtomicInteger lostReplies = new AtomicInteger();
+		SemaphoreTemplate flaky = SemaphoreNodes.node("flaky", losingFirstCommitReply(pool, lostReplies),
+				Duration.ofSeconds(30), Map.of());
+		LockHandle permit = flaky.acquire(name, waitFor(Duration.ofSeconds(10)));
+		assertThat(lostReplies).as("the first COMMIT committed, its reply was lost").hasValue(1);
+		assertThat(new JdbcTemplate(pool).queryForObject("SELECT COUNT(*) FROM distributed_lock_sem_hold WHERE name = ?",
+				Integer.class, (Object) name.getBytes())).as("one holder row: the committed one was taken over").isOne();
+		assertThat(nodeB.availablePermits(name)).isEqualTo(1);
+		permit.close();
+		assertThat(nodeB.availablePermits(name)).isEqualTo(2);
+	}
+
+	/** Connections whose first {@code COMMIT} statement commits on the server and then fails as a broken connection. */
+	private static javax.sql.DataSource losingFirstCommitReply(javax.sql.DataSource target, AtomicInteger lost) {
+		return new org.springframework.jdbc.datasource.DelegatingDataSource(target) {
+
+			@Override
+			public java.sql.Connection getConnection() throws java.sql.SQLException {
+				java.sql.Connection connection = super.getConnection();
+				return (java.sql.Connection) java.lang.reflect.Proxy.newProxyInstance(getClass().getClassLoader(),
+						new Class<?>[] { java.sql.Connection.class }, (proxy, method, args) -> {
+							Object result = invoke(method, connection, args);
+							if (result instanceof java.sql.Statement statement && method.getName().equals("createStatement")) {
+								return java.lang.reflect.Proxy.newProxyInstance(getClass().getClassLoader(),
+										new Class<?>[] { java.sql.Statement.class }, (p, m, a) -> {
+											Object r = invoke(m, statement, a);
+											if (m.getName().equals("execute") && "COMMIT".equals(a[0])
+													&& lost.compareAndSet(0, 1)) {
+												throw new java.sql.SQLRecoverableException("reply lost (simulated)", "08S01");
+											}
+											return r;
+										});
+							}
+							return result;
+						});
+			}
+
+		};
+	}
+
+	private static Object invoke(java.lang.reflect.Method method, Object target, Object[] args) throws Throwable {
+		try {
+			return method.invoke(target, args);
+		}
+		catch (java.lang.reflect.InvocationTargetException ex) {
+			throw ex.getCause();
+		}
+	}
+
+	@Test
 	void acquisitionsAndHoldsAreObservedByOutcome() {
 		SemaphoreTemplate observed = SemaphoreNodes.node("observed", pool);
 		MeterRegistry meters = new SimpleMeterRegistry();
