@@ -99,7 +99,7 @@ class BadPropertyInputTests {
 			tried();
 		}
 		finally {
-			new JdbcTemplate(adminPool).execute("DROP TABLE IF EXISTS `order`, `order_schema_history`");
+			new JdbcTemplate(adminPool).execute("DROP TABLE IF EXISTS `order`, `order_schema_history`, `order_sem`, `order_sem_hold`");
 		}
 	}
 
