@@ -23,6 +23,19 @@ public class LockNotAcquiredException extends DistributedLockException {
 		this.holder = holder;
 	}
 
+	/**
+	 * For subclasses that describe what was busy in their own words.
+	 * @param resource the resource (or semaphore) name
+	 * @param waitTime the wait time that elapsed
+	 * @param holder what kept it busy, when known
+	 * @param message the complete message
+	 */
+	protected LockNotAcquiredException(String resource, Duration waitTime, @Nullable String holder, String message) {
+		super(resource, message, null);
+		this.waitTime = waitTime;
+		this.holder = holder;
+	}
+
 	/** The wait time that elapsed. */
 	public Duration getWaitTime() {
 		return this.waitTime;

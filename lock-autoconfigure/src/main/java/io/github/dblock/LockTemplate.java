@@ -835,7 +835,12 @@ public class LockTemplate {
 	}
 
 	private String holderDescription() {
-		String description = this.nodeName + " [" + Thread.currentThread().getName() + "]";
+		return holderDescription(this.nodeName);
+	}
+
+	/** Node and current thread, at most {@value #MAX_HOLDER_LENGTH} code points (the holder columns' size). */
+	static String holderDescription(String nodeName) {
+		String description = nodeName + " [" + Thread.currentThread().getName() + "]";
 		if (description.codePointCount(0, description.length()) > MAX_HOLDER_LENGTH) {
 			// the holder column counts characters; never cut an emoji's surrogate pair in half
 			description = description.substring(0, description.offsetByCodePoints(0, MAX_HOLDER_LENGTH));

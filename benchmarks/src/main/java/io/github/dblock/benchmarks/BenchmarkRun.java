@@ -117,6 +117,8 @@ public final class BenchmarkRun {
 				}
 				this.results.recovery.put(mode.name(), list);
 			}
+			log("scenario 10: a semaphore of N = 1, 2, 4 permits, 8 threads, 1 ms inside");
+			semaphore(pool);
 		}
 		this.results.environment.put("run time", (System.nanoTime() - started) / 1_000_000_000 + " s");
 		return this.results;
@@ -232,6 +234,22 @@ public final class BenchmarkRun {
 			this.results.heap.add(new Results.Heap(mode.name(), touched, before, after, template.localResourceCount()));
 			java.lang.ref.Reference.reachabilityFence(template);
 			offset = (offset + max / 2) % this.settings.largeRows();
+		}
+	}
+
+	/** Scenario 9: throughput of one semaphore as N grows, and the most holders seen inside at once. */
+	private void semaphore(HikariDataSource pool) throws InterruptedException {
+		for (int permits : new int[] { 1, 2, 4 }) {
+			try (Contenders.SemaphoreContender contender = Contenders.semaphore(pool, BenchSchema.SMALL, "semaphore")) {
+				String name = "hot-semaphore-" + permits;
+				contender.semaphores().setPermits(name, permits);
+				Contention.Result result = Contention.run(contender, List.of(name), 8, Duration.ofMillis(1),
+						this.settings.warmup(), this.settings.measure());
+				Results.Throughput t = throughput(Contender.Kind.SEMAPHORE, result);
+				this.results.semaphore.add(new Results.SemaphoreRun(permits, new Results.Throughput("N = " + permits,
+						t.perSecond(), t.waitP50Millis(), t.waitP99Millis(), t.completed(), t.waitSamples(),
+						t.completedPerProcess()), contender.mostInside()));
+			}
 		}
 	}
 

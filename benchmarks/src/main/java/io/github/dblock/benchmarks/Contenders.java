@@ -17,8 +17,10 @@ import javax.sql.DataSource;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
+import io.github.dblock.SemaphoreTemplate;
 import io.github.dblock.jdbc.Backoff;
 import io.github.dblock.jdbc.DatabaseServer;
+import io.github.dblock.jdbc.JdbcSemaphoreProvider;
 import io.github.dblock.jdbc.LeaseLockProvider;
 import io.github.dblock.jdbc.LockDialect;
 import io.github.dblock.jdbc.LockTable;
@@ -70,6 +72,7 @@ public final class Contenders {
 			case SELECT_1 -> new Select1(dataSource);
 			case TWO_WRITES -> new TwoWrites(dataSource);
 			case PLAIN_PESSIMISTIC -> new PlainPessimistic(dataSource, table);
+			case SEMAPHORE -> semaphore(dataSource, table, node);
 		};
 	}
 
@@ -84,6 +87,69 @@ public final class Contenders {
 				new PessimisticLockProvider(dataSource, table, dialect, transactions, statementTimeout, backoff, 64),
 				new OptimisticLockProvider(dataSource, table, transactions, statementTimeout, backoff, 1000)), mode,
 				WAIT, LEASE, node);
+	}
+
+	/**
+	 * A {@link SemaphoreTemplate} built as the auto-configuration builds it (same statement timeout, back-off and
+	 * renewal scheduler as {@link #template}); the small table's resources {@code r-i} are configured pools of one
+	 * permit, created in the database at their first use.
+	 */
+	public static SemaphoreContender semaphore(DataSource dataSource, LockTable table, String node) {
+		Backoff backoff = new Backoff(Duration.ofMillis(10), Duration.ofMillis(200));
+		java.util.Map<String, Integer> pools = new java.util.HashMap<>();
+		for (String name : Contention.resources(BenchSchema.SMALL_ROWS)) {
+			pools.put(name, 1);
+		}
+		LeaseLockProvider renewals = new LeaseLockProvider(dataSource, table, Duration.ofSeconds(5), backoff.initial(),
+				backoff.max());
+		return new SemaphoreContender(new SemaphoreTemplate(new JdbcSemaphoreProvider(dataSource, table,
+				Duration.ofSeconds(5), backoff, renewals, pools), WAIT, LEASE, node));
+	}
+
+	/**
+	 * Takes a permit of the semaphore named by the resource, runs the section and gives the permit back, counting how
+	 * many sections run at once (which must never exceed the permit count).
+	 */
+	public static final class SemaphoreContender implements Contender {
+
+		private final SemaphoreTemplate semaphores;
+
+		private final java.util.concurrent.atomic.AtomicInteger inside = new java.util.concurrent.atomic.AtomicInteger();
+
+		private final java.util.concurrent.atomic.AtomicInteger mostInside = new java.util.concurrent.atomic.AtomicInteger();
+
+		SemaphoreContender(SemaphoreTemplate semaphores) {
+			this.semaphores = semaphores;
+		}
+
+		/** The template, for setting permit counts. */
+		public SemaphoreTemplate semaphores() {
+			return this.semaphores;
+		}
+
+		/** The most sections that ran at once in this JVM so far. */
+		public int mostInside() {
+			return this.mostInside.get();
+		}
+
+		@Override
+		public Contender.Kind kind() {
+			return Contender.Kind.SEMAPHORE;
+		}
+
+		@Override
+		public void cycle(String resource, Runnable section) {
+			this.semaphores.executeWithoutResult(resource, (permit) -> {
+				this.mostInside.accumulateAndGet(this.inside.incrementAndGet(), Math::max);
+				try {
+					section.run();
+				}
+				finally {
+					this.inside.decrementAndGet();
+				}
+			});
+		}
+
 	}
 
 	private static Contender ours(Contender.Kind kind, LockMode mode, DataSource dataSource, LockTable table,

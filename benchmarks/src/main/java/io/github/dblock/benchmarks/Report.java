@@ -340,6 +340,20 @@ public final class Report {
 				+ "(writer preference). Every read or write acquisition is one short transaction of its own (no in-JVM "
 				+ "hand-off, unlike EXCLUSIVE), and waiters poll.\n\n");
 		throughputTables(md, Map.of((int) ReadWriteScenario.HOLD.toMillis(), this.results.readWrite));
+		md.append("## 10. Semaphore\n\nOne `SemaphoreTemplate` pool of N permits, 8 threads in one JVM, 1 ms inside; "
+				+ "each acquisition is one short transaction that locks the pool's row (see DESIGN.md, Semaphores). "
+				+ "\"most inside\" is the most sections seen running at once.\n\n"
+				+ "| N | sections/s | wait p50, ms | wait p99, ms | most inside |\n|---|---|---|---|---|\n");
+		for (Results.SemaphoreRun run : this.results.semaphore) {
+			Results.Throughput t = run.throughput();
+			md.append(String.format(Locale.ROOT, "| %d | %.0f | %.2f | %.2f | %d |%n", run.permits(), t.perSecond(),
+					t.waitP50Millis(), t.waitP99Millis(), run.mostInside()));
+		}
+		md.append('\n');
+		boolean within = this.results.semaphore.stream().allMatch((run) -> run.mostInside() <= run.permits());
+		target("10", "never more than N sections inside at once",
+				this.results.semaphore.stream().map((run) -> run.mostInside() + "/" + run.permits()).toList().toString(),
+				within);
 	}
 
 	private static String shedLockVersion() {

@@ -17,6 +17,15 @@ public final class Results {
 			long completed, int waitSamples, List<Long> completedPerProcess) {
 	}
 
+	/**
+	 * One semaphore run.
+	 * @param permits the permit count N
+	 * @param throughput sections per second and waits
+	 * @param mostInside the most sections seen running at once (must not exceed N)
+	 */
+	public record SemaphoreRun(int permits, Throughput throughput, int mostInside) {
+	}
+
 	/** Heap retained after touching distinct resources. */
 	public record Heap(String label, int resources, long beforeBytes, long afterBytes, int localResources) {
 
@@ -55,6 +64,9 @@ public final class Results {
 
 	/** Scenario 8: mode → recoveries. */
 	public final Map<String, List<ProcessScenarios.Recovery>> recovery = new LinkedHashMap<>();
+
+	/** Scenario 9: one semaphore with N = 1, 2 and 4 permits, 8 threads, 1 ms inside. */
+	public final List<SemaphoreRun> semaphore = new ArrayList<>();
 
 	/** The scenario 1 figures of a contender. */
 	public Latency uncontended(Contender.Kind kind) {

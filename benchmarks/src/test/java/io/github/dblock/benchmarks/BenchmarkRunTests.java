@@ -61,8 +61,15 @@ class BenchmarkRunTests {
 		results.recovery.values().forEach((list) -> assertThat(list).hasSize(settings.crashRepetitions())
 			.allSatisfy((r) -> assertThat(r.afterKillMillis()).isNotNegative()));
 
+		assertThat(results.semaphore).extracting(Results.SemaphoreRun::permits).containsExactly(1, 2, 4);
+		assertThat(results.semaphore).allSatisfy((run) -> {
+			assertThat(run.mostInside()).as("N = %d", run.permits()).isLessThanOrEqualTo(run.permits());
+			assertThat(run.throughput().completed()).isNotNegative();
+		});
+		assertThat(results.semaphore.stream().mapToLong((run) -> run.throughput().completed()).sum()).isPositive();
+
 		assertThat(Files.readString(markdown)).contains("## 1. Uncontended", "## 8. Recovery after SIGKILL",
-				"## 9. Read/write locks", "## Targets");
+				"## 9. Read/write locks", "## 10. Semaphore", "## Targets");
 		for (String chart : new String[] { "uncontended", "hot-lock-threads", "hot-lock-processes", "spread" }) {
 			Path png = output.resolve("benchmarks").resolve(chart + ".png");
 			assertThat(png).exists();

@@ -1,6 +1,8 @@
 package io.github.dblock.autoconfigure;
 
 import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
 
 import io.github.dblock.LockMode;
 import io.github.dblock.jdbc.LockDialect;
@@ -98,6 +100,13 @@ public class DistributedLockProperties implements InitializingBean {
 	private final Interceptor interceptor = new Interceptor();
 
 	private final Topology topology = new Topology();
+
+	/**
+	 * Initial permit count per semaphore name (distributed-lock.semaphores.<name>.permits, at least 1). Written to
+	 * the database only when the semaphore has no row yet, so a run-time SemaphoreTemplate.setPermits is not undone
+	 * by a restart.
+	 */
+	private final Map<String, Semaphore> semaphores = new LinkedHashMap<>();
 
 	public boolean isEnabled() {
 		return this.enabled;
@@ -214,6 +223,17 @@ public class DistributedLockProperties implements InitializingBean {
 		return this.topology;
 	}
 
+	public Map<String, Semaphore> getSemaphores() {
+		return this.semaphores;
+	}
+
+	/** The configured initial permit counts by semaphore name. */
+	public Map<String, Integer> semaphorePermits() {
+		Map<String, Integer> permits = new LinkedHashMap<>();
+		this.semaphores.forEach((name, semaphore) -> permits.put(name, semaphore.getPermits()));
+		return permits;
+	}
+
 	/**
 	 * Checks every value.
 	 * @throws InvalidConfigurationPropertyValueException naming the first invalid property
@@ -279,6 +299,17 @@ public class DistributedLockProperties implements InitializingBean {
 		if (this.cleanup.getBatchSize() < 1 || this.cleanup.getBatchSize() > 10_000) {
 			throw invalid("cleanup.batch-size", this.cleanup.getBatchSize(), "must be between 1 and 10000");
 		}
+		this.semaphores.forEach((name, semaphore) -> {
+			try {
+				io.github.dblock.LockTemplate.validateResource(name);
+			}
+			catch (IllegalArgumentException ex) {
+				throw invalid("semaphores." + name, name, "is not a valid semaphore name: " + ex.getMessage());
+			}
+			if (semaphore.getPermits() == null || semaphore.getPermits() < 1) {
+				throw invalid("semaphores." + name + ".permits", semaphore.getPermits(), "must be at least 1");
+			}
+		});
 	}
 
 	private static InvalidConfigurationPropertyValueException invalid(String name, @Nullable Object value,
@@ -514,6 +545,26 @@ public class DistributedLockProperties implements InitializingBean {
 
 		public void setEnforce(boolean enforce) {
 			this.enforce = enforce;
+		}
+
+	}
+
+	/** One semaphore's configuration. */
+	public static class Semaphore {
+
+		/**
+		 * Initial permit count: how many holders the semaphore admits at once until changed at run time.
+		 */
+		@Nullable
+		private Integer permits;
+
+		@Nullable
+		public Integer getPermits() {
+			return this.permits;
+		}
+
+		public void setPermits(@Nullable Integer permits) {
+			this.permits = permits;
 		}
 
 	}

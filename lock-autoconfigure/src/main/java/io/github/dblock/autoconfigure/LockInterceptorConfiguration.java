@@ -50,9 +50,7 @@ class LockInterceptorConfiguration {
 	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
 	static DistributedLockAdvisor distributedLockAdvisor(LockAttributeSource lockAttributeSource,
 			ObjectProvider<LockTemplate> lockTemplate, Environment environment, BeanFactory beanFactory) {
-		int order = Binder.get(environment)
-			.bind(DistributedLockProperties.PREFIX + ".interceptor.order", Integer.class)
-			.orElse(DistributedLockProperties.DEFAULT_INTERCEPTOR_ORDER);
+		int order = interceptorOrder(environment);
 		DistributedLockInterceptor interceptor = new DistributedLockInterceptor(lockAttributeSource,
 				lockTemplate::getObject, new BeanFactoryResolver(beanFactory), (name) -> {
 					try {
@@ -64,6 +62,16 @@ class LockInterceptorConfiguration {
 					}
 				});
 		return new DistributedLockAdvisor(lockAttributeSource, interceptor, order);
+	}
+
+	/**
+	 * {@code distributed-lock.interceptor.order}, read from the environment because the advisors are created before
+	 * the properties bean.
+	 */
+	static int interceptorOrder(Environment environment) {
+		return Binder.get(environment)
+			.bind(DistributedLockProperties.PREFIX + ".interceptor.order", Integer.class)
+			.orElse(DistributedLockProperties.DEFAULT_INTERCEPTOR_ORDER);
 	}
 
 	@Bean

@@ -17,7 +17,8 @@ import org.apache.commons.logging.LogFactory;
 import org.springframework.context.SmartLifecycle;
 
 /**
- * Runs {@link LockTableCleaner#deleteExpired()} and {@link LockTableCleaner#deleteExpiredReadWriteHolds()} every {@code distributed-lock.cleanup.interval} on one instance at a
+ * Runs {@link LockTableCleaner#deleteExpired()}, {@link LockTableCleaner#deleteExpiredReadWriteHolds()} and
+ * {@link LockTableCleaner#deleteExpiredPermits()} every {@code distributed-lock.cleanup.interval} on one instance at a
  * time: each run first takes the LEASE lock {@value #LOCK_NAME} without waiting, with a minimum hold of half the
  * interval, so instances whose schedules drift do not clean twice per period. The first run happens after a random
  * part of the interval, so that instances started together do not all try at once. One daemon thread; started and
@@ -62,6 +63,10 @@ public class LockTableCleanupJob implements SmartLifecycle {
 			int deleted = this.cleaner.deleteExpired() + this.cleaner.deleteExpiredReadWriteHolds();
 			if (deleted > 0) {
 				logger.info("Deleted " + deleted + " expired rows from the lock table");
+			}
+			int permits = this.cleaner.deleteExpiredPermits();
+			if (permits > 0) {
+				logger.info("Deleted " + permits + " expired semaphore permits");
 			}
 			return Optional.of(deleted);
 		}

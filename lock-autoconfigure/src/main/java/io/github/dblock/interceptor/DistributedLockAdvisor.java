@@ -1,24 +1,12 @@
 package io.github.dblock.interceptor;
 
-import java.lang.reflect.Method;
-
 import io.github.dblock.DistributedLock;
-import org.aopalliance.aop.Advice;
-import org.springframework.aop.ClassFilter;
-import org.springframework.aop.Pointcut;
-import org.springframework.aop.support.AbstractPointcutAdvisor;
-import org.springframework.aop.support.StaticMethodMatcherPointcut;
-import org.springframework.core.annotation.AnnotationUtils;
 
 /**
  * Applies {@link DistributedLockInterceptor} to methods that carry {@link DistributedLock}. Its order must be
  * smaller (higher precedence) than the transaction advisor's so that the lock wraps the transaction.
  */
-public class DistributedLockAdvisor extends AbstractPointcutAdvisor {
-
-	private final transient Pointcut pointcut;
-
-	private final transient Advice advice;
+public class DistributedLockAdvisor extends AnnotationMethodAdvisor {
 
 	/**
 	 * @param attributeSource decides which methods match (and parses their annotation)
@@ -26,31 +14,8 @@ public class DistributedLockAdvisor extends AbstractPointcutAdvisor {
 	 * @param order the advisor order; see {@code distributed-lock.interceptor.order}
 	 */
 	public DistributedLockAdvisor(LockAttributeSource attributeSource, DistributedLockInterceptor interceptor, int order) {
-		this.advice = interceptor;
-		this.pointcut = new StaticMethodMatcherPointcut() {
-
-			@Override
-			public boolean matches(Method method, Class<?> targetClass) {
-				return attributeSource.getLockAttribute(method, targetClass) != null;
-			}
-
-			@Override
-			public ClassFilter getClassFilter() {
-				return (clazz) -> AnnotationUtils.isCandidateClass(clazz, DistributedLock.class);
-			}
-
-		};
-		setOrder(order);
-	}
-
-	@Override
-	public Pointcut getPointcut() {
-		return this.pointcut;
-	}
-
-	@Override
-	public Advice getAdvice() {
-		return this.advice;
+		super(DistributedLock.class, (method, targetClass) -> attributeSource.getLockAttribute(method, targetClass) != null,
+				interceptor, order);
 	}
 
 }

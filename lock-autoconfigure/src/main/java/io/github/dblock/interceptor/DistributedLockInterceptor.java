@@ -1,6 +1,7 @@
 package io.github.dblock.interceptor;
 
 import java.lang.reflect.Method;
+import java.util.function.BiFunction;
 import java.util.function.Supplier;
 
 import io.github.dblock.LockFailureHandler;
@@ -89,15 +90,13 @@ public class DistributedLockInterceptor implements MethodInterceptor {
 	@Override
 	@Nullable
 	public Object invoke(MethodInvocation invocation) throws Throwable {
-		Method method = invocation.getMethod();
-		Object target = invocation.getThis();
-		Class<?> targetClass = (target != null) ? AopUtils.getTargetClass(target) : method.getDeclaringClass();
-		LockAttribute attribute = this.attributeSource.getLockAttribute(method, targetClass);
-		if (attribute == null) {
+		Resolved resolved = resolve(invocation, this.attributeSource::getLockAttribute, this.parameterNames,
+				this.beanResolver);
+		if (resolved == null) {
 			return invocation.proceed();
 		}
-		String resource = attribute.resolveResource(method, invocation.getArguments(), target, targetClass,
-				this.parameterNames, this.beanResolver);
+		LockAttribute attribute = resolved.attribute();
+		String resource = resolved.name();
 		try {
 			return invokeLocked(invocation, attribute, resource);
 		}
@@ -128,6 +127,29 @@ public class DistributedLockInterceptor implements MethodInterceptor {
 		}
 		release(lock, null);
 		return result;
+	}
+
+	/**
+	 * The annotation of the invoked method and the name it gives for this invocation, or {@code null} if the method
+	 * is not annotated.
+	 * @throws IllegalArgumentException if the name template cannot be evaluated into a valid name
+	 */
+	@Nullable
+	static Resolved resolve(MethodInvocation invocation, BiFunction<Method, Class<?>, LockAttribute> attributes,
+			ParameterNameDiscoverer parameterNames, @Nullable BeanResolver beanResolver) {
+		Method method = invocation.getMethod();
+		Object target = invocation.getThis();
+		Class<?> targetClass = (target != null) ? AopUtils.getTargetClass(target) : method.getDeclaringClass();
+		LockAttribute attribute = attributes.apply(method, targetClass);
+		if (attribute == null) {
+			return null;
+		}
+		return new Resolved(attribute, attribute.resolveResource(method, invocation.getArguments(), target, targetClass,
+				parameterNames, beanResolver));
+	}
+
+	/** An annotated invocation: the parsed annotation and the evaluated lock or semaphore name. */
+	record Resolved(LockAttribute attribute, String name) {
 	}
 
 	/** Applies the annotation's failure policy to a busy lock. */
@@ -201,7 +223,7 @@ public class DistributedLockInterceptor implements MethodInterceptor {
 
 	/** Proceeds with {@code null} {@link LockHandle} parameters filled in with the held lock. */
 	@Nullable
-	private static Object proceed(MethodInvocation invocation, LockAttribute attribute, LockHandle lock) throws Throwable {
+	static Object proceed(MethodInvocation invocation, LockAttribute attribute, LockHandle lock) throws Throwable {
 		Object[] arguments = invocation.getArguments();
 		Object[] filled = attribute.withHandle(arguments, lock);
 		if (filled != arguments) {
@@ -215,7 +237,11 @@ public class DistributedLockInterceptor implements MethodInterceptor {
 		return invocation.proceed();
 	}
 
-	private void release(LockHandle lock, @Nullable Throwable methodFailure) {
+	/**
+	 * Releases a lock (or permit) after the method: at once, or, inside a caller's transaction, once it completes; a
+	 * release failure after a failed method is added to the method's exception.
+	 */
+	static void release(LockHandle lock, @Nullable Throwable methodFailure) {
 		if (TransactionSynchronizationManager.isSynchronizationActive()) {
 			if (logger.isDebugEnabled()) {
 				logger.debug("Deferring release of lock '" + lock.resource() + "' until the surrounding transaction completes");

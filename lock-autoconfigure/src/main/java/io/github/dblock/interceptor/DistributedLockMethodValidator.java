@@ -1,5 +1,6 @@
 package io.github.dblock.interceptor;
 
+import java.lang.annotation.Annotation;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.time.Duration;
@@ -53,6 +54,9 @@ public class DistributedLockMethodValidator implements BeanPostProcessor, SmartI
 
 	private final Supplier<LockAttributeSource> attributeSource;
 
+	/** The annotation whose methods are checked. */
+	private final Class<? extends Annotation> annotationType;
+
 	private final Supplier<@Nullable LockTemplate> lockTemplate;
 
 	/** Annotated methods per user class (empty list: none). */
@@ -73,6 +77,19 @@ public class DistributedLockMethodValidator implements BeanPostProcessor, SmartI
 	 */
 	public DistributedLockMethodValidator(Supplier<LockAttributeSource> attributeSource,
 			Supplier<@Nullable LockTemplate> lockTemplate) {
+		this(DistributedLock.class, attributeSource, lockTemplate);
+	}
+
+	/**
+	 * A validator for methods carrying another annotation that works through a Spring AOP proxy in the same way, such
+	 * as {@link io.github.dblock.DistributedSemaphore}; the minimum-hold check applies to {@link DistributedLock} only.
+	 * @param annotationType the annotation whose methods must be interceptable
+	 * @param attributeSource parses {@link DistributedLock} annotations (looked up lazily)
+	 * @param lockTemplate the template whose default lease time bounds minimum hold times; may supply {@code null}
+	 */
+	public DistributedLockMethodValidator(Class<? extends Annotation> annotationType,
+			Supplier<LockAttributeSource> attributeSource, Supplier<@Nullable LockTemplate> lockTemplate) {
+		this.annotationType = annotationType;
 		this.attributeSource = attributeSource;
 		this.lockTemplate = lockTemplate;
 	}
@@ -102,7 +119,8 @@ public class DistributedLockMethodValidator implements BeanPostProcessor, SmartI
 		}
 		for (Method method : methods) {
 			check(bean, beanName, method);
-			LockAttribute attribute = this.attributeSource.get().getLockAttribute(method, type);
+			LockAttribute attribute = (this.annotationType == DistributedLock.class)
+					? this.attributeSource.get().getLockAttribute(method, type) : null;
 			if (attribute != null && attribute.getOptions().getMinHoldTime() != null
 					&& attribute.getOptions().getLeaseTime() == null) {
 				this.minHoldChecks.put(method, attribute);
@@ -197,20 +215,20 @@ public class DistributedLockMethodValidator implements BeanPostProcessor, SmartI
 		}
 	}
 
-	private static IllegalStateException failure(Method method, String reason) {
-		return new IllegalStateException("@DistributedLock on " + LockAttribute.describe(method)
+	private IllegalStateException failure(Method method, String reason) {
+		return new IllegalStateException("@" + this.annotationType.getSimpleName() + " on " + LockAttribute.describe(method)
 				+ " cannot take effect: " + reason + ".");
 	}
 
 	private List<Method> annotatedMethods(Class<?> type) {
 		return this.annotated.computeIfAbsent(type, (key) -> {
-			if (!AnnotationUtils.isCandidateClass(key, DistributedLock.class)) {
+			if (!AnnotationUtils.isCandidateClass(key, this.annotationType)) {
 				return List.of();
 			}
 			List<Method> methods = new ArrayList<>();
 			ReflectionUtils.doWithMethods(key, methods::add,
 					(method) -> ReflectionUtils.USER_DECLARED_METHODS.matches(method)
-							&& AnnotatedElementUtils.hasAnnotation(method, DistributedLock.class));
+							&& AnnotatedElementUtils.hasAnnotation(method, this.annotationType));
 			return List.copyOf(methods);
 		});
 	}

@@ -35,8 +35,17 @@ public final class LockAttribute {
 	/** Positions of parameters of type {@link io.github.dblock.LockHandle}, filled in by the interceptor. */
 	private final int[] handleParameters;
 
+	/** The annotation, as named in messages. */
+	private final String annotationName;
+
 	LockAttribute(Method method, String template, Expression parsed, LockOptions options,
 			io.github.dblock.OnLockFailure onFailure, @Nullable String failureHandler) {
+		this(method, template, parsed, options, onFailure, failureHandler, "@DistributedLock");
+	}
+
+	LockAttribute(Method method, String template, Expression parsed, LockOptions options,
+			io.github.dblock.OnLockFailure onFailure, @Nullable String failureHandler, String annotationName) {
+		this.annotationName = annotationName;
 		this.method = method;
 		this.template = template;
 		this.parts = (parsed instanceof CompositeStringExpression composite) ? List.of(composite.getExpressions())
@@ -125,11 +134,11 @@ public final class LockAttribute {
 				value = part.getValue(context, String.class);
 			}
 			catch (RuntimeException ex) {
-				throw new IllegalArgumentException("@DistributedLock resource expression #{" + part.getExpressionString()
+				throw new IllegalArgumentException(this.annotationName + " resource expression #{" + part.getExpressionString()
 						+ "} of " + describe(this.method) + " failed: " + ex.getMessage(), ex);
 			}
 			if (value == null || value.isBlank()) {
-				throw new IllegalArgumentException("@DistributedLock resource expression #{" + part.getExpressionString()
+				throw new IllegalArgumentException(this.annotationName + " resource expression #{" + part.getExpressionString()
 						+ "} of " + describe(this.method) + " evaluated to " + ((value == null) ? "null" : "a blank string")
 						+ "; the lock resource would be ambiguous, so every expression must give a non-blank value");
 			}
@@ -140,7 +149,7 @@ public final class LockAttribute {
 			io.github.dblock.LockTemplate.validateResource(resolved);
 		}
 		catch (IllegalArgumentException ex) {
-			throw new IllegalArgumentException("@DistributedLock resource \"" + this.template + "\" of "
+			throw new IllegalArgumentException(this.annotationName + " resource \"" + this.template + "\" of "
 					+ describe(this.method) + " gave an invalid lock resource: " + ex.getMessage(), ex);
 		}
 		return resolved;

@@ -1,10 +1,12 @@
 package io.github.dblock.interceptor;
 
+import java.lang.annotation.Annotation;
 import java.lang.reflect.Method;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BiFunction;
 
 import io.github.dblock.DistributedLock;
 import io.github.dblock.LockOptions;
@@ -74,12 +76,22 @@ public class LockAttributeSource {
 
 	@Nullable
 	private LockAttribute find(Method method, @Nullable Class<?> targetClass) {
+		return find(method, targetClass, DistributedLock.class, this::parse);
+	}
+
+	/**
+	 * Finds an annotation on the most specific method of the target class (else on the invoked method) and parses it.
+	 * @return the parsed attribute, or {@code null} if the method has no such annotation
+	 */
+	@Nullable
+	static <A extends Annotation> LockAttribute find(Method method, @Nullable Class<?> targetClass, Class<A> type,
+			BiFunction<Method, A, LockAttribute> parser) {
 		Method specific = AopUtils.getMostSpecificMethod(method, targetClass);
-		DistributedLock annotation = AnnotatedElementUtils.findMergedAnnotation(specific, DistributedLock.class);
+		A annotation = AnnotatedElementUtils.findMergedAnnotation(specific, type);
 		if (annotation == null && specific != method) {
-			annotation = AnnotatedElementUtils.findMergedAnnotation(method, DistributedLock.class);
+			annotation = AnnotatedElementUtils.findMergedAnnotation(method, type);
 		}
-		return (annotation != null) ? parse(specific, annotation) : null;
+		return (annotation != null) ? parser.apply(specific, annotation) : null;
 	}
 
 	private LockAttribute parse(Method method, DistributedLock annotation) {
@@ -87,42 +99,10 @@ public class LockAttributeSource {
 		if (!StringUtils.hasText(annotation.resource())) {
 			throw new IllegalStateException(where + " has no resource; give one, e.g. resource = \"order:#{#id}\"");
 		}
-		String template;
-		try {
-			template = this.placeholders.resolveRequiredPlaceholders(annotation.resource());
-		}
-		catch (IllegalArgumentException ex) {
-			throw new IllegalStateException(where + ": " + ex.getMessage(), ex);
-		}
-		Expression expression;
-		try {
-			expression = this.parser.parseExpression(template, ParserContext.TEMPLATE_EXPRESSION);
-		}
-		catch (ParseException ex) {
-			throw new IllegalStateException(where + ": resource '" + template + "' does not parse: " + ex.getMessage(),
-					ex);
-		}
-		LockOptions options = LockOptions.defaults();
-		Duration waitTime = duration(where, "waitTime", annotation.waitTime());
-		if (waitTime != null) {
-			if (waitTime.isNegative()) {
-				throw new IllegalStateException(where + ": waitTime must be \"0\" (a single attempt) or positive, was "
-						+ annotation.waitTime());
-			}
-			options = options.withWaitTime(waitTime);
-		}
-		Duration leaseTime = duration(where, "leaseTime", annotation.leaseTime());
-		if (leaseTime != null) {
-			if (leaseTime.compareTo(LockOptions.MIN_LEASE_TIME) < 0) {
-				throw new IllegalStateException(where + ": leaseTime must be at least " + LockOptions.MIN_LEASE_TIME.toMillis()
-						+ "ms (a shorter lease ends before the statement taking it returns), was " + annotation.leaseTime());
-			}
-			if (leaseTime.compareTo(LockOptions.MAX_LEASE_TIME) > 0) {
-				throw new IllegalStateException(where + ": leaseTime must be at most " + LockOptions.MAX_LEASE_TIME.toDays()
-						+ "d (about 100 years), was " + annotation.leaseTime());
-			}
-			options = options.withLeaseTime(leaseTime);
-		}
+		String template = resolveTemplate(where, annotation.resource());
+		Expression expression = parseTemplate(where, template);
+		LockOptions options = timing(where, LockOptions.defaults(), annotation.waitTime(), annotation.leaseTime());
+		Duration leaseTime = options.getLeaseTime();
 		Duration minHoldTime = duration(where, "minHoldTime", annotation.minHoldTime());
 		if (minHoldTime != null) {
 			if (minHoldTime.isNegative()) {
@@ -155,15 +135,69 @@ public class LockAttributeSource {
 		}
 		LockAttribute attribute = new LockAttribute(method, template, expression, options, annotation.onFailure(),
 				failureHandler);
+		return validateLiteral(where, attribute);
+	}
+
+	/** Checks a name without expressions at start-up, since it will never change; a failure names {@code where}. */
+	static LockAttribute validateLiteral(String where, LockAttribute attribute) {
 		if (attribute.isLiteral()) {
 			try {
-				LockTemplate.validateResource(template);
+				LockTemplate.validateResource(attribute.getTemplate());
 			}
 			catch (IllegalArgumentException ex) {
 				throw new IllegalStateException(where + ": " + ex.getMessage(), ex);
 			}
 		}
 		return attribute;
+	}
+
+	/** Resolves the {@code ${...}} placeholders of a name template; a failure names {@code where}. */
+	String resolveTemplate(String where, String resource) {
+		try {
+			return this.placeholders.resolveRequiredPlaceholders(resource);
+		}
+		catch (IllegalArgumentException ex) {
+			throw new IllegalStateException(where + ": " + ex.getMessage(), ex);
+		}
+	}
+
+	/** Parses the {@code #{...}} parts of a name template; a failure names {@code where}. */
+	Expression parseTemplate(String where, String template) {
+		try {
+			return this.parser.parseExpression(template, ParserContext.TEMPLATE_EXPRESSION);
+		}
+		catch (ParseException ex) {
+			throw new IllegalStateException(where + ": resource '" + template + "' does not parse: " + ex.getMessage(),
+					ex);
+		}
+	}
+
+	/**
+	 * Adds an annotation's {@code waitTime} and {@code leaseTime} (blank: unset) to the options, checking their
+	 * ranges; a failure names {@code where}.
+	 */
+	LockOptions timing(String where, LockOptions options, String waitTimeValue, String leaseTimeValue) {
+		Duration waitTime = duration(where, "waitTime", waitTimeValue);
+		if (waitTime != null) {
+			if (waitTime.isNegative()) {
+				throw new IllegalStateException(where + ": waitTime must be \"0\" (a single attempt) or positive, was "
+						+ waitTimeValue);
+			}
+			options = options.withWaitTime(waitTime);
+		}
+		Duration leaseTime = duration(where, "leaseTime", leaseTimeValue);
+		if (leaseTime != null) {
+			if (leaseTime.compareTo(LockOptions.MIN_LEASE_TIME) < 0) {
+				throw new IllegalStateException(where + ": leaseTime must be at least " + LockOptions.MIN_LEASE_TIME.toMillis()
+						+ "ms (a shorter lease ends before the statement taking it returns), was " + leaseTimeValue);
+			}
+			if (leaseTime.compareTo(LockOptions.MAX_LEASE_TIME) > 0) {
+				throw new IllegalStateException(where + ": leaseTime must be at most " + LockOptions.MAX_LEASE_TIME.toDays()
+						+ "d (about 100 years), was " + leaseTimeValue);
+			}
+			options = options.withLeaseTime(leaseTime);
+		}
+		return options;
 	}
 
 	@Nullable

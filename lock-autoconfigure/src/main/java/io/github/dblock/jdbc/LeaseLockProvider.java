@@ -283,8 +283,11 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 		return lease.current;
 	}
 
-	/** The shared renewal scheduler: two daemon threads for every held lock of this provider, started on first use. */
-	private ScheduledExecutorService renewals() {
+	/**
+	 * The shared renewal scheduler: two daemon threads for every held lock of this provider (and the permits of a
+	 * {@link JdbcSemaphoreProvider} built on it), started on first use.
+	 */
+	ScheduledExecutorService renewals() {
 		ScheduledExecutorService executor = this.renewals;
 		if (executor == null) {
 			synchronized (this) {

@@ -202,10 +202,21 @@ public class LockTableCleaner {
 	 * @throws org.springframework.dao.DataAccessException if the database fails
 	 */
 	public int deleteExpiredReadWriteHolds() {
+		return deleteExpiredKeys("read/write holders", this.expiredHoldsSql, this.deleteHoldSql);
+	}
+
+	/**
+	 * Deletes expired rows of a holder table in batches: {@code candidatesSql} reads at most {@code batchSize} keys
+	 * (bind parameter 1) on an index, without locking; {@code deleteSql} deletes one of them by primary key, its key
+	 * columns bound in the same order, re-checking the expiry. A missing table, or one the user has no grant on,
+	 * counts as nothing to delete.
+	 * @return how many rows were deleted
+	 */
+	private int deleteExpiredKeys(String what, String candidatesSql, String deleteSql) {
 		int deleted = 0;
 		for (int batch = 0; batch < MAX_BATCHES_PER_RUN && !Thread.currentThread().isInterrupted(); batch++) {
-			int[] result = this.jdbc.execute("delete expired read/write holders of lock table " + this.table,
-					this::deleteHoldBatch);
+			int[] result = this.jdbc.execute("delete expired " + what + " of lock table " + this.table,
+					(connection) -> deleteKeyBatch(connection, what, candidatesSql, deleteSql));
 			deleted += result[1];
 			if (result[0] < this.batchSize || result[1] == 0) {
 				break;
@@ -214,23 +225,29 @@ public class LockTableCleaner {
 		return deleted;
 	}
 
-	/** One batch of {@link #deleteExpiredReadWriteHolds()}: {candidates, deleted}. */
-	private int[] deleteHoldBatch(Connection connection) throws SQLException {
+	/** One batch of {@link #deleteExpiredKeys}: {candidates, deleted}. */
+	private int[] deleteKeyBatch(Connection connection, String what, String candidatesSql, String deleteSql)
+			throws SQLException {
 		int timeout = this.jdbc.statementTimeoutSeconds();
 		List<Object[]> keys = new ArrayList<>();
-		try (PreparedStatement ps = connection.prepareStatement(this.expiredHoldsSql)) {
+		try (PreparedStatement ps = connection.prepareStatement(candidatesSql)) {
 			ps.setQueryTimeout(timeout);
 			ps.setInt(1, this.batchSize);
 			try (ResultSet rs = ps.executeQuery()) {
+				int columns = rs.getMetaData().getColumnCount();
 				while (rs.next()) {
-					keys.add(new Object[] { rs.getBytes(1), rs.getString(2) });
+					Object[] key = new Object[columns];
+					for (int i = 0; i < columns; i++) {
+						key[i] = rs.getObject(i + 1);
+					}
+					keys.add(key);
 				}
 			}
 			JdbcLockSupport.commitIfNeeded(connection);
 		}
 		catch (SQLException ex) {
 			if (ex.getErrorCode() == NO_SUCH_TABLE || ex.getErrorCode() == TABLE_ACCESS_DENIED) {
-				logger.debug("No read/write holder table beside lock table " + this.table + ", or no grant on it; "
+				logger.debug("No table of " + what + " beside lock table " + this.table + ", or no grant on it; "
 						+ "nothing to clean there: " + ex.getMessage());
 				return new int[] { 0, 0 };
 			}
@@ -240,11 +257,12 @@ public class LockTableCleaner {
 			return new int[] { 0, 0 };
 		}
 		int deleted = 0;
-		try (PreparedStatement ps = connection.prepareStatement(this.deleteHoldSql)) {
+		try (PreparedStatement ps = connection.prepareStatement(deleteSql)) {
 			ps.setQueryTimeout(timeout);
 			for (Object[] key : keys) {
-				ps.setBytes(1, (byte[]) key[0]);
-				ps.setString(2, (String) key[1]);
+				for (int i = 0; i < key.length; i++) {
+					ps.setObject(i + 1, key[i]);
+				}
 				ps.addBatch();
 			}
 			for (int count : ps.executeBatch()) {
@@ -344,6 +362,24 @@ public class LockTableCleaner {
 				rollbackQuietly(connection, autoCommit);
 			}
 		}
+	}
+
+	/**
+	 * Deletes the rows of held semaphore permits ({@code <table>_sem_hold}) whose lease has ended, at most
+	 * {@value #MAX_BATCHES_PER_RUN} batches of {@code batchSize} rows. No retention applies: a permit row carries no
+	 * state once expired (the fencing token lives in the pool's row, which is never deleted), and its late holder's
+	 * release reports the loss whether the row is expired or gone. Each batch reads candidates on the
+	 * {@code expires_at} index without locking, then deletes them one by one by primary key, re-checking the expiry
+	 * (autocommit statements, one row lock each). A missing semaphore table (migration {@code V3} not applied while
+	 * migrations are off) counts as nothing to delete.
+	 * @return how many permit rows this call deleted
+	 * @throws org.springframework.dao.DataAccessException if the database fails
+	 */
+	public int deleteExpiredPermits() {
+		String holds = JdbcSemaphoreProvider.holdTable(this.table);
+		return deleteExpiredKeys("semaphore permits",
+				"SELECT name, owner_token FROM " + holds + " WHERE expires_at < UTC_TIMESTAMP(6) ORDER BY expires_at LIMIT ?",
+				"DELETE FROM " + holds + " WHERE name = ? AND owner_token = ? AND expires_at < UTC_TIMESTAMP(6)");
 	}
 
 	/** Step 1: the oldest candidates, by a plain read of the {@code expires_at} index. */

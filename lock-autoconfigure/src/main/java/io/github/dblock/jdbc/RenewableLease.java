@@ -78,6 +78,11 @@ abstract class RenewableLease {
 		this.renewal = scheduler.scheduleWithFixedDelay(this::renew, period, period, TimeUnit.NANOSECONDS);
 	}
 
+	/** What is leased, for log messages: {@code lock 'x'}, {@code a permit of semaphore 'x'}. */
+	String describe() {
+		return "lock '" + this.resource + "'";
+	}
+
 	/** One renewal, on the scheduler's thread. */
 	final void renew() {
 		if (this.released || this.lost) {
@@ -101,8 +106,7 @@ abstract class RenewableLease {
 			}
 		}
 		catch (RuntimeException ex) {
-			logger.warn("Could not renew lock '" + this.resource + "'; retrying until its lease must be presumed "
-					+ "expired", ex);
+			logger.warn("Could not renew " + describe() + "; retrying until its lease must be presumed expired", ex);
 			if (System.nanoTime() - this.validUntilNanos >= 0) {
 				markLost("the database was unreachable until its lease ran out");
 			}

@@ -64,7 +64,8 @@ class DistributedLockActuatorAutoConfigurationTests {
 	@AfterEach
 	void dropCreatedTables() {
 		for (String table : this.createdTables) {
-			admin.execute("DROP TABLE IF EXISTS `" + table + "`, `" + table + "_schema_history`");
+			admin.execute("DROP TABLE IF EXISTS `" + table + "`, `" + table + "_schema_history`, `" + table + "_sem`, `"
+					+ table + "_sem_hold`");
 		}
 	}
 

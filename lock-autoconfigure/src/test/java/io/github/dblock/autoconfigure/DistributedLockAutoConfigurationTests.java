@@ -92,7 +92,8 @@ class DistributedLockAutoConfigurationTests {
 	@AfterEach
 	void dropCreatedTables() {
 		for (String table : this.createdTables) {
-			admin.execute("DROP TABLE IF EXISTS `" + table + "`, `" + table + "_schema_history`");
+			admin.execute("DROP TABLE IF EXISTS `" + table + "`, `" + table + "_schema_history`, `" + table + "_sem`, `"
+					+ table + "_sem_hold`");
 		}
 	}
 
@@ -107,11 +108,15 @@ class DistributedLockAutoConfigurationTests {
 			assertThat(context).hasSingleBean(LockSchemaInitializer.class);
 			assertThat(context).hasSingleBean(DistributedLockAdvisor.class);
 			assertThat(context).hasSingleBean(DistributedLockProperties.class);
+			assertThat(context).hasSingleBean(io.github.dblock.SemaphoreTemplate.class);
+			assertThat(context).hasSingleBean(io.github.dblock.interceptor.DistributedSemaphoreAdvisor.class);
 			LockSchemaInitializer initializer = context.getBean(LockSchemaInitializer.class);
 			assertThat(initializer.getTable().name()).isEqualTo("distributed_lock");
 			assertThat(initializer.getServer()).isNotNull();
 			assertThat(tableExists("distributed_lock")).isTrue();
-			assertThat(appliedMigrations("distributed_lock")).contains("1");
+			assertThat(tableExists("distributed_lock_sem")).isTrue();
+			assertThat(tableExists("distributed_lock_sem_hold")).isTrue();
+			assertThat(appliedMigrations("distributed_lock")).contains("1", "3");
 		});
 	}
 
@@ -336,6 +341,34 @@ class DistributedLockAutoConfigurationTests {
 	// ---------------------------------------------------------------- flyway off
 
 	@Test
+	void withFlywayDisabledConfiguredSemaphoresWithoutTheirTablesStopStartUpNamingTheScript() {
+		String table = newTableName();
+		withDataSourceFromProperties().withPropertyValues("distributed-lock.table-name=" + table)
+			.run((context) -> assertThat(context).hasNotFailed());
+		admin.execute("DROP TABLE `" + table + "_schema_history`, `" + table + "_sem`, `" + table + "_sem_hold`");
+		withDataSourceFromProperties()
+			.withPropertyValues("distributed-lock.table-name=" + table, "distributed-lock.flyway.enabled=false")
+			.run((context) -> assertThat(context).as("no semaphore configured: the tables are not needed").hasNotFailed());
+		withDataSourceFromProperties()
+			.withPropertyValues("distributed-lock.table-name=" + table, "distributed-lock.flyway.enabled=false",
+					"distributed-lock.semaphores.reports.permits=2")
+			.run((context) -> {
+				assertThat(context).hasFailed();
+				assertThat(context.getStartupFailure()).rootCause().hasMessageContaining("doesn't exist");
+				assertThat(messages(context.getStartupFailure())).contains("`" + table + "_sem`")
+					.contains("V3__create_semaphore_tables.sql").contains("distributed-lock.flyway.enabled=true");
+			});
+	}
+
+	private static String messages(Throwable failure) {
+		StringBuilder all = new StringBuilder();
+		for (Throwable t = failure; t != null; t = t.getCause()) {
+			all.append(t.getMessage()).append('\n');
+		}
+		return all.toString();
+	}
+
+	@Test
 	void withFlywayDisabledStartsWhenTheTableExistsAndDoesNotMigrate() {
 		String table = newTableName();
 		withDataSourceFromProperties().withPropertyValues("distributed-lock.table-name=" + table)
@@ -545,6 +578,8 @@ class DistributedLockAutoConfigurationTests {
 		assertThat(context).doesNotHaveBean(DistributedLockAdvisor.class);
 		assertThat(context).doesNotHaveBean(LockAttributeSource.class);
 		assertThat(context).doesNotHaveBean(DistributedLockProperties.class);
+		assertThat(context).doesNotHaveBean(io.github.dblock.SemaphoreTemplate.class);
+		assertThat(context).doesNotHaveBean(io.github.dblock.interceptor.DistributedSemaphoreAdvisor.class);
 	}
 
 	/** The named pool served the lock table (start-up and a lock round trip); the other one was never used. */

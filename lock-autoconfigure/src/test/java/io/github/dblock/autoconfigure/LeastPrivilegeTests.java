@@ -12,6 +12,7 @@ import io.github.dblock.LockMode;
 import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.LockType;
+import io.github.dblock.SemaphoreTemplate;
 import io.github.dblock.test.EmbeddedMariaDb;
 import io.github.dblock.test.Reliability;
 import io.github.dblock.test.TestDatabase;
@@ -139,7 +140,7 @@ class LeastPrivilegeTests {
 	void dropCreatedTablesAndUsers() {
 		for (String table : this.createdTables) {
 			admin.execute("DROP TABLE IF EXISTS `" + table + "`, `" + table + "_schema_history`, `" + table + "_rw`, `"
-					+ table + "_rw_hold`");
+					+ table + "_rw_hold`, `" + table + "_sem`, `" + table + "_sem_hold`");
 		}
 		for (String user : this.createdUsers) {
 			admin.execute("DROP USER IF EXISTS '" + user + "'@'%'");
@@ -154,7 +155,8 @@ class LeastPrivilegeTests {
 		assertThat(grants(user)).as("the runtime user's grants").noneMatch((grant) -> grant.contains("CREATE"));
 		this.runner.withPropertyValues(runtimeDataSource(user))
 			.withPropertyValues("distributed-lock.table-name=" + table, "distributed-lock.lease-time=3s",
-					"distributed-lock.flyway.user=" + adminUser, "distributed-lock.flyway.password=" + adminPassword)
+					"distributed-lock.flyway.user=" + adminUser, "distributed-lock.flyway.password=" + adminPassword,
+					"distributed-lock.semaphores.least-privilege-sem.permits=2")
 			.run((context) -> {
 				assertThat(context).hasNotFailed();
 				assertThat(tableExists(table)).as("created by the migration user").isTrue();
@@ -207,8 +209,23 @@ class LeastPrivilegeTests {
 					.withLeaseTime(Duration.ofMillis(50)));
 				Thread.sleep(100);
 
-				// cleanup job: deletes a row whose lease ended long ago (DELETE, FOR UPDATE SKIP LOCKED), and
-				// expired read/write holder rows
+				// semaphores: the configured pool created at start-up (INSERT), a renewed permit (SELECT ... FOR UPDATE,
+				// UPDATE, INSERT, DELETE), a run-time change of N; the cleanup job below deletes an expired permit row
+				SemaphoreTemplate semaphores = context.getBean(SemaphoreTemplate.class);
+				assertThat(semaphores.getPermits("least-privilege-sem")).isEqualTo(2);
+				try (LockHandle permit = semaphores.acquire("least-privilege-sem")) {
+					Thread.sleep(4500);
+					assertThat(permit.isHeld()).as("renewed past its 3 s lease").isTrue();
+					assertThat(semaphores.availablePermits("least-privilege-sem")).isEqualTo(1);
+				}
+				semaphores.setPermits("least-privilege-sem", 3);
+				assertThat(semaphores.availablePermits("least-privilege-sem")).isEqualTo(3);
+				admin.update("INSERT INTO `" + table + "_sem_hold` (name, owner_token, holder, fencing_token, acquired_at,"
+						+ " expires_at) VALUES (?, ?, 'gone', 1, UTC_TIMESTAMP(6) - INTERVAL 1 DAY, UTC_TIMESTAMP(6) - INTERVAL 1 DAY)",
+						"least-privilege-sem".getBytes(StandardCharsets.UTF_8), UUID.randomUUID().toString());
+
+				// cleanup job: deletes a row whose lease ended long ago (DELETE, FOR UPDATE SKIP LOCKED), expired
+				// read/write holder rows and expired permit rows
 				String stale = "least-privilege-stale-" + UUID.randomUUID();
 				admin.update("INSERT INTO `" + table + "` (resource, fencing_token, acquired_at, expires_at) VALUES "
 						+ "(?, 1, UTC_TIMESTAMP(6) - INTERVAL 30 DAY, UTC_TIMESTAMP(6) - INTERVAL 30 DAY)",
@@ -219,6 +236,8 @@ class LeastPrivilegeTests {
 				assertThat(admin.queryForObject("SELECT COUNT(*) FROM `" + table + "_rw_hold`", Long.class))
 					.as("expired read/write holder deleted").isZero();
 				assertThatExceptionOfType(io.github.dblock.LockLostException.class).isThrownBy(expiring::close);
+				assertThat(admin.queryForObject("SELECT COUNT(*) FROM `" + table + "_sem_hold`", Integer.class))
+					.as("expired permit row deleted").isZero();
 
 				// health indicator
 				HealthIndicator health = context.getBean("distributedLockHealthIndicator", HealthIndicator.class);
@@ -300,12 +319,15 @@ class LeastPrivilegeTests {
 
 	// ---------------------------------------------------------------- helpers
 
-	/** A new user with SELECT, INSERT, UPDATE and DELETE on the (not yet existing) table, and nothing else. */
+	/**
+	 * A new user with SELECT, INSERT, UPDATE and DELETE on the (not yet existing) lock table and its two semaphore
+	 * tables, and nothing else.
+	 */
 	private String newUserWithDmlOn(String table) {
 		String user = "topo_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
 		admin.execute("CREATE USER '" + user + "'@'%' IDENTIFIED BY '" + password(user) + "'");
 		this.createdUsers.add(user);
-		for (String name : List.of(table, table + "_rw", table + "_rw_hold")) {
+		for (String name : List.of(table, table + "_rw", table + "_rw_hold", table + "_sem", table + "_sem_hold")) {
 			admin.execute("CREATE TABLE `" + name + "` (id INT)");
 			admin.execute("GRANT SELECT, INSERT, UPDATE, DELETE ON `" + schema + "`.`" + name + "` TO '" + user + "'@'%'");
 			admin.execute("DROP TABLE `" + name + "`");

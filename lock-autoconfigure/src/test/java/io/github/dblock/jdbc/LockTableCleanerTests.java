@@ -27,9 +27,12 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.dblock.LockHandle;
 import io.github.dblock.LockMode;
+import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
+import io.github.dblock.SemaphoreTemplate;
 import io.github.dblock.test.CountingDataSource;
 import io.github.dblock.test.LockNodes;
+import io.github.dblock.test.SemaphoreNodes;
 import io.github.dblock.test.TestDatabase;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -415,6 +418,27 @@ class LockTableCleanerTests {
 		catch (InvocationTargetException ex) {
 			throw ex.getTargetException();
 		}
+	}
+
+	@Test
+	void deletesExactlyTheExpiredSemaphorePermitsInBatchesAndKeepsLiveOnes() {
+		String name = "clean-permits-" + UUID.randomUUID();
+		SemaphoreTemplate semaphores = SemaphoreNodes.node("cleaner-test", pool);
+		semaphores.setPermits(name, 10);
+		for (int i = 0; i < 7; i++) {
+			semaphores.acquire(name, LockOptions.defaults().withLeaseTime(Duration.ofMinutes(1))); // aged below
+		}
+		try (LockHandle live = semaphores.acquire(name)) {
+			assertThat(jdbc.update("UPDATE distributed_lock_sem_hold SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND"
+					+ " WHERE name = ? AND fencing_token < ?", bytes(name), live.fencingToken())).isEqualTo(7);
+			assertThat(cleaner(pool, ONE_DAY, 3).deleteExpiredPermits()).as("no retention for permits")
+				.isGreaterThanOrEqualTo(7);
+			assertThat(jdbc.queryForList("SELECT fencing_token FROM distributed_lock_sem_hold WHERE name = ?", Long.class,
+					bytes(name))).containsExactly(live.fencingToken());
+			assertThat(live.isHeld()).isTrue();
+			assertThat(semaphores.availablePermits(name)).isEqualTo(9);
+		}
+		assertThat(semaphores.availablePermits(name)).isEqualTo(10);
 	}
 
 	private static LockTableCleaner cleaner(DataSource dataSource, Duration retention, int batchSize) {

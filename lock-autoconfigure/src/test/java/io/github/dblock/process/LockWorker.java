@@ -39,15 +39,10 @@ public final class LockWorker {
 
 	public static void main(String[] args) throws Exception {
 		String command = args[0];
-		HikariConfig config = new HikariConfig();
-		config.setJdbcUrl(args[1]);
-		config.setUsername(args[2]);
-		config.setPassword(args[3].equals("-") ? "" : args[3]);
-		config.setMaximumPoolSize(8);
 		LockMode mode = LockMode.valueOf(args[4]);
 		String resource = args[5];
 		String node = "process-" + ProcessHandle.current().pid();
-		try (HikariDataSource dataSource = new HikariDataSource(config)) {
+		try (HikariDataSource dataSource = dataSource(args)) {
 			LockTemplate locks = LockNodes.node(mode, node, dataSource);
 			if (command.equals("hold")) {
 				LockHandle lock = locks.acquire(resource,
@@ -79,6 +74,16 @@ public final class LockWorker {
 			pool.shutdown();
 			System.out.println("RESULT acquisitions=" + acquisitions + " violations=" + violations);
 		}
+	}
+
+	/** A pool of 8 on {@code args[1..3]}: URL, user and password ({@code -} for none). */
+	static HikariDataSource dataSource(String[] args) {
+		HikariConfig config = new HikariConfig();
+		config.setJdbcUrl(args[1]);
+		config.setUsername(args[2]);
+		config.setPassword(args[3].equals("-") ? "" : args[3]);
+		config.setMaximumPoolSize(8);
+		return new HikariDataSource(config);
 	}
 
 	/**

@@ -99,7 +99,7 @@ class BadPropertyInputTests {
 			tried();
 		}
 		finally {
-			new JdbcTemplate(adminPool).execute("DROP TABLE IF EXISTS `order`, `order_schema_history`");
+			new JdbcTemplate(adminPool).execute("DROP TABLE IF EXISTS `order`, `order_schema_history`, `order_sem`, `order_sem_hold`");
 		}
 	}
 
@@ -159,6 +159,21 @@ class BadPropertyInputTests {
 		this.runner.withPropertyValues("distributed-lock.mode=Pessimistic").run((context) -> {
 			assertThat(context).hasNotFailed();
 			assertThat(context.getBean(LockTemplate.class).getDefaultMode()).isEqualTo(LockMode.PESSIMISTIC);
+		});
+		tried();
+	}
+
+	@Test
+	void semaphorePermitCountsBelowOneAndInvalidSemaphoreNamesAreRefusedNamingTheProperty() {
+		assertRefused("semaphores.reports.permits", "distributed-lock.semaphores.reports.permits=0", "must be at least 1");
+		assertRefused("semaphores.reports.permits", "distributed-lock.semaphores.reports.permits=-2", "must be at least 1");
+		String tooLong = "s".repeat(256);
+		assertRefused("semaphores." + tooLong, "distributed-lock.semaphores." + tooLong + ".permits=1",
+				"is not a valid semaphore name");
+		this.runner.withPropertyValues("distributed-lock.semaphores.reports.permits=many").run((context) -> {
+			assertThat(context).hasFailed();
+			assertThat(messages(context.getStartupFailure())).anyMatch(
+					(message) -> message.contains("distributed-lock.semaphores.reports.permits"));
 		});
 		tried();
 	}

@@ -1,0 +1,24 @@
+package io.github.dblock;
+
+import java.time.Duration;
+
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Thrown when every permit of a distributed semaphore stayed held for the whole wait time. A
+ * {@link LockNotAcquiredException}, so that code handling busy locks handles full semaphores too;
+ * {@link #getResource()} is the semaphore's name.
+ */
+public class PermitNotAcquiredException extends LockNotAcquiredException {
+
+	/**
+	 * @param name the semaphore's name
+	 * @param waitTime the wait time that elapsed
+	 * @param state what the last attempt found (permits and live holders), when known
+	 */
+	public PermitNotAcquiredException(String name, Duration waitTime, @Nullable String state) {
+		super(name, waitTime, state, "Could not acquire a permit of semaphore '" + name + "' within " + waitTime + "; "
+				+ ((state != null) ? state : "state unknown"));
+	}
+
+}

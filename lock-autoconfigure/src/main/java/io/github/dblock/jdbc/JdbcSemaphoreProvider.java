@@ -1,0 +1,553 @@
+package io.github.dblock.jdbc;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+
+import javax.sql.DataSource;
+
+import io.github.dblock.spi.AcquireResult;
+import io.github.dblock.spi.HeldLock;
+import io.github.dblock.spi.LockRequest;
+import io.github.dblock.spi.SemaphoreProvider;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+import org.springframework.dao.DataAccessException;
+
+/**
+ * Distributed semaphores on two tables derived from the lock table's name: {@code <table>_sem}, one row per pool
+ * (permit count and fencing token), and {@code <table>_sem_hold}, one row per held permit (owner token, holder,
+ * fencing token, lease on the server's clock).
+ * <p>
+ * One acquisition attempt is one short transaction on a connection of its own (never the caller's transaction):
+ * <ol>
+ * <li>{@code SELECT permits FROM <table>_sem WHERE name = ? FOR UPDATE}: serializes the acquisitions of a pool;</li>
+ * <li>{@code SELECT COUNT(*), SUM(expires_at <= UTC_TIMESTAMP(6)), ... FROM <table>_sem_hold WHERE name = ? FOR
+ * UPDATE}: a locking read, so it sees the latest committed holders whatever the isolation level (a renewal that
+ * committed a moment ago counts);</li>
+ * <li>{@code DELETE} the pool's expired holders, if step 2 found any;</li>
+ * <li>if the live holders are fewer than the permits: advance the pool's fencing token ({@code GREATEST(
+ * fencing_token + 1, <server µs>)}, returned through {@code LAST_INSERT_ID}) and {@code INSERT} the holder row with
+ * {@code expires_at = UTC_TIMESTAMP(6) + lease};</li>
+ * <li>{@code COMMIT}.</li>
+ * </ol>
+ * Between attempts the caller sleeps with the shared {@link Backoff} (exponential, jittered) until its deadline.
+ * Every statement uses the primary key of its table (step 2 and 3 a prefix of it), every value is a bind parameter.
+ * <p>
+ * Release is {@code DELETE ... WHERE name = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)}: no row
+ * means the lease had expired (and the permit may have gone to another owner), reported as {@code false}.
+ * Renewal, when the request asks for it, runs on the {@link LeaseLockProvider}'s shared scheduler every third of
+ * the lease with {@code UPDATE ... SET expires_at = UTC_TIMESTAMP(6) + lease WHERE name = ? AND owner_token = ? AND
+ * expires_at > UTC_TIMESTAMP(6)}; a renewal matching no row, or a database unreachable until the lease must be
+ * presumed expired by this JVM's clock, marks the permit lost and runs its {@link HeldLock#onLost} callbacks.
+ * <p>
+ * Changing the permit count never revokes a permit: after a decrease, holders above the new count keep their
+ * permits until they release, and new acquisitions wait until fewer than the new count are live. A pool's row
+ * is created from the configured initial count the first time it is needed (a plain {@code INSERT}; a
+ * duplicate-key error means another node created it first), never overwritten by it.
+ * <p>
+ * A take whose {@code COMMIT} reply is lost with its connection is found again by the next attempt of the same
+ * acquisition (one owner token serves the whole wait), so it does not leave an unknown permit behind.
+ * Deadlocks and lock wait timeouts are retried; other errors surface as {@link DataAccessException}. Thread-safe.
+ */
+public class JdbcSemaphoreProvider implements SemaphoreProvider {
+
+	private static final Log logger = LogFactory.getLog(JdbcSemaphoreProvider.class);
+
+	/** The configuration property holding a pool's initial permit count, with {@code %s} for the name. */
+	public static final String PERMITS_PROPERTY = "distributed-lock.semaphores.%s.permits";
+
+	private final JdbcLockSupport jdbc;
+
+	private final Backoff backoff;
+
+	private final LeaseLockProvider renewals;
+
+	private final Map<String, Integer> configuredPermits;
+
+	private final String poolTable;
+
+	private final String lockPoolSql;
+
+	private final String countSql;
+
+	private final String ownTokenSql;
+
+	private final String deleteExpiredSql;
+
+	private final String nextTokenSql;
+
+	private final String tokenSql;
+
+	private final String insertHoldSql;
+
+	private final String insertPoolSql;
+
+	private final String updatePermitsSql;
+
+	private final String permitsSql;
+
+	private final String availableSql;
+
+	private final String releaseSql;
+
+	private final String renewSql;
+
+	/**
+	 * Creates a provider.
+	 * @param dataSource the data source holding the lock table; a {@code TransactionAwareDataSourceProxy} is
+	 * unwrapped, so semaphore statements never join a Spring-managed transaction
+	 * @param table the lock table; the semaphore tables are {@code <table>_sem} and {@code <table>_sem_hold}
+	 * (created by the library's migration {@code V3})
+	 * @param statementTimeout upper bound of every statement's query timeout (whole seconds, at least one)
+	 * @param backoff pauses between attempts while waiting
+	 * @param renewals the LEASE provider whose renewal scheduler also renews permits
+	 * @param configuredPermits initial permit counts per pool name, each at least 1 (copied)
+	 * @throws IllegalArgumentException if a configured count is below 1
+	 */
+	public JdbcSemaphoreProvider(DataSource dataSource, LockTable table, Duration statementTimeout, Backoff backoff,
+			LeaseLockProvider renewals, Map<String, Integer> configuredPermits) {
+		configuredPermits.forEach(JdbcSemaphoreProvider::checkPermits);
+		this.jdbc = new JdbcLockSupport(dataSource, statementTimeout);
+		this.backoff = backoff;
+		this.renewals = renewals;
+		this.configuredPermits = Map.copyOf(configuredPermits);
+		String pools = poolTable(table);
+		this.poolTable = pools;
+		String holds = holdTable(table);
+		String now = "UTC_TIMESTAMP(6)";
+		this.lockPoolSql = "SELECT permits FROM " + pools + " WHERE name = ? FOR UPDATE";
+		this.countSql = "SELECT COUNT(*), COALESCE(SUM(expires_at <= " + now + "), 0), COALESCE(MAX(owner_token = ? AND"
+				+ " expires_at > " + now + "), 0) FROM " + holds + " WHERE name = ? FOR UPDATE";
+		this.ownTokenSql = "SELECT fencing_token FROM " + holds + " WHERE name = ? AND owner_token = ?";
+		this.deleteExpiredSql = "DELETE FROM " + holds + " WHERE name = ? AND expires_at <= " + now;
+		this.nextTokenSql = "UPDATE " + pools + " SET fencing_token = LAST_INSERT_ID(GREATEST(fencing_token + 1, "
+				+ LockRows.SERVER_MICROS + ")) WHERE name = ?";
+		this.tokenSql = "SELECT fencing_token FROM " + pools + " WHERE name = ?";
+		this.insertHoldSql = "INSERT INTO " + holds + " (name, owner_token, holder, fencing_token, acquired_at,"
+				+ " expires_at) VALUES (?, ?, ?, ?, " + now + ", " + now + " + INTERVAL ? MICROSECOND)";
+		this.insertPoolSql = "INSERT INTO " + pools + " (name, permits, fencing_token) VALUES (?, ?, "
+				+ LockRows.SERVER_MICROS + ")";
+		this.updatePermitsSql = "UPDATE " + pools + " SET permits = ? WHERE name = ?";
+		this.permitsSql = "SELECT permits FROM " + pools + " WHERE name = ?";
+		this.availableSql = "SELECT s.permits - (SELECT COUNT(*) FROM " + holds + " h WHERE h.name = s.name AND"
+				+ " h.expires_at > " + now + ") FROM " + pools + " s WHERE s.name = ?";
+		this.releaseSql = "DELETE FROM " + holds + " WHERE name = ? AND owner_token = ? AND expires_at > " + now;
+		this.renewSql = "UPDATE " + holds + " SET expires_at = " + now + " + INTERVAL ? MICROSECOND"
+				+ " WHERE name = ? AND owner_token = ? AND expires_at > " + now;
+	}
+
+	/** The quoted name of the pool table of a lock table. */
+	static String poolTable(LockTable table) {
+		return '`' + table.name() + "_sem`";
+	}
+
+	/** The quoted name of the holder table of a lock table. */
+	static String holdTable(LockTable table) {
+		return '`' + table.name() + "_sem_hold`";
+	}
+
+	private static void checkPermits(String name, Integer permits) {
+		if (permits == null || permits < 1) {
+			throw new IllegalArgumentException("Semaphore '" + name + "' must have at least 1 permit, was " + permits
+					+ " (" + PERMITS_PROPERTY.formatted(name) + ")");
+		}
+	}
+
+	/**
+	 * Creates the row of every configured pool that has none yet; existing rows keep their permit count (it may
+	 * have been changed at run time). Called once at start-up.
+	 * @throws IllegalStateException if the semaphore tables do not exist (migrations off and {@code V3} not applied)
+	 * @throws DataAccessException if the database fails otherwise
+	 */
+	public void createConfiguredPools() {
+		try {
+			this.configuredPermits.forEach((name, permits) -> this.jdbc.execute("create semaphore '" + name + "'",
+					(connection) -> insertPool(connection, name, permits, this.jdbc.statementTimeoutSeconds())));
+		}
+		catch (DataAccessException ex) {
+			if (ex.getMostSpecificCause() instanceof SQLException sql && sql.getErrorCode() == 1146) {
+				throw new IllegalStateException("Semaphores are configured (distributed-lock.semaphores) but their table "
+						+ this.poolTable + " does not exist: apply " + LockSchema.MIGRATION_LOCATION
+						+ "/V3__create_semaphore_tables.sql, or let the library migrate (distributed-lock.flyway.enabled=true)",
+						ex);
+			}
+			throw ex;
+		}
+	}
+
+	@Override
+	public AcquireResult acquire(LockRequest request) throws InterruptedException {
+		// One owner token for the whole wait: a take whose COMMIT reply was lost is found again by it.
+		String owner = UUID.randomUUID().toString();
+		boolean uncertain = false;
+		int outages = 0;
+		for (int attempt = 0;; attempt++) {
+			Attempt result;
+			boolean checkOwn = uncertain;
+			try {
+				result = this.jdbc.execute("acquire a permit of semaphore '" + request.resource() + "'",
+						(connection) -> attemptOnce(connection, request, owner, checkOwn));
+			}
+			catch (DataAccessException ex) {
+				if (!JdbcLockSupport.isConnectionFailure(ex) || request.remainingNanos() <= 0) {
+					throw ex;
+				}
+				if (outages++ == 0) {
+					logger.warn("Lost the connection to the lock database while acquiring a permit of '"
+							+ request.resource() + "'; retrying until the wait time ends: " + ex.getMostSpecificCause());
+				}
+				uncertain = true;
+				result = new Attempt(null, null);
+			}
+			if (result.permit != null) {
+				return AcquireResult.acquired(result.permit);
+			}
+			long remaining = request.remainingNanos();
+			if (remaining <= 0) {
+				return AcquireResult.busy(result.busy);
+			}
+			if (Thread.interrupted()) {
+				throw new InterruptedException();
+			}
+			TimeUnit.NANOSECONDS.sleep(this.backoff.pauseNanos(attempt, 0, remaining));
+		}
+	}
+
+	private Attempt attemptOnce(Connection connection, LockRequest request, String owner, boolean checkOwn)
+			throws SQLException {
+		String name = request.resource();
+		int timeout = this.jdbc.queryTimeoutSeconds(request.remainingNanos());
+		long sentAt = System.nanoTime();
+		boolean autoCommit = connection.getAutoCommit();
+		boolean ended = false;
+		try {
+			if (autoCommit) {
+				execute(connection, "START TRANSACTION", timeout);
+			}
+			Integer permits = queryInt(connection, this.lockPoolSql, timeout, name);
+			if (permits == null) {
+				end(connection, autoCommit, false, timeout);
+				ended = true;
+				insertPool(connection, name, configured(name), timeout);
+				return attemptOnce(connection, request, owner, checkOwn);
+			}
+			int holders;
+			int expired;
+			boolean own;
+			try (PreparedStatement ps = connection.prepareStatement(this.countSql)) {
+				ps.setQueryTimeout(timeout);
+				ps.setString(1, owner);
+				ps.setBytes(2, LockRows.bytes(name));
+				try (ResultSet rs = ps.executeQuery()) {
+					rs.next();
+					holders = rs.getInt(1);
+					expired = rs.getInt(2);
+					own = rs.getInt(3) == 1;
+				}
+			}
+			if (own && checkOwn) {
+				// an earlier attempt of this acquisition committed, but its reply was lost with the connection
+				Long token = queryLong(connection, this.ownTokenSql, timeout, name, owner);
+				end(connection, autoCommit, true, timeout);
+				ended = true;
+				return new Attempt(permit(request, owner, (token != null) ? token : 0, sentAt), null);
+			}
+			if (expired > 0) {
+				try (PreparedStatement ps = connection.prepareStatement(this.deleteExpiredSql)) {
+					ps.setQueryTimeout(timeout);
+					ps.setBytes(1, LockRows.bytes(name));
+					ps.executeUpdate();
+				}
+			}
+			int live = holders - expired;
+			if (live >= permits) {
+				end(connection, autoCommit, expired > 0, timeout);
+				ended = true;
+				return new Attempt(null, "all " + permits + " permits of semaphore '" + name + "' held (" + live
+						+ " live holders)");
+			}
+			long token;
+			try (PreparedStatement ps = connection.prepareStatement(this.nextTokenSql, Statement.RETURN_GENERATED_KEYS)) {
+				ps.setQueryTimeout(timeout);
+				ps.setBytes(1, LockRows.bytes(name));
+				ps.executeUpdate();
+				token = generatedToken(connection, ps, name, timeout);
+			}
+			try (PreparedStatement ps = connection.prepareStatement(this.insertHoldSql)) {
+				ps.setQueryTimeout(timeout);
+				ps.setBytes(1, LockRows.bytes(name));
+				ps.setString(2, owner);
+				ps.setString(3, request.holder());
+				ps.setLong(4, token);
+				ps.setLong(5, TimeUnit.NANOSECONDS.toMicros(request.leaseTime().toNanos()));
+				ps.executeUpdate();
+			}
+			end(connection, autoCommit, true, timeout);
+			ended = true;
+			return new Attempt(permit(request, owner, token, sentAt), null);
+		}
+		catch (SQLException ex) {
+			if (ex instanceof java.sql.SQLTimeoutException || ex.getErrorCode() == 1205) {
+				// the pool row stayed locked for the whole query timeout (a stuck transaction): busy, not a fault
+				return new Attempt(null, "a transaction holding the row lock of semaphore '" + name + "'");
+			}
+			throw ex;
+		}
+		finally {
+			if (!ended) {
+				rollbackQuietly(connection, autoCommit);
+			}
+		}
+	}
+
+	private long generatedToken(Connection connection, PreparedStatement executed, String name, int timeout)
+			throws SQLException {
+		try (ResultSet keys = executed.getGeneratedKeys()) {
+			if (keys.next() && keys.getLong(1) > 0) {
+				return keys.getLong(1);
+			}
+		}
+		Long token = queryLong(connection, this.tokenSql, timeout, name); // the pool row is locked by us
+		if (token == null) {
+			throw new SQLException("semaphore row '" + name + "' vanished while locked");
+		}
+		return token;
+	}
+
+	/** Commits or rolls back the attempt's transaction. */
+	private static void end(Connection connection, boolean autoCommit, boolean commit, int timeout) throws SQLException {
+		if (autoCommit) {
+			execute(connection, commit ? "COMMIT" : "ROLLBACK", timeout);
+		}
+		else if (commit) {
+			connection.commit();
+		}
+		else {
+			connection.rollback();
+		}
+	}
+
+	private static void rollbackQuietly(Connection connection, boolean autoCommit) {
+		try {
+			end(connection, autoCommit, false, 0);
+		}
+		catch (SQLException ex) {
+			logger.debug("Could not roll back a semaphore transaction; the server ends it when the connection is "
+					+ "discarded", ex);
+		}
+	}
+
+	private static void execute(Connection connection, String sql, int timeout) throws SQLException {
+		try (Statement statement = connection.createStatement()) {
+			statement.setQueryTimeout(timeout);
+			statement.execute(sql);
+		}
+	}
+
+	/**
+	 * Creates a pool row as its own statement.
+	 * @return {@code false} if it existed already (a duplicate key: another node created it first)
+	 */
+	private boolean insertPool(Connection connection, String name, int permits, int timeout) throws SQLException {
+		try (PreparedStatement ps = connection.prepareStatement(this.insertPoolSql)) {
+			ps.setQueryTimeout(timeout);
+			ps.setBytes(1, LockRows.bytes(name));
+			ps.setInt(2, permits);
+			ps.executeUpdate();
+			JdbcLockSupport.commitIfNeeded(connection);
+			return true;
+		}
+		catch (SQLException ex) {
+			if (!JdbcLockSupport.isDuplicateKey(ex)) {
+				throw ex;
+			}
+			if (!connection.getAutoCommit()) {
+				connection.rollback();
+			}
+			return false;
+		}
+	}
+
+	/** The configured initial permit count of a pool that has no row. */
+	private int configured(String name) {
+		Integer permits = this.configuredPermits.get(name);
+		if (permits == null) {
+			throw new IllegalArgumentException("Semaphore '" + name + "' is unknown: it has no row in the database and "
+					+ "no configured permit count. Set " + PERMITS_PROPERTY.formatted(name) + " (use "
+					+ "distributed-lock.semaphores[" + name + "].permits for a name with characters other than letters, "
+					+ "digits and '-'), or call SemaphoreTemplate.setPermits(\"" + name + "\", n) first");
+		}
+		return permits;
+	}
+
+	@Override
+	public void setPermits(String name, int permits) {
+		checkPermits(name, permits);
+		this.jdbc.execute("set the permits of semaphore '" + name + "'", (connection) -> {
+			int timeout = this.jdbc.statementTimeoutSeconds();
+			// 0 matched rows means either no row or (with useAffectedRows=true) an unchanged value: the insert tells
+			// the two apart, and after a duplicate key the update is repeated in case another node inserted first
+			if (updatePermits(connection, name, permits, timeout) == 0
+					&& !insertPool(connection, name, permits, timeout)) {
+				updatePermits(connection, name, permits, timeout);
+			}
+			return null;
+		});
+	}
+
+	private int updatePermits(Connection connection, String name, int permits, int timeout) throws SQLException {
+		try (PreparedStatement ps = connection.prepareStatement(this.updatePermitsSql)) {
+			ps.setQueryTimeout(timeout);
+			ps.setInt(1, permits);
+			ps.setBytes(2, LockRows.bytes(name));
+			int matched = ps.executeUpdate();
+			JdbcLockSupport.commitIfNeeded(connection);
+			return matched;
+		}
+	}
+
+	@Override
+	public int getPermits(String name) {
+		Integer permits = readInt("read the permits", this.permitsSql, name);
+		return (permits != null) ? permits : configured(name);
+	}
+
+	@Override
+	public int availablePermits(String name) {
+		Integer available = readInt("count the free permits", this.availableSql, name);
+		return Math.max(0, (available != null) ? available : configured(name));
+	}
+
+	@Nullable
+	private static Integer queryInt(Connection connection, String sql, int timeout, String name) throws SQLException {
+		Long value = queryLong(connection, sql, timeout, name);
+		return (value != null) ? Math.toIntExact(value) : null;
+	}
+
+	@Nullable
+	private static Long queryLong(Connection connection, String sql, int timeout, String name, String... more)
+			throws SQLException {
+		try (PreparedStatement ps = connection.prepareStatement(sql)) {
+			ps.setQueryTimeout(timeout);
+			ps.setBytes(1, LockRows.bytes(name));
+			for (int i = 0; i < more.length; i++) {
+				ps.setString(i + 2, more[i]);
+			}
+			try (ResultSet rs = ps.executeQuery()) {
+				return rs.next() ? rs.getLong(1) : null;
+			}
+		}
+	}
+
+	/** A read outside a transaction: committed at once on a pool that hands out connections without autocommit. */
+	@Nullable
+	private Integer readInt(String task, String sql, String name) {
+		return this.jdbc.execute(task + " of semaphore '" + name + "'", (connection) -> {
+			Integer value = queryInt(connection, sql, this.jdbc.statementTimeoutSeconds(), name);
+			JdbcLockSupport.commitIfNeeded(connection);
+			return value;
+		});
+	}
+
+	/** A permit just taken: starts its renewal if the request asks for it. */
+	private Permit permit(LockRequest request, String owner, long token, long sentAt) {
+		Permit permit = new Permit(request.resource(), owner, token, request.leaseTime().toNanos(),
+				sentAt + request.leaseTime().toNanos());
+		if (request.renew()) {
+			permit.startRenewal(this.renewals.renewals());
+		}
+		return permit;
+	}
+
+	private int ownerStatement(String sql, String task, Permit permit, long leaseMicros) {
+		return this.jdbc.execute(task + " a permit of semaphore '" + permit.resource + "'", (connection) -> {
+			try (PreparedStatement ps = connection.prepareStatement(sql)) {
+				ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
+				int index = 1;
+				if (leaseMicros >= 0) {
+					ps.setLong(index++, leaseMicros);
+				}
+				ps.setBytes(index++, LockRows.bytes(permit.resource));
+				ps.setString(index, permit.ownerToken);
+				int matched = ps.executeUpdate();
+				JdbcLockSupport.commitIfNeeded(connection);
+				return matched;
+			}
+		});
+	}
+
+	/** The outcome of one attempt: a permit, or a description of the full pool. */
+	private record Attempt(@Nullable Permit permit, @Nullable String busy) {
+	}
+
+	/** One held permit: a lease on a holder row, renewed on the shared scheduler. */
+	private final class Permit extends RenewableLease implements HeldLock {
+
+		private final long fencingToken;
+
+		private final RenewableLease.LostCallbacks lostCallbacks = new RenewableLease.LostCallbacks();
+
+		Permit(String name, String ownerToken, long fencingToken, long leaseNanos, long validUntilNanos) {
+			super(name, ownerToken, leaseNanos, validUntilNanos);
+			this.fencingToken = fencingToken;
+		}
+
+		@Override
+		String describe() {
+			return "a permit of semaphore '" + this.resource + "'";
+		}
+
+		@Override
+		boolean renewInDatabase() {
+			return ownerStatement(JdbcSemaphoreProvider.this.renewSql, "renew", this,
+					TimeUnit.NANOSECONDS.toMicros(this.leaseNanos)) == 1;
+		}
+
+		@Override
+		boolean releaseInDatabase() {
+			return ownerStatement(JdbcSemaphoreProvider.this.releaseSql, "release", this, -1) == 1;
+		}
+
+		@Override
+		void onLost(String reason) {
+			logger.warn("Lost a permit of semaphore '" + this.resource + "' (fencing token " + this.fencingToken + "): "
+					+ reason);
+			this.lostCallbacks.runAll(this.resource);
+		}
+
+		@Override
+		public long fencingToken() {
+			return this.fencingToken;
+		}
+
+		@Override
+		public String ownerToken() {
+			return this.ownerToken;
+		}
+
+		@Override
+		public long validUntilNanos() {
+			return this.validUntilNanos;
+		}
+
+		@Override
+		public boolean isLost() {
+			return this.lost;
+		}
+
+		@Override
+		public void onLost(Runnable callback) {
+			this.lostCallbacks.add(callback, this.lost);
+		}
+
+	}
+
+}
