@@ -14,7 +14,8 @@ import org.springframework.context.annotation.Import;
 /**
  * Auto-configuration of distributed locks on the application's MySQL or MariaDB {@link DataSource}: the lock
  * table (through the library's own Flyway migrations), the {@link LockTemplate} bean and the
- * {@link io.github.dblock.DistributedLock @DistributedLock} advisor.
+ * {@link io.github.dblock.DistributedLock @DistributedLock} advisor, and idempotency keys
+ * ({@link io.github.dblock.IdempotencyTemplate}, {@link io.github.dblock.Idempotent @Idempotent}).
  */
 @AutoConfiguration(afterName = { "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
 		"org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration" })
@@ -22,7 +23,8 @@ import org.springframework.context.annotation.Import;
 @ConditionalOnBean(DataSource.class)
 @ConditionalOnBooleanProperty(name = DistributedLockProperties.PREFIX + ".enabled", matchIfMissing = true)
 @EnableConfigurationProperties(DistributedLockProperties.class)
-@Import({ LockJdbcConfiguration.class, LockInterceptorConfiguration.class, LockMetricsConfiguration.class })
+@Import({ LockJdbcConfiguration.class, LockInterceptorConfiguration.class, LockMetricsConfiguration.class,
+		IdempotencyConfiguration.class })
 public final class DistributedLockAutoConfiguration {
 
 }

@@ -10,6 +10,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 
 import io.github.dblock.DistributedLock;
+import io.github.dblock.Idempotent;
 import io.github.dblock.LockTemplate;
 import org.jspecify.annotations.Nullable;
 import org.springframework.aop.framework.AopProxyUtils;
@@ -29,7 +30,7 @@ import org.springframework.util.ClassUtils;
 import org.springframework.util.ReflectionUtils;
 
 /**
- * Stops start-up when a {@link DistributedLock} method cannot be intercepted, because a lock that silently does
+ * Stops start-up when a {@link DistributedLock} (or {@link Idempotent}) method cannot be intercepted, because a lock that silently does
  * nothing is the worst outcome: the method would run without exclusion. Spring AOP proxies only intercept
  * calls made through the proxy to methods the proxy can override or forward, so it checks every bean with
  * annotated methods:
@@ -183,19 +184,23 @@ public class DistributedLockMethodValidator implements BeanPostProcessor, SmartI
 	}
 
 	private static IllegalStateException failure(Method method, String reason) {
-		return new IllegalStateException("@DistributedLock on " + LockAttribute.describe(method)
+		String annotation = AnnotatedElementUtils.hasAnnotation(method, DistributedLock.class) ? "@DistributedLock"
+				: "@Idempotent";
+		return new IllegalStateException(annotation + " on " + LockAttribute.describe(method)
 				+ " cannot take effect: " + reason + ".");
 	}
 
 	private List<Method> annotatedMethods(Class<?> type) {
 		return this.annotated.computeIfAbsent(type, (key) -> {
-			if (!AnnotationUtils.isCandidateClass(key, DistributedLock.class)) {
+			if (!AnnotationUtils.isCandidateClass(key, DistributedLock.class)
+					&& !AnnotationUtils.isCandidateClass(key, Idempotent.class)) {
 				return List.of();
 			}
 			List<Method> methods = new ArrayList<>();
 			ReflectionUtils.doWithMethods(key, methods::add,
 					(method) -> ReflectionUtils.USER_DECLARED_METHODS.matches(method)
-							&& AnnotatedElementUtils.hasAnnotation(method, DistributedLock.class));
+							&& (AnnotatedElementUtils.hasAnnotation(method, DistributedLock.class)
+									|| AnnotatedElementUtils.hasAnnotation(method, Idempotent.class)));
 			return List.copyOf(methods);
 		});
 	}

@@ -11,7 +11,6 @@ import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
 import org.jspecify.annotations.Nullable;
 import org.springframework.aop.support.AopUtils;
-import org.springframework.boot.convert.DurationStyle;
 import org.springframework.core.MethodClassKey;
 import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.core.env.PropertyResolver;
@@ -87,13 +86,7 @@ public class LockAttributeSource {
 		if (!StringUtils.hasText(annotation.resource())) {
 			throw new IllegalStateException(where + " has no resource; give one, e.g. resource = \"order:#{#id}\"");
 		}
-		String template;
-		try {
-			template = this.placeholders.resolveRequiredPlaceholders(annotation.resource());
-		}
-		catch (IllegalArgumentException ex) {
-			throw new IllegalStateException(where + ": " + ex.getMessage(), ex);
-		}
+		String template = TemplateExpressions.resolve(this.placeholders, where, annotation.resource());
 		Expression expression;
 		try {
 			expression = this.parser.parseExpression(template, ParserContext.TEMPLATE_EXPRESSION);
@@ -160,24 +153,7 @@ public class LockAttributeSource {
 
 	@Nullable
 	private Duration duration(String where, String attribute, String value) {
-		if (!StringUtils.hasText(value)) {
-			return null;
-		}
-		String resolved;
-		try {
-			resolved = this.placeholders.resolveRequiredPlaceholders(value.trim());
-		}
-		catch (IllegalArgumentException ex) {
-			throw new IllegalStateException(where + ": " + attribute + " '" + value + "': " + ex.getMessage(), ex);
-		}
-		try {
-			return DurationStyle.detectAndParse(resolved);
-		}
-		catch (IllegalArgumentException ex) {
-			throw new IllegalStateException(where + ": " + attribute + " '" + value + "'"
-					+ (resolved.equals(value.trim()) ? "" : " (resolved to '" + resolved + "')")
-					+ " is not a duration (use e.g. \"500ms\", \"5s\", \"PT1M\")", ex);
-		}
+		return TemplateExpressions.duration(this.placeholders, where, attribute, value);
 	}
 
 }

@@ -273,8 +273,11 @@ public class LeaseLockProvider implements LockProvider, AutoCloseable {
 		return lease.current;
 	}
 
-	/** The shared renewal scheduler: two daemon threads for every held lock of this provider, started on first use. */
-	private ScheduledExecutorService renewals() {
+	/**
+	 * The shared renewal scheduler: two daemon threads for every held lock of this provider (and the running claims of
+	 * an {@link IdempotencyStore} built on it), started on first use.
+	 */
+	ScheduledExecutorService renewals() {
 		ScheduledExecutorService executor = this.renewals;
 		if (executor == null) {
 			synchronized (this) {

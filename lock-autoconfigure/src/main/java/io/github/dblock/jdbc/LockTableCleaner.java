@@ -117,9 +117,20 @@ public class LockTableCleaner {
 
 	private static final String CUTOFF = "UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND";
 
+	/** ER_NO_SUCH_TABLE. */
+	private static final int NO_SUCH_TABLE = 1146;
+
 	private final JdbcLockSupport jdbc;
 
-	private final LockTable table;
+	/** The table cleaned, for messages. */
+	private final String table;
+
+	private final String quotedTable;
+
+	private final String keyColumn;
+
+	/** The deletion condition, with one parameter: the retention in microseconds. */
+	private final String expired;
 
 	private final long retentionMicros;
 
@@ -140,6 +151,15 @@ public class LockTableCleaner {
 	 * @throws IllegalArgumentException if an argument is null or out of range
 	 */
 	public LockTableCleaner(DataSource dataSource, LockTable table, Duration retention, int batchSize,
+			Duration statementTimeout) {
+		this(checked(dataSource, table, retention, batchSize, statementTimeout), "lock table " + table, table.quoted(),
+				"resource", "expires_at", "",
+				TimeUnit.SECONDS.toMicros(retention.getSeconds()) + TimeUnit.NANOSECONDS.toMicros(retention.getNano()),
+				batchSize, statementTimeout);
+	}
+
+	/** Checks the public constructor's arguments; returns the data source. */
+	private static DataSource checked(DataSource dataSource, LockTable table, Duration retention, int batchSize,
 			Duration statementTimeout) {
 		if (dataSource == null || table == null) {
 			throw new IllegalArgumentException("dataSource and table must not be null");
@@ -164,13 +184,38 @@ public class LockTableCleaner {
 			throw new IllegalArgumentException("lock table cleanup statement timeout must be positive, was "
 					+ statementTimeout);
 		}
+		return dataSource;
+	}
+
+	private LockTableCleaner(DataSource dataSource, String table, String quotedTable, String keyColumn,
+			String timeColumn, String extraCondition, long retentionMicros, int batchSize, Duration statementTimeout) {
 		this.jdbc = new JdbcLockSupport(dataSource, statementTimeout);
 		this.table = table;
-		this.retentionMicros = TimeUnit.SECONDS.toMicros(retention.getSeconds())
-				+ TimeUnit.NANOSECONDS.toMicros(retention.getNano());
+		this.quotedTable = quotedTable;
+		this.keyColumn = keyColumn;
+		this.expired = timeColumn + " < " + CUTOFF + extraCondition;
+		this.retentionMicros = retentionMicros;
 		this.batchSize = batchSize;
-		this.candidatesSql = "SELECT resource FROM " + table.quoted() + " WHERE expires_at < " + CUTOFF
-				+ " ORDER BY expires_at LIMIT ?";
+		this.candidatesSql = "SELECT " + keyColumn + " FROM " + quotedTable + " WHERE " + this.expired + " ORDER BY "
+				+ timeColumn + " LIMIT ?";
+	}
+
+	/**
+	 * A cleaner of the idempotency records of a lock table ({@code <table>_idem}, see {@link IdempotencyStore}): it
+	 * deletes records past their {@code retain_until} (each record's own retention, server clock), except a
+	 * {@code RUNNING} one whose running lease has not ended, with the same algorithm as the lock table's cleaner, on
+	 * the {@code retain_until} index. A missing records table (migrations switched off and V4 not applied) is
+	 * skipped with a debug log.
+	 * @param batchSize how many records one batch deletes at most, 1 to {@value #MAX_BATCH_SIZE}
+	 * @param statementTimeout the query timeout of every statement, positive
+	 * @throws IllegalArgumentException if an argument is null or out of range
+	 */
+	public static LockTableCleaner forIdempotencyRecords(DataSource dataSource, LockTable table, int batchSize,
+			Duration statementTimeout) {
+		return new LockTableCleaner(checked(dataSource, table, MIN_RETENTION, batchSize, statementTimeout),
+				"idempotency records " + table.name() + IdempotencyStore.TABLE_SUFFIX,
+				IdempotencyStore.quoted(table), "idem_key", "retain_until",
+				" AND (status <> 'RUNNING' OR expires_at < UTC_TIMESTAMP(6))", 0, batchSize, statementTimeout);
 	}
 
 	/**
@@ -188,10 +233,20 @@ public class LockTableCleaner {
 			if (Thread.currentThread().isInterrupted()) {
 				break;
 			}
-			Batch result = this.jdbc.execute("delete expired rows of lock table " + this.table, this::runBatch);
+			Batch result;
+			try {
+				result = this.jdbc.execute("delete expired rows of " + this.table, this::runBatch);
+			}
+			catch (org.springframework.jdbc.BadSqlGrammarException ex) {
+				if (ex.getSQLException().getErrorCode() != NO_SUCH_TABLE || this.keyColumn.equals("resource")) {
+					throw ex;
+				}
+				logger.debug("No " + this.table + " table to clean: " + ex.getSQLException().getMessage());
+				break;
+			}
 			deleted += result.deleted;
 			if (result.timedOut) {
-				logger.info("Lock table cleanup of " + this.table + " timed out in a batch; its rows are left "
+				logger.info("Cleanup of " + this.table + " timed out in a batch; its rows are left "
 						+ "for the next run");
 				break;
 			}
@@ -200,7 +255,7 @@ public class LockTableCleaner {
 			}
 		}
 		if (deleted > 0 && logger.isDebugEnabled()) {
-			logger.debug("Deleted " + deleted + " expired rows of lock table " + this.table);
+			logger.debug("Deleted " + deleted + " expired rows of " + this.table);
 		}
 		return deleted;
 	}
@@ -284,8 +339,9 @@ public class LockTableCleaner {
 	/** Step 2b: locks those candidates that are still expired and not locked by anyone else. */
 	private List<byte[]> lockStillExpired(Connection connection, List<byte[]> candidates, int timeout)
 			throws SQLException {
-		String sql = "SELECT resource FROM " + this.table.quoted() + " FORCE INDEX (PRIMARY) WHERE resource IN ("
-				+ placeholders(candidates.size()) + ") AND expires_at < " + CUTOFF + " FOR UPDATE SKIP LOCKED";
+		String sql = "SELECT " + this.keyColumn + " FROM " + this.quotedTable + " FORCE INDEX (PRIMARY) WHERE "
+				+ this.keyColumn + " IN (" + placeholders(candidates.size()) + ") AND " + this.expired
+				+ " FOR UPDATE SKIP LOCKED";
 		try (PreparedStatement ps = connection.prepareStatement(sql)) {
 			ps.setQueryTimeout(timeout);
 			int index = bindKeys(ps, candidates);
@@ -302,9 +358,9 @@ public class LockTableCleaner {
 
 	/** Step 2c: deletes the locked rows, re-checking the expiry. */
 	private int delete(Connection connection, List<byte[]> locked, int timeout) throws SQLException {
-		String t = this.table.quoted();
-		String sql = "DELETE " + t + " FROM " + t + " FORCE INDEX (PRIMARY) WHERE resource IN ("
-				+ placeholders(locked.size()) + ") AND expires_at < " + CUTOFF;
+		String t = this.quotedTable;
+		String sql = "DELETE " + t + " FROM " + t + " FORCE INDEX (PRIMARY) WHERE " + this.keyColumn + " IN ("
+				+ placeholders(locked.size()) + ") AND " + this.expired;
 		try (PreparedStatement ps = connection.prepareStatement(sql)) {
 			ps.setQueryTimeout(timeout);
 			int index = bindKeys(ps, locked);
