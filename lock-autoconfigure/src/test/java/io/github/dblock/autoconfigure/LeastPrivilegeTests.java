@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.UUID;
 
 import com.zaxxer.hikari.HikariDataSource;
+import io.github.dblock.IdempotencyTemplate;
 import io.github.dblock.LockHandle;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockOptions;
@@ -29,6 +30,7 @@ import org.springframework.core.NestedExceptionUtils;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
 
 /**
  * Least privilege, with real database users created for the test on the test database (unique names, dropped
@@ -136,7 +138,7 @@ class LeastPrivilegeTests {
 	@AfterEach
 	void dropCreatedTablesAndUsers() {
 		for (String table : this.createdTables) {
-			admin.execute("DROP TABLE IF EXISTS `" + table + "`, `" + table + "_schema_history`");
+			admin.execute("DROP TABLE IF EXISTS `" + table + "`, `" + table + "_idem`, `" + table + "_schema_history`");
 		}
 		for (String user : this.createdUsers) {
 			admin.execute("DROP USER IF EXISTS '" + user + "'@'%'");
@@ -191,7 +193,23 @@ class LeastPrivilegeTests {
 				assertThat(fencingToken(table, optimistic)).as("the compare-and-set advanced the version")
 					.isGreaterThan(token);
 
-				// cleanup job: deletes a row whose lease ended long ago (DELETE, FOR UPDATE SKIP LOCKED)
+				// idempotency keys: claim (INSERT), owner-checked completion, duplicate read,
+				// a failed attempt taken over (UPDATE), forget (DELETE), and (below) cleanup of a record past its retention
+				IdempotencyTemplate idempotency = context.getBean(IdempotencyTemplate.class);
+				String key = "least-privilege-key-" + UUID.randomUUID();
+				assertThat(idempotency.execute(key, String.class, (claim) -> "first")).isEqualTo("first");
+				assertThat(idempotency.execute(key, String.class, (claim) -> "second")).isEqualTo("first");
+				String failing = "least-privilege-failing-" + UUID.randomUUID();
+				assertThatIllegalStateException().isThrownBy(() -> idempotency.execute(failing, String.class, (claim) -> {
+					throw new IllegalStateException("boom");
+				}));
+				assertThat(idempotency.execute(failing, String.class, (claim) -> "retried")).isEqualTo("retried");
+				assertThat(idempotency.forget(failing)).isTrue();
+				admin.update("UPDATE `" + table + "_idem` SET retain_until = UTC_TIMESTAMP(6) - INTERVAL 1 DAY"
+						+ " WHERE idem_key = ?", key.getBytes(StandardCharsets.UTF_8));
+
+				// cleanup job: deletes a row whose lease ended long ago and the record past its retention (DELETE, FOR
+				// UPDATE SKIP LOCKED)
 				String stale = "least-privilege-stale-" + UUID.randomUUID();
 				admin.update("INSERT INTO `" + table + "` (resource, fencing_token, acquired_at, expires_at) VALUES "
 						+ "(?, 1, UTC_TIMESTAMP(6) - INTERVAL 30 DAY, UTC_TIMESTAMP(6) - INTERVAL 30 DAY)",
@@ -199,6 +217,7 @@ class LeastPrivilegeTests {
 				assertThat(context.getBean(LockTableCleanupJob.class).runOnce()).hasValueSatisfying(
 						(deleted) -> assertThat(deleted).isGreaterThanOrEqualTo(1));
 				assertThat(rowCount(table, stale)).as("stale row deleted").isZero();
+				assertThat(idempotency.find(key)).as("record past its retention deleted").isEmpty();
 
 				// health indicator
 				HealthIndicator health = context.getBean("distributedLockHealthIndicator", HealthIndicator.class);
@@ -280,14 +299,19 @@ class LeastPrivilegeTests {
 
 	// ---------------------------------------------------------------- helpers
 
-	/** A new user with SELECT, INSERT, UPDATE and DELETE on the (not yet existing) table, and nothing else. */
+	/**
+	 * A new user with SELECT, INSERT, UPDATE and DELETE on the (not yet existing) lock table and its idempotency
+	 * records table ({@code <table>_idem}), and nothing else.
+	 */
 	private String newUserWithDmlOn(String table) {
 		String user = "topo_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
 		admin.execute("CREATE USER '" + user + "'@'%' IDENTIFIED BY '" + password(user) + "'");
 		this.createdUsers.add(user);
-		admin.execute("CREATE TABLE `" + table + "` (id INT)");
-		admin.execute("GRANT SELECT, INSERT, UPDATE, DELETE ON `" + schema + "`.`" + table + "` TO '" + user + "'@'%'");
-		admin.execute("DROP TABLE `" + table + "`");
+		for (String each : List.of(table, table + "_idem")) {
+			admin.execute("CREATE TABLE `" + each + "` (id INT)");
+			admin.execute("GRANT SELECT, INSERT, UPDATE, DELETE ON `" + schema + "`.`" + each + "` TO '" + user + "'@'%'");
+			admin.execute("DROP TABLE `" + each + "`");
+		}
 		return user;
 	}
 
