@@ -23,6 +23,7 @@ import io.github.dblock.LockHandle;
 import io.github.dblock.LockLostException;
 import io.github.dblock.OnDuplicate;
 import io.github.dblock.jdbc.IdempotencyStore;
+import io.github.dblock.test.CountingDataSource;
 import io.github.dblock.test.IdempotencyNodes;
 import io.github.dblock.test.IdempotencyNodes.Node;
 import io.github.dblock.test.TestDatabase;
@@ -92,6 +93,23 @@ class IdempotencyContractTests {
 		assertThat(record.holder()).startsWith("node-a [");
 		assertThat(record.completedAt()).isNotNull();
 		assertThat(record.retainUntil()).isAfter(record.completedAt().plus(Duration.ofMinutes(59)));
+	}
+
+	@Test
+	void aNewKeyCostsOneStatementToClaimAndOneToCompleteAndADuplicateOneReadWithoutWarnings() {
+		CountingDataSource counting = new CountingDataSource(pool);
+		try (Node counted = IdempotencyNodes.node(counting, "counted", Duration.ofSeconds(3))) {
+			String key = newKey("counted");
+			counting.reset();
+			counted.template().execute(key, String.class, (claim) -> "once");
+			assertThat(counting.executed()).extracting((sql) -> sql.substring(0, sql.indexOf(' ')))
+				.containsExactly("INSERT", "UPDATE");
+			counting.reset();
+			counted.template().execute(key, String.class, (claim) -> "twice");
+			assertThat(counting.executed()).extracting((sql) -> sql.substring(0, sql.indexOf(' ')))
+				.as("the insert of a duplicate fails on the key, then one read").containsExactly("INSERT", "SELECT");
+			assertThat(counting.warnings()).isEmpty();
+		}
 	}
 
 	@Test
