@@ -53,8 +53,6 @@ public class IdempotencyTemplate {
 
 	private static final Log logger = LogFactory.getLog(IdempotencyTemplate.class);
 
-	private static final int MAX_HOLDER_LENGTH = 255;
-
 	private final IdempotencyStore store;
 
 	private final ObjectMapper json;
@@ -144,7 +142,7 @@ public class IdempotencyTemplate {
 		OnDuplicate onDuplicate = (options.getOnDuplicate() != null) ? options.getOnDuplicate() : this.defaultOnDuplicate;
 		IdempotencyStore.ClaimResult claimed;
 		try {
-			claimed = this.store.claim(key, holderDescription(), leaseTime, retention,
+			claimed = this.store.claim(key, LockTemplate.holderDescription(this.nodeName), leaseTime, retention,
 					System.nanoTime() + saturatedNanos(waitTime));
 		}
 		catch (InterruptedException ex) {
@@ -271,14 +269,6 @@ public class IdempotencyTemplate {
 		catch (IllegalArgumentException ex) {
 			throw new IllegalArgumentException("Invalid idempotency key: " + ex.getMessage(), ex);
 		}
-	}
-
-	private String holderDescription() {
-		String description = this.nodeName + " [" + Thread.currentThread().getName() + "]";
-		if (description.codePointCount(0, description.length()) > MAX_HOLDER_LENGTH) {
-			description = description.substring(0, description.offsetByCodePoints(0, MAX_HOLDER_LENGTH));
-		}
-		return description;
 	}
 
 	private static long saturatedNanos(Duration duration) {

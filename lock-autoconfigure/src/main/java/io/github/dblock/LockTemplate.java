@@ -724,7 +724,15 @@ public class LockTemplate {
 	}
 
 	private String holderDescription() {
-		String description = this.nodeName + " [" + Thread.currentThread().getName() + "]";
+		return holderDescription(this.nodeName);
+	}
+
+	/**
+	 * Describes the current thread of a node for a table's {@code holder} column: {@code node [thread]}, cut to 255
+	 * code points.
+	 */
+	static String holderDescription(String nodeName) {
+		String description = nodeName + " [" + Thread.currentThread().getName() + "]";
 		if (description.codePointCount(0, description.length()) > MAX_HOLDER_LENGTH) {
 			// the holder column counts characters; never cut an emoji's surrogate pair in half
 			description = description.substring(0, description.offsetByCodePoints(0, MAX_HOLDER_LENGTH));

@@ -27,7 +27,8 @@ public final class BenchSchema {
 
 	/** Drops and creates every table; the large one gets {@code largeRows} rows. */
 	public static void create(BenchDatabase db, DataSource dataSource, int largeRows) {
-		db.execute("DROP TABLE IF EXISTS bench_lock, bench_lock_schema_history, bench_lock_large, "
+		db.execute("DROP TABLE IF EXISTS bench_lock, bench_lock_idem, bench_lock_schema_history, bench_lock_large, "
+				+ "bench_lock_large_idem, "
 				+ "bench_lock_large_schema_history, shedlock, INT_LOCK, bench_baseline, bench_digits");
 		LockSchema.migrate(dataSource, SMALL);
 		LockSchema.migrate(dataSource, LARGE);

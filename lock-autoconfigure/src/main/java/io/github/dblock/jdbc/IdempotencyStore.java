@@ -27,7 +27,6 @@ import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 import org.springframework.dao.DataAccessException;
-import org.springframework.jdbc.datasource.ConnectionHolder;
 import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
@@ -216,7 +215,7 @@ public class IdempotencyStore {
 				if (row == null) {
 					continue; // deleted meanwhile (forget, cleanup): insert it again
 				}
-				if (!row.takeable()) {
+				if (!row.takeable(owner)) {
 					return new Attempt(null, row.record, row.leaseRemainingNanos);
 				}
 				sentAt = System.nanoTime();
@@ -399,11 +398,14 @@ public class IdempotencyStore {
 	private record Snapshot(IdempotencyRecord record, @Nullable String ownerToken, long leaseRemainingNanos,
 			boolean retentionOver) {
 
-		/** The same condition as {@link #TAKEABLE}, on this committed state. */
-		boolean takeable() {
+		/**
+		 * The same condition as {@link #TAKEABLE}, on this committed state: also a running claim of this very call,
+		 * whose claim committed although its reply was lost.
+		 */
+		boolean takeable(String owner) {
 			return switch (this.record.status()) {
 				case FAILED -> true;
-				case RUNNING -> this.leaseRemainingNanos <= 0;
+				case RUNNING -> this.leaseRemainingNanos <= 0 || owner.equals(this.ownerToken);
 				case SUCCEEDED -> this.retentionOver;
 			};
 		}
@@ -643,22 +645,7 @@ public class IdempotencyStore {
 	/** The connection of an active Spring transaction on the lock data source (autocommit off), or {@code null}. */
 	@Nullable
 	private Connection boundTransactionalConnection() {
-		if (!TransactionSynchronizationManager.isActualTransactionActive()
-				|| !TransactionSynchronizationManager.isSynchronizationActive()
-				|| !(TransactionSynchronizationManager.getResource(this.dataSource) instanceof ConnectionHolder)) {
-			return null;
-		}
-		try {
-			Connection connection = DataSourceUtils.getConnection(this.dataSource);
-			if (connection.getAutoCommit()) {
-				DataSourceUtils.releaseConnection(connection, this.dataSource);
-				return null;
-			}
-			return connection;
-		}
-		catch (SQLException ex) {
-			throw this.jdbc.translate("inspect the transaction's connection", ex);
-		}
+		return this.jdbc.boundTransactionalConnection(this.dataSource);
 	}
 
 }
