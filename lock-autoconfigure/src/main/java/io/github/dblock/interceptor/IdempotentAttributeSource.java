@@ -69,7 +69,7 @@ public class IdempotentAttributeSource {
 			throw new IllegalStateException(where + " has no key; give one, e.g. key = \"payment:#{#request.id}\"");
 		}
 		String template = TemplateExpressions.resolve(this.placeholders, where, annotation.key());
-		List<Expression> parts = TemplateExpressions.parse(this.placeholders, where, "key", annotation.key());
+		List<Expression> parts = TemplateExpressions.parse(where, "key", template);
 		IdempotencyOptions options = IdempotencyOptions.defaults();
 		try {
 			Duration retention = TemplateExpressions.duration(this.placeholders, where, "retention", annotation.retention());

@@ -106,8 +106,7 @@ public final class LockAttribute {
 			return this.template; // validated at start-up
 		}
 		String resolved = TemplateExpressions.evaluate(this.parts, "@DistributedLock resource", this.method, method, args,
-				target,
-				targetClass, parameterNames, beanResolver);
+				target, targetClass, parameterNames, beanResolver);
 		try {
 			io.github.dblock.LockTemplate.validateResource(resolved);
 		}

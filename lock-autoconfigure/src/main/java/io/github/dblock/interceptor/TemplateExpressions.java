@@ -31,23 +31,20 @@ final class TemplateExpressions {
 	}
 
 	/**
-	 * Resolves the placeholders of a template and parses it.
+	 * Parses a template whose placeholders are already resolved (see {@link #resolve}).
 	 * @param where names the annotation and method, for messages
-	 * @param what names the attribute, for messages (for example {@code "resource"})
+	 * @param what names the attribute, for messages (for example {@code "key"})
 	 * @return the literal parts and expressions in order (literal parts are {@link LiteralExpression}s)
-	 * @throws IllegalStateException if a placeholder does not resolve or the template does not parse
+	 * @throws IllegalStateException if the template does not parse
 	 */
-	static List<Expression> parse(PropertyResolver placeholders, String where, String what, String raw) {
-		String template = resolve(placeholders, where, raw);
-		Expression parsed;
+	static List<Expression> parse(String where, String what, String template) {
 		try {
-			parsed = parser.parseExpression(template, ParserContext.TEMPLATE_EXPRESSION);
+			return parts(parser.parseExpression(template, ParserContext.TEMPLATE_EXPRESSION));
 		}
 		catch (ParseException ex) {
 			throw new IllegalStateException(where + ": " + what + " '" + template + "' does not parse: " + ex.getMessage(),
 					ex);
 		}
-		return parts(parsed);
 	}
 
 	/** The template with its {@code ${...}} placeholders resolved; an {@link IllegalStateException} if one does not. */
