@@ -169,6 +169,32 @@ class IdempotencyContractTests {
 	}
 
 	@Test
+	void claimsAndTakeOversCountTheSameWhenTheDriverReportsAffectedRatherThanFoundRows() {
+		TestDatabase db = TestDatabase.get();
+		String url = db.jdbcUrl() + (db.jdbcUrl().contains("?") ? "&" : "?") + "useAffectedRows=true";
+		try (HikariDataSource affected = new HikariDataSource()) {
+			affected.setJdbcUrl(url);
+			affected.setUsername(db.username());
+			affected.setPassword(db.password());
+			affected.setMaximumPoolSize(4);
+			try (Node other = IdempotencyNodes.node(affected, "affected-rows", Duration.ofSeconds(3))) {
+				String key = newKey("affected");
+				AtomicInteger runs = new AtomicInteger();
+				assertThatIllegalStateException().isThrownBy(() -> other.template().execute(key, Integer.class, (claim) -> {
+					runs.incrementAndGet();
+					throw new IllegalStateException("first attempt fails");
+				}));
+				Integer second = other.template().execute(key, Integer.class, (claim) -> runs.incrementAndGet());
+				Integer duplicate = other.template().execute(key, Integer.class, (claim) -> runs.incrementAndGet());
+				assertThat(second).isEqualTo(2);
+				assertThat(duplicate).isEqualTo(2);
+				assertThat(runs).hasValue(2);
+				assertThat(other.template().find(key).orElseThrow().attempts()).isEqualTo(2);
+			}
+		}
+	}
+
+	@Test
 	void afterTheRetentionEndsTheKeyRunsAgain() throws Exception {
 		String key = newKey("retention");
 		AtomicInteger runs = new AtomicInteger();
