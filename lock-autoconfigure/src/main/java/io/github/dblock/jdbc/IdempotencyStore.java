@@ -79,6 +79,9 @@ public class IdempotencyStore {
 
 	private final DataSource dataSource;
 
+	/** The records table, quoted, for messages. */
+	private final String table;
+
 	private final JdbcLockSupport jdbc;
 
 	private final Backoff backoff;
@@ -118,6 +121,7 @@ public class IdempotencyStore {
 		this.backoff = backoff;
 		this.scheduler = scheduler;
 		String t = quoted(table);
+		this.table = t;
 		this.insertSql = "INSERT INTO " + t + " (idem_key, status, owner_token, holder, fencing_token, attempts,"
 				+ " started_at, expires_at, retain_until) VALUES (?, 'RUNNING', ?, ?, LAST_INSERT_ID(" + LockRows.SERVER_MICROS
 				+ "), 1, " + NOW + ", " + NOW + " + INTERVAL ? MICROSECOND, " + NOW + " + INTERVAL ? MICROSECOND)";
@@ -175,7 +179,7 @@ public class IdempotencyStore {
 			}
 			catch (DataAccessException ex) {
 				if (!JdbcLockSupport.isConnectionFailure(ex) || deadlineNanos - System.nanoTime() <= 0) {
-					throw ex;
+					throw explainMissingTable(ex);
 				}
 				result = new Attempt(null, null, 0);
 			}
@@ -330,10 +334,29 @@ public class IdempotencyStore {
 	 * @throws DataAccessException on a database failure
 	 */
 	public Optional<IdempotencyRecord> find(String key) {
-		return this.jdbc.execute("read idempotency key '" + key + "'", (connection) -> {
-			Snapshot row = select(connection, key, LockRows.bytes(key), this.jdbc.statementTimeoutSeconds());
-			return Optional.ofNullable((row != null) ? row.record : null);
-		});
+		try {
+			return this.jdbc.execute("read idempotency key '" + key + "'", (connection) -> {
+				Snapshot row = select(connection, key, LockRows.bytes(key), this.jdbc.statementTimeoutSeconds());
+				return Optional.ofNullable((row != null) ? row.record : null);
+			});
+		}
+		catch (DataAccessException ex) {
+			throw explainMissingTable(ex);
+		}
+	}
+
+	/**
+	 * A missing records table (error 1146: migrations switched off and V4 never applied) as an
+	 * {@link IllegalStateException} saying what to do; any other failure unchanged.
+	 */
+	private RuntimeException explainMissingTable(DataAccessException ex) {
+		if (ex.getMostSpecificCause() instanceof SQLException sql && sql.getErrorCode() == 1146) {
+			return new IllegalStateException("The idempotency records table " + this.table + " does not exist: with "
+					+ "distributed-lock.flyway.enabled=false, create it with " + LockSchema.MIGRATION_LOCATION
+					+ "/V4__create_idempotency_table.sql (replace ${lock_table} with the lock table's name), or let the "
+					+ "library's migrations run", ex);
+		}
+		return ex;
 	}
 
 	/**

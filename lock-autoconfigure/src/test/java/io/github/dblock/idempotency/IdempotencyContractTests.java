@@ -22,7 +22,10 @@ import io.github.dblock.IdempotencyTemplate;
 import io.github.dblock.LockHandle;
 import io.github.dblock.LockLostException;
 import io.github.dblock.OnDuplicate;
+import io.github.dblock.jdbc.Backoff;
 import io.github.dblock.jdbc.IdempotencyStore;
+import io.github.dblock.jdbc.LeaseLockProvider;
+import io.github.dblock.jdbc.LockTable;
 import io.github.dblock.test.CountingDataSource;
 import io.github.dblock.test.IdempotencyNodes;
 import io.github.dblock.test.IdempotencyNodes.Node;
@@ -395,6 +398,21 @@ class IdempotencyContractTests {
 				String.class, null));
 		assertThat(template.find(key)).as("nothing claimed").isEmpty();
 		assertThat(runs).hasValue(0);
+	}
+
+	@Test
+	void aMissingRecordsTableIsReportedWithWhatToDo() {
+		LockTable without = LockTable.of("no_such_table_" + UUID.randomUUID().toString().substring(0, 8));
+		try (LeaseLockProvider renewals = new LeaseLockProvider(pool, without, Duration.ofSeconds(5), Duration.ofMillis(5),
+				Duration.ofMillis(50))) {
+			IdempotencyStore store = new IdempotencyStore(pool, without, Duration.ofSeconds(5),
+					new Backoff(Duration.ofMillis(5), Duration.ofMillis(50)), renewals);
+			assertThatIllegalStateException()
+				.isThrownBy(() -> store.claim("k", "test", Duration.ofSeconds(1), Duration.ofHours(1), System.nanoTime()))
+				.withMessageContaining("The idempotency records table `" + without.name() + "_idem` does not exist")
+				.withMessageContaining("V4__create_idempotency_table.sql");
+			assertThatIllegalStateException().isThrownBy(() -> store.find("k")).withMessageContaining("does not exist");
+		}
 	}
 
 	private static void sleep(long millis) {
