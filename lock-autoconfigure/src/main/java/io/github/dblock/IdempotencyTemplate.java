@@ -7,6 +7,8 @@ import java.util.Optional;
 import java.util.function.Consumer;
 
 import io.github.dblock.jdbc.IdempotencyStore;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationRegistry;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
@@ -66,6 +68,8 @@ public class IdempotencyTemplate {
 	private final OnDuplicate defaultOnDuplicate;
 
 	private final String nodeName;
+
+	private volatile ObservationRegistry observations = ObservationRegistry.NOOP;
 
 	/**
 	 * Creates a template.
@@ -136,6 +140,26 @@ public class IdempotencyTemplate {
 			throw new IllegalArgumentException("options, resultType and work must not be null for idempotency key '"
 					+ key + "'; use IdempotencyOptions.defaults() and void.class where nothing else applies");
 		}
+		Observation observation = Observation.createNotStarted("distributed.lock.idempotent", this.observations)
+			.highCardinalityKeyValue("key", key)
+			.start();
+		String[] outcome = { "failed" };
+		try {
+			return executeObserved(key, options, resultType, work, outcome);
+		}
+		catch (RuntimeException | Error ex) {
+			observation.error(ex);
+			throw ex;
+		}
+		finally {
+			observation.lowCardinalityKeyValue("outcome", outcome[0]).stop();
+		}
+	}
+
+	/** The body of {@link #execute}; sets {@code outcome[0]} to the observation's outcome tag. */
+	@Nullable
+	private <T> T executeObserved(String key, IdempotencyOptions options, Type resultType, IdempotentCallback<T> work,
+			String[] outcome) {
 		Duration waitTime = (options.getWaitTime() != null) ? options.getWaitTime() : this.defaultWaitTime;
 		Duration retention = (options.getRetention() != null) ? options.getRetention() : this.defaultRetention;
 		Duration leaseTime = (options.getLeaseTime() != null) ? options.getLeaseTime() : this.defaultLeaseTime;
@@ -151,7 +175,10 @@ public class IdempotencyTemplate {
 		}
 		IdempotencyStore.Claim claim = claimed.claim();
 		if (claim == null) {
-			return duplicate(key, claimed.record(), waitTime, onDuplicate, resultType);
+			IdempotencyRecord record = claimed.record();
+			outcome[0] = (record == null || record.status() != IdempotencyStatus.SUCCEEDED) ? "in_progress"
+					: (onDuplicate == OnDuplicate.THROW) ? "already_processed" : "duplicate";
+			return duplicate(key, record, waitTime, onDuplicate, resultType);
 		}
 		ClaimHandle handle = new ClaimHandle(key, claim);
 		T result;
@@ -173,11 +200,11 @@ public class IdempotencyTemplate {
 		finally {
 			CurrentLock.pop(handle);
 		}
-		String outcome = null;
+		String json = null;
 		String note = null;
 		if (result != null) {
 			try {
-				outcome = this.json.writeValueAsString(result);
+				json = this.json.writeValueAsString(result);
 			}
 			catch (JacksonException ex) {
 				note = "its outcome (" + result.getClass().getName() + ") could not be written as JSON: " + ex.getMessage();
@@ -185,7 +212,8 @@ public class IdempotencyTemplate {
 						+ "AlreadyProcessedException instead of the outcome", ex);
 			}
 		}
-		claim.succeed(outcome, (result != null) ? result.getClass().getName() : null, note);
+		claim.succeed(json, (result != null) ? result.getClass().getName() : null, note);
+		outcome[0] = "ran";
 		return result;
 	}
 
@@ -224,6 +252,16 @@ public class IdempotencyTemplate {
 	public boolean forget(String key) {
 		validateKey(key);
 		return this.store.forget(key);
+	}
+
+	/**
+	 * Observes every call as {@code distributed.lock.idempotent} with the low-cardinality key {@code outcome}:
+	 * {@code ran} (this call ran the work and recorded it), {@code duplicate} (answered from the record),
+	 * {@code already_processed} (the THROW policy), {@code in_progress} (still running elsewhere at the end of the wait)
+	 * or {@code failed} (the work or the database threw); the key is a high-cardinality value. Thread-safe.
+	 */
+	public void setObservationRegistry(ObservationRegistry observations) {
+		this.observations = (observations != null) ? observations : ObservationRegistry.NOOP;
 	}
 
 	/** The retention used when a call does not give one ({@code distributed-lock.idempotency.retention}). */

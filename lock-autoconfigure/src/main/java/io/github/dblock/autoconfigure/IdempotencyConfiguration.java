@@ -46,10 +46,12 @@ class IdempotencyConfiguration {
 	IdempotencyTemplate idempotencyTemplate(DistributedLockProperties properties, IdempotencyStore store,
 			ObjectProvider<JsonMapper> jsonMapper, LockTemplate lockTemplate) {
 		DistributedLockProperties.Idempotency idempotency = properties.getIdempotency();
-		return new IdempotencyTemplate(store, jsonMapper.getIfAvailable(JsonMapper::shared),
+		IdempotencyTemplate template = new IdempotencyTemplate(store, jsonMapper.getIfAvailable(JsonMapper::shared),
 				idempotency.getRetention(), properties.getWaitTime(),
 				(idempotency.getLeaseTime() != null) ? idempotency.getLeaseTime() : properties.getLeaseTime(),
 				idempotency.getOnDuplicate(), lockTemplate.getNodeName());
+		template.setObservationRegistry(lockTemplate.getObservationRegistry());
+		return template;
 	}
 
 	@Bean

@@ -30,6 +30,10 @@ import io.github.dblock.test.CountingDataSource;
 import io.github.dblock.test.IdempotencyNodes;
 import io.github.dblock.test.IdempotencyNodes.Node;
 import io.github.dblock.test.TestDatabase;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.observation.DefaultMeterObservationHandler;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.micrometer.observation.ObservationRegistry;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -398,6 +402,32 @@ class IdempotencyContractTests {
 				String.class, null));
 		assertThat(template.find(key)).as("nothing claimed").isEmpty();
 		assertThat(runs).hasValue(0);
+	}
+
+	@Test
+	void everyCallIsObservedWithItsOutcome() {
+		MeterRegistry meters = new SimpleMeterRegistry();
+		ObservationRegistry observations = ObservationRegistry.create();
+		observations.observationConfig().observationHandler(new DefaultMeterObservationHandler(meters));
+		try (Node observed = IdempotencyNodes.node(pool, "observed", Duration.ofSeconds(3))) {
+			observed.template().setObservationRegistry(observations);
+			String key = newKey("observed");
+			observed.template().execute(key, String.class, (claim) -> "once");
+			observed.template().execute(key, String.class, (claim) -> "twice");
+			assertThatExceptionOfType(AlreadyProcessedException.class).isThrownBy(() -> observed.template()
+				.execute(key, IdempotencyOptions.defaults().withOnDuplicate(OnDuplicate.THROW), String.class,
+						(claim) -> "thrice"));
+			assertThatIllegalStateException().isThrownBy(() -> observed.template().execute(newKey("observed-failing"),
+					String.class, (claim) -> {
+						throw new IllegalStateException("boom");
+					}));
+			for (String outcome : new String[] { "ran", "duplicate", "already_processed", "failed" }) {
+				assertThat(meters.find("distributed.lock.idempotent").tag("outcome", outcome).timer())
+					.as(outcome)
+					.isNotNull()
+					.satisfies((timer) -> assertThat(timer.count()).isEqualTo(1));
+			}
+		}
 	}
 
 	@Test
