@@ -43,7 +43,8 @@ import org.springframework.util.ReflectionUtils;
  * <li>beans that were not proxied at all, for example because they were created before the auto-proxy creator
  * (a dependency of a {@code BeanPostProcessor}).</li>
  * </ul>
- * It also checks, once all singletons exist, that an annotation's {@code minHoldTime} without a
+ * An {@link Idempotent} method also needs Jackson 3 on the class path (outcomes are recorded as JSON; without it the
+ * idempotency beans are not configured). It also checks, once all singletons exist, that an annotation's {@code minHoldTime} without a
  * {@code leaseTime} of its own does not exceed the configured default lease time. Calls from within the same
  * object (self-invocation) cannot be detected this way and are documented instead.
  * <p>
@@ -109,6 +110,12 @@ public class DistributedLockMethodValidator implements BeanPostProcessor, SmartI
 	}
 
 	private void check(Object bean, String beanName, Method method) {
+		if (AnnotatedElementUtils.hasAnnotation(method, Idempotent.class) && !ClassUtils.isPresent(
+				"tools.jackson.databind.json.JsonMapper", (this.beanFactory instanceof ConfigurableListableBeanFactory listable)
+						? listable.getBeanClassLoader() : getClass().getClassLoader())) {
+			throw failure(method, "idempotency keys record outcomes as JSON with Jackson 3, which is not on the class "
+					+ "path. Add tools.jackson.core:jackson-databind (the lock starter brings it)");
+		}
 		int modifiers = method.getModifiers();
 		if (Modifier.isPrivate(modifiers)) {
 			throw failure(method, "the method is private, and Spring AOP proxies never intercept private methods. "

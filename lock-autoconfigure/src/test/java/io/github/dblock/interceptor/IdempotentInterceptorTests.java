@@ -10,6 +10,7 @@ import io.github.dblock.Idempotent;
 import io.github.dblock.IdempotencyRecord;
 import io.github.dblock.IdempotencyStatus;
 import io.github.dblock.IdempotencyTemplate;
+import io.github.dblock.LockTemplate;
 import io.github.dblock.OnDuplicate;
 import io.github.dblock.autoconfigure.DistributedLockAutoConfiguration;
 import io.github.dblock.test.TestDatabase;
@@ -22,6 +23,7 @@ import org.springframework.boot.autoconfigure.aop.AopAutoConfiguration;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration;
 import org.springframework.boot.jdbc.autoconfigure.JdbcTemplateAutoConfiguration;
+import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration;
 import org.springframework.context.annotation.Bean;
@@ -30,6 +32,7 @@ import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.transaction.annotation.Transactional;
 import org.springframework.transaction.interceptor.TransactionAspectSupport;
 import org.springframework.transaction.interceptor.TransactionAttributeSourceAdvisor;
+import tools.jackson.databind.json.JsonMapper;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
@@ -183,6 +186,19 @@ class IdempotentInterceptorTests {
 			.rootCause()
 			.hasMessageContaining("@Idempotent on " + PrivateMethodService.class.getName()
 					+ ".hidden() cannot take effect: the method is private"));
+	}
+
+	@Test
+	void withoutJacksonThereAreNoIdempotencyBeansAndAnIdempotentMethodStopsStartUp() {
+		this.runner.withClassLoader(new FilteredClassLoader(JsonMapper.class)).run((context) -> {
+			assertThat(context).hasNotFailed().hasSingleBean(LockTemplate.class).doesNotHaveBean(IdempotencyTemplate.class);
+		});
+		this.runner.withClassLoader(new FilteredClassLoader(JsonMapper.class))
+			.withUserConfiguration(Services.class)
+			.run((context) -> assertThat(context).getFailure()
+				.hasStackTraceContaining("() cannot take effect: idempotency keys record outcomes as JSON with Jackson 3, "
+						+ "which is not on the class path")
+				.hasStackTraceContaining("@Idempotent on " + Orders.class.getName() + "."));
 	}
 
 	@Test
