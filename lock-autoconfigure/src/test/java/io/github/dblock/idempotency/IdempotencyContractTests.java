@@ -42,6 +42,7 @@ import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
@@ -250,6 +251,50 @@ class IdempotencyContractTests {
 			assertThatExceptionOfType(LockLostException.class).isThrownBy(() -> dead.succeed("\"late\"", "String", null))
 				.withMessageContaining("no longer claimed by this call");
 			assertThat(survivor.template().find(key).orElseThrow().outcomeJson()).isEqualTo("\"" + result + "\"");
+		}
+	}
+
+	@Test
+	void aRunnerWorkingLongerThanItsLeaseKeepsItsClaimThroughRenewal() throws Exception {
+		String key = newKey("long");
+		try (Node runner = IdempotencyNodes.node(pool, "long-runner", Duration.ofSeconds(1));
+				Node duplicate = IdempotencyNodes.node(pool, "duplicate", Duration.ofSeconds(1))) {
+			AtomicInteger runs = new AtomicInteger();
+			List<String> seenByDuplicate = new ArrayList<>();
+			String result = runner.template().execute(key, String.class, (claim) -> {
+				runs.incrementAndGet();
+				sleep(2_500); // two and a half leases
+				assertThatExceptionOfType(IdempotencyInProgressException.class)
+					.isThrownBy(() -> duplicate.template().execute(key, IdempotencyOptions.defaults().withWaitTime(
+							Duration.ZERO), String.class, (other) -> "taken over"))
+					.satisfies((ex) -> seenByDuplicate.add(ex.getHolder()));
+				assertThat(claim.isHeld()).isTrue();
+				return "finished by the first runner";
+			});
+			assertThat(result).isEqualTo("finished by the first runner");
+			assertThat(seenByDuplicate).singleElement().asString().startsWith("long-runner [");
+			IdempotencyRecord record = runner.template().find(key).orElseThrow();
+			assertThat(record.attempts()).isEqualTo(1);
+			assertThat(record.status()).isEqualTo(IdempotencyStatus.SUCCEEDED);
+			assertThat(runs).hasValue(1);
+		}
+	}
+
+	@Test
+	void aClaimDeletedWhileItsWorkRunsIsFoundLostAndItsCompletionFails() {
+		String key = newKey("lost");
+		List<String> lost = new ArrayList<>();
+		try (Node runner = IdempotencyNodes.node(pool, "losing-runner", Duration.ofSeconds(1))) {
+			assertThatExceptionOfType(LockLostException.class).isThrownBy(() -> runner.template().execute(key,
+					String.class, (claim) -> {
+						claim.onLost((handle) -> lost.add(handle.resource()));
+						assertThat(node.template().forget(key)).isTrue(); // an administrator deletes the record
+						await().atMost(Duration.ofSeconds(3)).until(() -> !claim.isHeld());
+						return "too late";
+					}))
+				.withMessageContaining("no longer claimed by this call");
+			assertThat(lost).containsExactly(key);
+			assertThat(runner.template().find(key)).as("nothing recorded by the lost runner").isEmpty();
 		}
 	}
 
