@@ -838,7 +838,10 @@ public class LockTemplate {
 		return holderDescription(this.nodeName);
 	}
 
-	/** Node and current thread, at most {@value #MAX_HOLDER_LENGTH} code points (the holder columns' size). */
+	/**
+	 * Describes the current thread of a node for a table's {@code holder} column: {@code node [thread]}, cut to 255
+	 * code points.
+	 */
 	static String holderDescription(String nodeName) {
 		String description = nodeName + " [" + Thread.currentThread().getName() + "]";
 		if (description.codePointCount(0, description.length()) > MAX_HOLDER_LENGTH) {

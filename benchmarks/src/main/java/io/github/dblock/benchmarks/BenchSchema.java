@@ -28,9 +28,9 @@ public final class BenchSchema {
 	/** Drops and creates every table; the large one gets {@code largeRows} rows. */
 	public static void create(BenchDatabase db, DataSource dataSource, int largeRows) {
 		db.execute("DROP TABLE IF EXISTS bench_lock, bench_lock_schema_history, bench_lock_rw, bench_lock_rw_hold, "
-				+ "bench_lock_sem, bench_lock_sem_hold, bench_lock_large, bench_lock_large_schema_history, "
+				+ "bench_lock_sem, bench_lock_sem_hold, bench_lock_idem, bench_lock_large, bench_lock_large_schema_history, "
 				+ "bench_lock_large_rw, bench_lock_large_rw_hold, bench_lock_large_sem, bench_lock_large_sem_hold, "
-				+ "shedlock, INT_LOCK, bench_baseline, bench_digits");
+				+ "bench_lock_large_idem, shedlock, INT_LOCK, bench_baseline, bench_digits");
 		LockSchema.migrate(dataSource, SMALL);
 		LockSchema.migrate(dataSource, LARGE);
 		db.execute("CREATE TABLE bench_digits (d INT PRIMARY KEY)",

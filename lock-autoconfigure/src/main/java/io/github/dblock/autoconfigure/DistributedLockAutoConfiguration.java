@@ -14,9 +14,10 @@ import org.springframework.context.annotation.Import;
 /**
  * Auto-configuration of distributed locks on the application's MySQL or MariaDB {@link DataSource}: the lock
  * table (through the library's own Flyway migrations), the {@link LockTemplate} bean and the
- * {@link io.github.dblock.DistributedLock @DistributedLock} advisor, and distributed semaphores (the
+ * {@link io.github.dblock.DistributedLock @DistributedLock} advisor, distributed semaphores (the
  * {@link io.github.dblock.SemaphoreTemplate} bean and the {@link io.github.dblock.DistributedSemaphore
- * @DistributedSemaphore} advisor).
+ * @DistributedSemaphore} advisor), and idempotency keys ({@link io.github.dblock.IdempotencyTemplate},
+ * {@link io.github.dblock.Idempotent @Idempotent}).
  */
 @AutoConfiguration(afterName = { "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
 		"org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration" })
@@ -25,7 +26,7 @@ import org.springframework.context.annotation.Import;
 @ConditionalOnBooleanProperty(name = DistributedLockProperties.PREFIX + ".enabled", matchIfMissing = true)
 @EnableConfigurationProperties(DistributedLockProperties.class)
 @Import({ LockJdbcConfiguration.class, LockInterceptorConfiguration.class, LockMetricsConfiguration.class,
-		SemaphoreConfiguration.class })
+		SemaphoreConfiguration.class, IdempotencyConfiguration.class })
 public final class DistributedLockAutoConfiguration {
 
 }

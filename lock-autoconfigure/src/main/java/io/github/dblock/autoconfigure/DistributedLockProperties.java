@@ -108,6 +108,8 @@ public class DistributedLockProperties implements InitializingBean {
 	 */
 	private final Map<String, Semaphore> semaphores = new LinkedHashMap<>();
 
+	private final Idempotency idempotency = new Idempotency();
+
 	public boolean isEnabled() {
 		return this.enabled;
 	}
@@ -234,6 +236,10 @@ public class DistributedLockProperties implements InitializingBean {
 		return permits;
 	}
 
+	public Idempotency getIdempotency() {
+		return this.idempotency;
+	}
+
 	/**
 	 * Checks every value.
 	 * @throws InvalidConfigurationPropertyValueException naming the first invalid property
@@ -310,6 +316,27 @@ public class DistributedLockProperties implements InitializingBean {
 				throw invalid("semaphores." + name + ".permits", semaphore.getPermits(), "must be at least 1");
 			}
 		});
+		checkIdempotency();
+	}
+
+	private void checkIdempotency() {
+		try {
+			io.github.dblock.IdempotencyOptions.checkRetention("retention", this.idempotency.getRetention());
+		}
+		catch (IllegalArgumentException ex) {
+			throw invalid("idempotency.retention", this.idempotency.getRetention(), ex.getMessage());
+		}
+		if (this.idempotency.getOnDuplicate() == null) {
+			throw invalid("idempotency.on-duplicate", null, "must be set");
+		}
+		if (this.idempotency.getLeaseTime() != null) {
+			try {
+				io.github.dblock.IdempotencyOptions.checkLeaseTime("lease time", this.idempotency.getLeaseTime());
+			}
+			catch (IllegalArgumentException ex) {
+				throw invalid("idempotency.lease-time", this.idempotency.getLeaseTime(), ex.getMessage());
+			}
+		}
 	}
 
 	private static InvalidConfigurationPropertyValueException invalid(String name, @Nullable Object value,
@@ -577,6 +604,66 @@ public class DistributedLockProperties implements InitializingBean {
 		 * by default) for the lock to be taken before the method's transaction begins and released after it ends.
 		 */
 		private int order = DEFAULT_INTERCEPTOR_ORDER;
+
+		public int getOrder() {
+			return this.order;
+		}
+
+		public void setOrder(int order) {
+			this.order = order;
+		}
+
+	}
+
+	/** Idempotency keys: {@code @Idempotent} and the {@code IdempotencyTemplate}. */
+	public static class Idempotency {
+
+		/**
+		 * How long a completed idempotency record answers duplicates (from its completion, on the database server's
+		 * clock) when a call gives no retention; then the key runs again and the cleanup job deletes the record.
+		 */
+		private Duration retention = Duration.ofHours(24);
+
+		/** What a duplicate call gets once the key's work has succeeded: its recorded outcome, or an exception. */
+		private io.github.dblock.OnDuplicate onDuplicate = io.github.dblock.OnDuplicate.RETURN_OUTCOME;
+
+		/**
+		 * The running lease of an idempotency claim, renewed every third of it while the work runs; after a crash,
+		 * duplicates take the key over once it ends. Unset: distributed-lock.lease-time.
+		 */
+		@Nullable
+		private Duration leaseTime;
+
+		/**
+		 * Order of the @Idempotent advisor. The default equals the transaction advisor's, and the advisor is
+		 * registered after it, so it runs inside the method's transaction.
+		 */
+		private int order = Ordered.LOWEST_PRECEDENCE;
+
+		public Duration getRetention() {
+			return this.retention;
+		}
+
+		public void setRetention(Duration retention) {
+			this.retention = retention;
+		}
+
+		public io.github.dblock.OnDuplicate getOnDuplicate() {
+			return this.onDuplicate;
+		}
+
+		public void setOnDuplicate(io.github.dblock.OnDuplicate onDuplicate) {
+			this.onDuplicate = onDuplicate;
+		}
+
+		@Nullable
+		public Duration getLeaseTime() {
+			return this.leaseTime;
+		}
+
+		public void setLeaseTime(@Nullable Duration leaseTime) {
+			this.leaseTime = leaseTime;
+		}
 
 		public int getOrder() {
 			return this.order;

@@ -82,6 +82,18 @@ class LockInterceptorConfiguration {
 	}
 
 	/**
+	 * Checks {@code @Idempotent} methods as {@link #distributedLockMethodValidator} checks locked ones; registered
+	 * whether or not Jackson is present, so that a missing Jackson fails start-up instead of disabling the annotation.
+	 */
+	@Bean
+	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+	static DistributedLockMethodValidator idempotentMethodValidator(
+			ObjectProvider<LockAttributeSource> lockAttributeSource) {
+		return new DistributedLockMethodValidator(io.github.dblock.Idempotent.class, lockAttributeSource::getObject,
+				() -> null);
+	}
+
+	/**
 	 * Once every singleton exists (and so every annotated method of a proxied bean has been parsed), fails start-up
 	 * if an annotation asks for a mode the database refuses, such as {@code mode = PESSIMISTIC} on Galera, naming
 	 * the method; such a call would otherwise fail only when first made.

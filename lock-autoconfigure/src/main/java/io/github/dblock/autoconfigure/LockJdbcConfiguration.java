@@ -151,7 +151,9 @@ class LockJdbcConfiguration {
 		DistributedLockProperties.Cleanup cleanup = properties.getCleanup();
 		LockTableCleaner cleaner = new LockTableCleaner(schema.getDataSource(), schema.getTable(), cleanup.getRetention(),
 				cleanup.getBatchSize(), properties.getStatementTimeout());
-		return new LockTableCleanupJob(cleaner, lockTemplate, cleanup.getInterval());
+		LockTableCleaner idempotencyRecords = LockTableCleaner.forIdempotencyRecords(schema.getDataSource(),
+				schema.getTable(), cleanup.getBatchSize(), properties.getStatementTimeout());
+		return new LockTableCleanupJob(List.of(cleaner, idempotencyRecords), lockTemplate, cleanup.getInterval());
 	}
 
 	/**

@@ -1,6 +1,7 @@
 package io.github.dblock.autoconfigure;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -17,8 +18,8 @@ import org.apache.commons.logging.LogFactory;
 import org.springframework.context.SmartLifecycle;
 
 /**
- * Runs {@link LockTableCleaner#deleteExpired()}, {@link LockTableCleaner#deleteExpiredReadWriteHolds()} and
- * {@link LockTableCleaner#deleteExpiredPermits()} every {@code distributed-lock.cleanup.interval} on one instance at a
+ * Runs each of its cleaners' {@link LockTableCleaner#deleteExpired()}, {@link LockTableCleaner#deleteExpiredReadWriteHolds()}
+ * and {@link LockTableCleaner#deleteExpiredPermits()} every {@code distributed-lock.cleanup.interval} on one instance at a
  * time: each run first takes the LEASE lock {@value #LOCK_NAME} without waiting, with a minimum hold of half the
  * interval, so instances whose schedules drift do not clean twice per period. The first run happens after a random
  * part of the interval, so that instances started together do not all try at once. One daemon thread; started and
@@ -31,7 +32,7 @@ public class LockTableCleanupJob implements SmartLifecycle {
 
 	private static final Log logger = LogFactory.getLog(LockTableCleanupJob.class);
 
-	private final LockTableCleaner cleaner;
+	private final List<LockTableCleaner> cleaners;
 
 	private final LockTemplate locks;
 
@@ -40,7 +41,15 @@ public class LockTableCleanupJob implements SmartLifecycle {
 	private volatile ScheduledExecutorService scheduler;
 
 	public LockTableCleanupJob(LockTableCleaner cleaner, LockTemplate locks, Duration interval) {
-		this.cleaner = cleaner;
+		this(List.of(cleaner), locks, interval);
+	}
+
+	/**
+	 * A job that runs several cleaners in turn under the one cleanup lock, for example the lock table's and the
+	 * idempotency records' ({@link LockTableCleaner#forIdempotencyRecords}).
+	 */
+	public LockTableCleanupJob(List<LockTableCleaner> cleaners, LockTemplate locks, Duration interval) {
+		this.cleaners = List.copyOf(cleaners);
 		this.locks = locks;
 		this.interval = interval;
 	}
@@ -60,15 +69,19 @@ public class LockTableCleanupJob implements SmartLifecycle {
 			return Optional.empty();
 		}
 		try (LockHandle held = lock.get()) {
-			int deleted = this.cleaner.deleteExpired() + this.cleaner.deleteExpiredReadWriteHolds();
+			int deleted = 0;
+			int holders = 0;
+			for (LockTableCleaner cleaner : this.cleaners) {
+				deleted += cleaner.deleteExpired();
+				holders += cleaner.deleteExpiredReadWriteHolds() + cleaner.deleteExpiredPermits();
+			}
 			if (deleted > 0) {
-				logger.info("Deleted " + deleted + " expired rows from the lock table");
+				logger.info("Deleted " + deleted + " expired rows from the lock table and idempotency records");
 			}
-			int permits = this.cleaner.deleteExpiredPermits();
-			if (permits > 0) {
-				logger.info("Deleted " + permits + " expired semaphore permits");
+			if (holders > 0) {
+				logger.info("Deleted " + holders + " expired read/write holder and semaphore permit rows");
 			}
-			return Optional.of(deleted);
+			return Optional.of(deleted + holders);
 		}
 	}
 

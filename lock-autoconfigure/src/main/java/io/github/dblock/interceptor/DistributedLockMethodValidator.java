@@ -11,6 +11,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 
 import io.github.dblock.DistributedLock;
+import io.github.dblock.Idempotent;
 import io.github.dblock.LockTemplate;
 import org.jspecify.annotations.Nullable;
 import org.springframework.aop.framework.AopProxyUtils;
@@ -30,7 +31,7 @@ import org.springframework.util.ClassUtils;
 import org.springframework.util.ReflectionUtils;
 
 /**
- * Stops start-up when a {@link DistributedLock} method cannot be intercepted, because a lock that silently does
+ * Stops start-up when a {@link DistributedLock} (or {@link Idempotent}) method cannot be intercepted, because a lock that silently does
  * nothing is the worst outcome: the method would run without exclusion. Spring AOP proxies only intercept
  * calls made through the proxy to methods the proxy can override or forward, so it checks every bean with
  * annotated methods:
@@ -43,7 +44,8 @@ import org.springframework.util.ReflectionUtils;
  * <li>beans that were not proxied at all, for example because they were created before the auto-proxy creator
  * (a dependency of a {@code BeanPostProcessor}).</li>
  * </ul>
- * It also checks, once all singletons exist, that an annotation's {@code minHoldTime} without a
+ * An {@link Idempotent} method also needs Jackson 3 on the class path (outcomes are recorded as JSON; without it the
+ * idempotency beans are not configured). It also checks, once all singletons exist, that an annotation's {@code minHoldTime} without a
  * {@code leaseTime} of its own does not exceed the configured default lease time, and that a READ or WRITE
  * annotation without a mode of its own runs with a default mode of LEASE. Calls from within the same
  * object (self-invocation) cannot be detected this way and are documented instead.
@@ -134,6 +136,12 @@ public class DistributedLockMethodValidator implements BeanPostProcessor, SmartI
 	}
 
 	private void check(Object bean, String beanName, Method method) {
+		if (this.annotationType == Idempotent.class && !ClassUtils.isPresent(
+				"tools.jackson.databind.json.JsonMapper", (this.beanFactory instanceof ConfigurableListableBeanFactory listable)
+						? listable.getBeanClassLoader() : getClass().getClassLoader())) {
+			throw failure(method, "idempotency keys record outcomes as JSON with Jackson 3, which is not on the class "
+					+ "path. Add tools.jackson.core:jackson-databind (the lock starter brings it)");
+		}
 		int modifiers = method.getModifiers();
 		if (Modifier.isPrivate(modifiers)) {
 			throw failure(method, "the method is private, and Spring AOP proxies never intercept private methods. "

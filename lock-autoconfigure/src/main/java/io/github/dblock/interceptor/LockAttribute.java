@@ -5,11 +5,9 @@ import java.util.List;
 
 import io.github.dblock.LockOptions;
 import org.jspecify.annotations.Nullable;
-import org.springframework.context.expression.MethodBasedEvaluationContext;
 import org.springframework.core.ParameterNameDiscoverer;
 import org.springframework.expression.BeanResolver;
 import org.springframework.expression.Expression;
-import org.springframework.expression.common.CompositeStringExpression;
 import org.springframework.expression.common.LiteralExpression;
 
 /**
@@ -48,8 +46,7 @@ public final class LockAttribute {
 		this.annotationName = annotationName;
 		this.method = method;
 		this.template = template;
-		this.parts = (parsed instanceof CompositeStringExpression composite) ? List.of(composite.getExpressions())
-				: List.of(parsed);
+		this.parts = TemplateExpressions.parts(parsed);
 		this.options = options;
 		this.onFailure = onFailure;
 		this.failureHandler = failureHandler;
@@ -103,7 +100,7 @@ public final class LockAttribute {
 
 	/** Whether the resource needs no evaluation (no SpEL parts). */
 	public boolean isLiteral() {
-		return this.parts.stream().allMatch(LiteralExpression.class::isInstance);
+		return TemplateExpressions.isLiteral(this.parts);
 	}
 
 	/**
@@ -117,34 +114,8 @@ public final class LockAttribute {
 		if (isLiteral()) {
 			return this.template; // validated at start-up
 		}
-		LockExpressionRootObject root = new LockExpressionRootObject(method, args, target, targetClass);
-		MethodBasedEvaluationContext context = new MethodBasedEvaluationContext(root, method,
-				(args != null) ? args : new Object[0], parameterNames);
-		if (beanResolver != null) {
-			context.setBeanResolver(beanResolver);
-		}
-		StringBuilder resource = new StringBuilder();
-		for (Expression part : this.parts) {
-			if (part instanceof LiteralExpression literal) {
-				resource.append(literal.getExpressionString());
-				continue;
-			}
-			String value;
-			try {
-				value = part.getValue(context, String.class);
-			}
-			catch (RuntimeException ex) {
-				throw new IllegalArgumentException(this.annotationName + " resource expression #{" + part.getExpressionString()
-						+ "} of " + describe(this.method) + " failed: " + ex.getMessage(), ex);
-			}
-			if (value == null || value.isBlank()) {
-				throw new IllegalArgumentException(this.annotationName + " resource expression #{" + part.getExpressionString()
-						+ "} of " + describe(this.method) + " evaluated to " + ((value == null) ? "null" : "a blank string")
-						+ "; the lock resource would be ambiguous, so every expression must give a non-blank value");
-			}
-			resource.append(value);
-		}
-		String resolved = resource.toString();
+		String resolved = TemplateExpressions.evaluate(this.parts, this.annotationName + " resource", this.method, method, args,
+				target, targetClass, parameterNames, beanResolver);
 		try {
 			io.github.dblock.LockTemplate.validateResource(resolved);
 		}

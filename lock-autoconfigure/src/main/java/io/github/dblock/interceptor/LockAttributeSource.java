@@ -13,7 +13,6 @@ import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
 import org.jspecify.annotations.Nullable;
 import org.springframework.aop.support.AopUtils;
-import org.springframework.boot.convert.DurationStyle;
 import org.springframework.core.MethodClassKey;
 import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.core.env.PropertyResolver;
@@ -153,12 +152,7 @@ public class LockAttributeSource {
 
 	/** Resolves the {@code ${...}} placeholders of a name template; a failure names {@code where}. */
 	String resolveTemplate(String where, String resource) {
-		try {
-			return this.placeholders.resolveRequiredPlaceholders(resource);
-		}
-		catch (IllegalArgumentException ex) {
-			throw new IllegalStateException(where + ": " + ex.getMessage(), ex);
-		}
+		return TemplateExpressions.resolve(this.placeholders, where, resource);
 	}
 
 	/** Parses the {@code #{...}} parts of a name template; a failure names {@code where}. */
@@ -202,24 +196,7 @@ public class LockAttributeSource {
 
 	@Nullable
 	private Duration duration(String where, String attribute, String value) {
-		if (!StringUtils.hasText(value)) {
-			return null;
-		}
-		String resolved;
-		try {
-			resolved = this.placeholders.resolveRequiredPlaceholders(value.trim());
-		}
-		catch (IllegalArgumentException ex) {
-			throw new IllegalStateException(where + ": " + attribute + " '" + value + "': " + ex.getMessage(), ex);
-		}
-		try {
-			return DurationStyle.detectAndParse(resolved);
-		}
-		catch (IllegalArgumentException ex) {
-			throw new IllegalStateException(where + ": " + attribute + " '" + value + "'"
-					+ (resolved.equals(value.trim()) ? "" : " (resolved to '" + resolved + "')")
-					+ " is not a duration (use e.g. \"500ms\", \"5s\", \"PT1M\")", ex);
-		}
+		return TemplateExpressions.duration(this.placeholders, where, attribute, value);
 	}
 
 }

@@ -10,9 +10,12 @@ import javax.sql.DataSource;
 
 import org.jspecify.annotations.Nullable;
 import org.springframework.dao.DataAccessException;
+import org.springframework.jdbc.datasource.ConnectionHolder;
+import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
 import org.springframework.jdbc.support.SQLErrorCodeSQLExceptionTranslator;
 import org.springframework.jdbc.support.SQLExceptionTranslator;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
  * Connection handling shared by the JDBC lock providers: every lock statement runs on a connection taken
@@ -98,6 +101,30 @@ final class JdbcLockSupport {
 	/** A connection straight from the (unwrapped) lock data source; the caller closes it. */
 	Connection rawConnection() throws SQLException {
 		return this.dataSource.getConnection();
+	}
+
+	/**
+	 * The connection of an active Spring transaction on the given (not unwrapped) lock data source, if its autocommit
+	 * is off, else {@code null}; the caller releases it with {@code DataSourceUtils.releaseConnection}.
+	 */
+	@Nullable
+	Connection boundTransactionalConnection(DataSource original) {
+		if (!TransactionSynchronizationManager.isActualTransactionActive()
+				|| !TransactionSynchronizationManager.isSynchronizationActive()
+				|| !(TransactionSynchronizationManager.getResource(original) instanceof ConnectionHolder)) {
+			return null;
+		}
+		try {
+			Connection connection = DataSourceUtils.getConnection(original);
+			if (connection.getAutoCommit()) {
+				DataSourceUtils.releaseConnection(connection, original);
+				return null;
+			}
+			return connection;
+		}
+		catch (SQLException ex) {
+			throw translate("inspect the transaction's connection", ex);
+		}
 	}
 
 	/** Translates a JDBC failure to Spring's {@link DataAccessException} hierarchy. */

@@ -285,7 +285,8 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 
 	/**
 	 * The shared renewal scheduler: two daemon threads for every held lock of this provider (and the permits of a
-	 * {@link JdbcSemaphoreProvider} built on it), started on first use.
+	 * {@link JdbcSemaphoreProvider} and the running claims of an {@link IdempotencyStore} built on it), started on
+	 * first use.
 	 */
 	ScheduledExecutorService renewals() {
 		ScheduledExecutorService executor = this.renewals;

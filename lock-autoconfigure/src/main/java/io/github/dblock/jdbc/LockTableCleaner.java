@@ -15,6 +15,7 @@ import javax.sql.DataSource;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Deletes lock rows whose lease ended long ago, so that a lock table used with unique resource names (order
@@ -125,7 +126,15 @@ public class LockTableCleaner {
 
 	private final JdbcLockSupport jdbc;
 
-	private final LockTable table;
+	/** The table cleaned, for messages. */
+	private final String table;
+
+	private final String quotedTable;
+
+	private final String keyColumn;
+
+	/** The deletion condition, with one parameter: the retention in microseconds. */
+	private final String expired;
 
 	private final long retentionMicros;
 
@@ -133,8 +142,14 @@ public class LockTableCleaner {
 
 	private final String candidatesSql;
 
+	/** The lock table whose read/write holder and semaphore permit tables this cleaner also cleans; null: none. */
+	@Nullable
+	private final LockTable holderBase;
+
+	@Nullable
 	private final String expiredHoldsSql;
 
+	@Nullable
 	private final String deleteHoldSql;
 
 	/**
@@ -150,6 +165,15 @@ public class LockTableCleaner {
 	 * @throws IllegalArgumentException if an argument is null or out of range
 	 */
 	public LockTableCleaner(DataSource dataSource, LockTable table, Duration retention, int batchSize,
+			Duration statementTimeout) {
+		this(checked(dataSource, table, retention, batchSize, statementTimeout), "lock table " + table, table.quoted(),
+				"resource", "expires_at", "",
+				TimeUnit.SECONDS.toMicros(retention.getSeconds()) + TimeUnit.NANOSECONDS.toMicros(retention.getNano()),
+				batchSize, statementTimeout, table);
+	}
+
+	/** Checks the public constructor's arguments; returns the data source. */
+	private static DataSource checked(DataSource dataSource, LockTable table, Duration retention, int batchSize,
 			Duration statementTimeout) {
 		if (dataSource == null || table == null) {
 			throw new IllegalArgumentException("dataSource and table must not be null");
@@ -174,18 +198,51 @@ public class LockTableCleaner {
 			throw new IllegalArgumentException("lock table cleanup statement timeout must be positive, was "
 					+ statementTimeout);
 		}
+		return dataSource;
+	}
+
+	private LockTableCleaner(DataSource dataSource, String table, String quotedTable, String keyColumn,
+			String timeColumn, String extraCondition, long retentionMicros, int batchSize, Duration statementTimeout,
+			@Nullable LockTable holderBase) {
 		this.jdbc = new JdbcLockSupport(dataSource, statementTimeout);
 		this.table = table;
-		this.retentionMicros = TimeUnit.SECONDS.toMicros(retention.getSeconds())
-				+ TimeUnit.NANOSECONDS.toMicros(retention.getNano());
+		this.quotedTable = quotedTable;
+		this.keyColumn = keyColumn;
+		this.expired = timeColumn + " < " + CUTOFF + extraCondition;
+		this.retentionMicros = retentionMicros;
 		this.batchSize = batchSize;
-		this.candidatesSql = "SELECT resource FROM " + table.quoted() + " WHERE expires_at < " + CUTOFF
-				+ " ORDER BY expires_at LIMIT ?";
-		String holds = table.quoted("_rw_hold");
-		this.expiredHoldsSql = "SELECT resource, owner_token FROM " + holds + " WHERE expires_at < UTC_TIMESTAMP(6)"
-				+ " ORDER BY expires_at LIMIT ?";
-		this.deleteHoldSql = "DELETE FROM " + holds + " WHERE resource = ? AND owner_token = ?"
-				+ " AND expires_at < UTC_TIMESTAMP(6)";
+		this.candidatesSql = "SELECT " + keyColumn + " FROM " + quotedTable + " WHERE " + this.expired + " ORDER BY "
+				+ timeColumn + " LIMIT ?";
+		this.holderBase = holderBase;
+		if (holderBase != null) {
+			String holds = holderBase.quoted("_rw_hold");
+			this.expiredHoldsSql = "SELECT resource, owner_token FROM " + holds + " WHERE expires_at < UTC_TIMESTAMP(6)"
+					+ " ORDER BY expires_at LIMIT ?";
+			this.deleteHoldSql = "DELETE FROM " + holds + " WHERE resource = ? AND owner_token = ?"
+					+ " AND expires_at < UTC_TIMESTAMP(6)";
+		}
+		else {
+			this.expiredHoldsSql = null;
+			this.deleteHoldSql = null;
+		}
+	}
+
+	/**
+	 * A cleaner of the idempotency records of a lock table ({@code <table>_idem}, see {@link IdempotencyStore}): it
+	 * deletes records past their {@code retain_until} (each record's own retention, server clock), except a
+	 * {@code RUNNING} one whose running lease has not ended, with the same algorithm as the lock table's cleaner, on
+	 * the {@code retain_until} index. A missing records table (migrations switched off and V4 not applied) is
+	 * skipped with a debug log.
+	 * @param batchSize how many records one batch deletes at most, 1 to {@value #MAX_BATCH_SIZE}
+	 * @param statementTimeout the query timeout of every statement, positive
+	 * @throws IllegalArgumentException if an argument is null or out of range
+	 */
+	public static LockTableCleaner forIdempotencyRecords(DataSource dataSource, LockTable table, int batchSize,
+			Duration statementTimeout) {
+		return new LockTableCleaner(checked(dataSource, table, MIN_RETENTION, batchSize, statementTimeout),
+				"idempotency records " + table.name() + IdempotencyStore.TABLE_SUFFIX,
+				IdempotencyStore.quoted(table), "idem_key", "retain_until",
+				" AND (status <> 'RUNNING' OR expires_at < UTC_TIMESTAMP(6))", 0, batchSize, statementTimeout, null);
 	}
 
 	/**
@@ -202,6 +259,9 @@ public class LockTableCleaner {
 	 * @throws org.springframework.dao.DataAccessException if the database fails
 	 */
 	public int deleteExpiredReadWriteHolds() {
+		if (this.holderBase == null) {
+			return 0;
+		}
 		return deleteExpiredKeys("read/write holders", this.expiredHoldsSql, this.deleteHoldSql);
 	}
 
@@ -215,7 +275,7 @@ public class LockTableCleaner {
 	private int deleteExpiredKeys(String what, String candidatesSql, String deleteSql) {
 		int deleted = 0;
 		for (int batch = 0; batch < MAX_BATCHES_PER_RUN && !Thread.currentThread().isInterrupted(); batch++) {
-			int[] result = this.jdbc.execute("delete expired " + what + " of lock table " + this.table,
+			int[] result = this.jdbc.execute("delete expired " + what + " beside " + this.table,
 					(connection) -> deleteKeyBatch(connection, what, candidatesSql, deleteSql));
 			deleted += result[1];
 			if (result[0] < this.batchSize || result[1] == 0) {
@@ -247,7 +307,7 @@ public class LockTableCleaner {
 		}
 		catch (SQLException ex) {
 			if (ex.getErrorCode() == NO_SUCH_TABLE || ex.getErrorCode() == TABLE_ACCESS_DENIED) {
-				logger.debug("No table of " + what + " beside lock table " + this.table + ", or no grant on it; "
+				logger.debug("No table of " + what + " beside " + this.table + ", or no grant on it; "
 						+ "nothing to clean there: " + ex.getMessage());
 				return new int[] { 0, 0 };
 			}
@@ -288,10 +348,23 @@ public class LockTableCleaner {
 			if (Thread.currentThread().isInterrupted()) {
 				break;
 			}
-			Batch result = this.jdbc.execute("delete expired rows of lock table " + this.table, this::runBatch);
+			Batch result;
+			try {
+				result = this.jdbc.execute("delete expired rows of " + this.table, this::runBatch);
+			}
+			catch (org.springframework.dao.DataAccessException ex) {
+				// the lock table itself must exist; an optional feature's table may be missing or not granted
+				int code = (ex.getMostSpecificCause() instanceof SQLException sql) ? sql.getErrorCode() : 0;
+				if (this.holderBase != null || (code != NO_SUCH_TABLE && code != TABLE_ACCESS_DENIED)) {
+					throw ex;
+				}
+				logger.debug("No " + this.table + " table to clean, or no grant on it: "
+						+ ex.getMostSpecificCause().getMessage());
+				break;
+			}
 			deleted += result.deleted;
 			if (result.timedOut) {
-				logger.info("Lock table cleanup of " + this.table + " timed out in a batch; its rows are left "
+				logger.info("Cleanup of " + this.table + " timed out in a batch; its rows are left "
 						+ "for the next run");
 				break;
 			}
@@ -300,7 +373,7 @@ public class LockTableCleaner {
 			}
 		}
 		if (deleted > 0 && logger.isDebugEnabled()) {
-			logger.debug("Deleted " + deleted + " expired rows of lock table " + this.table);
+			logger.debug("Deleted " + deleted + " expired rows of " + this.table);
 		}
 		return deleted;
 	}
@@ -376,7 +449,10 @@ public class LockTableCleaner {
 	 * @throws org.springframework.dao.DataAccessException if the database fails
 	 */
 	public int deleteExpiredPermits() {
-		String holds = JdbcSemaphoreProvider.holdTable(this.table);
+		if (this.holderBase == null) {
+			return 0;
+		}
+		String holds = JdbcSemaphoreProvider.holdTable(this.holderBase);
 		return deleteExpiredKeys("semaphore permits",
 				"SELECT name, owner_token FROM " + holds + " WHERE expires_at < UTC_TIMESTAMP(6) ORDER BY expires_at LIMIT ?",
 				"DELETE FROM " + holds + " WHERE name = ? AND owner_token = ? AND expires_at < UTC_TIMESTAMP(6)");
@@ -402,8 +478,9 @@ public class LockTableCleaner {
 	/** Step 2b: locks those candidates that are still expired and not locked by anyone else. */
 	private List<byte[]> lockStillExpired(Connection connection, List<byte[]> candidates, int timeout)
 			throws SQLException {
-		String sql = "SELECT resource FROM " + this.table.quoted() + " FORCE INDEX (PRIMARY) WHERE resource IN ("
-				+ placeholders(candidates.size()) + ") AND expires_at < " + CUTOFF + " FOR UPDATE SKIP LOCKED";
+		String sql = "SELECT " + this.keyColumn + " FROM " + this.quotedTable + " FORCE INDEX (PRIMARY) WHERE "
+				+ this.keyColumn + " IN (" + placeholders(candidates.size()) + ") AND " + this.expired
+				+ " FOR UPDATE SKIP LOCKED";
 		try (PreparedStatement ps = connection.prepareStatement(sql)) {
 			ps.setQueryTimeout(timeout);
 			int index = bindKeys(ps, candidates);
@@ -420,9 +497,9 @@ public class LockTableCleaner {
 
 	/** Step 2c: deletes the locked rows, re-checking the expiry. */
 	private int delete(Connection connection, List<byte[]> locked, int timeout) throws SQLException {
-		String t = this.table.quoted();
-		String sql = "DELETE " + t + " FROM " + t + " FORCE INDEX (PRIMARY) WHERE resource IN ("
-				+ placeholders(locked.size()) + ") AND expires_at < " + CUTOFF;
+		String t = this.quotedTable;
+		String sql = "DELETE " + t + " FROM " + t + " FORCE INDEX (PRIMARY) WHERE " + this.keyColumn + " IN ("
+				+ placeholders(locked.size()) + ") AND " + this.expired;
 		try (PreparedStatement ps = connection.prepareStatement(sql)) {
 			ps.setQueryTimeout(timeout);
 			int index = bindKeys(ps, locked);

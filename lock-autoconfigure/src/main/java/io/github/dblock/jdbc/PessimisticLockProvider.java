@@ -23,10 +23,7 @@ import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 import org.springframework.dao.DataAccessException;
 import org.springframework.dao.TransientDataAccessResourceException;
-import org.springframework.jdbc.datasource.ConnectionHolder;
-import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.transaction.PlatformTransactionManager;
-import org.springframework.transaction.support.TransactionSynchronizationManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
@@ -156,25 +153,7 @@ public class PessimisticLockProvider implements LockProvider {
 	/** The connection of an active Spring transaction on the lock data source, or {@code null}. */
 	@Nullable
 	private Connection boundTransactionalConnection() {
-		if (!TransactionSynchronizationManager.isActualTransactionActive()
-				|| !TransactionSynchronizationManager.isSynchronizationActive()) {
-			return null;
-		}
-		Object resource = TransactionSynchronizationManager.getResource(this.dataSource);
-		if (!(resource instanceof ConnectionHolder)) {
-			return null;
-		}
-		try {
-			Connection connection = DataSourceUtils.getConnection(this.dataSource);
-			if (connection.getAutoCommit()) {
-				DataSourceUtils.releaseConnection(connection, this.dataSource);
-				return null;
-			}
-			return connection;
-		}
-		catch (SQLException ex) {
-			throw this.jdbc.translate("inspect the transaction's connection", ex);
-		}
+		return this.jdbc.boundTransactionalConnection(this.dataSource);
 	}
 
 	private AcquireResult acquireInTransaction(Connection connection, LockRequest request) throws InterruptedException {

@@ -127,6 +127,15 @@ abstract class RenewableLease {
 	}
 
 	/**
+	 * Stops renewal without a release statement, for an owner that ends its lease with a statement of its own (an
+	 * idempotency claim recording its outcome). A renewal racing this call ignores its result.
+	 */
+	final void finish() {
+		this.released = true;
+		stopRenewal();
+	}
+
+	/**
 	 * Gives the lease back. Must be called at most once.
 	 * @return {@code true} if released; {@code false} if it was no longer this owner's (lost or expired)
 	 * @throws DataAccessException if the database stayed unreachable (the lease then ends on its own)

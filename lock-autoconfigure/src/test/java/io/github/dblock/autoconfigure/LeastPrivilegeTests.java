@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.UUID;
 
 import com.zaxxer.hikari.HikariDataSource;
+import io.github.dblock.IdempotencyTemplate;
 import io.github.dblock.LockHandle;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockOptions;
@@ -32,6 +33,7 @@ import org.springframework.jdbc.core.JdbcTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
+import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
 
 /**
  * Least privilege, with real database users created for the test on the test database (unique names, dropped
@@ -140,7 +142,7 @@ class LeastPrivilegeTests {
 	void dropCreatedTablesAndUsers() {
 		for (String table : this.createdTables) {
 			admin.execute("DROP TABLE IF EXISTS `" + table + "`, `" + table + "_schema_history`, `" + table + "_rw`, `"
-					+ table + "_rw_hold`, `" + table + "_sem`, `" + table + "_sem_hold`");
+					+ table + "_rw_hold`, `" + table + "_sem`, `" + table + "_sem_hold`, `" + table + "_idem`");
 		}
 		for (String user : this.createdUsers) {
 			admin.execute("DROP USER IF EXISTS '" + user + "'@'%'");
@@ -224,8 +226,23 @@ class LeastPrivilegeTests {
 						+ " expires_at) VALUES (?, ?, 'gone', 1, UTC_TIMESTAMP(6) - INTERVAL 1 DAY, UTC_TIMESTAMP(6) - INTERVAL 1 DAY)",
 						"least-privilege-sem".getBytes(StandardCharsets.UTF_8), UUID.randomUUID().toString());
 
-				// cleanup job: deletes a row whose lease ended long ago (DELETE, FOR UPDATE SKIP LOCKED), expired
-				// read/write holder rows and expired permit rows
+				// idempotency keys: claim (INSERT), owner-checked completion, duplicate read,
+				// a failed attempt taken over (UPDATE), forget (DELETE), and (below) cleanup of a record past its retention
+				IdempotencyTemplate idempotency = context.getBean(IdempotencyTemplate.class);
+				String key = "least-privilege-key-" + UUID.randomUUID();
+				assertThat(idempotency.execute(key, String.class, (claim) -> "first")).isEqualTo("first");
+				assertThat(idempotency.execute(key, String.class, (claim) -> "second")).isEqualTo("first");
+				String failing = "least-privilege-failing-" + UUID.randomUUID();
+				assertThatIllegalStateException().isThrownBy(() -> idempotency.execute(failing, String.class, (claim) -> {
+					throw new IllegalStateException("boom");
+				}));
+				assertThat(idempotency.execute(failing, String.class, (claim) -> "retried")).isEqualTo("retried");
+				assertThat(idempotency.forget(failing)).isTrue();
+				admin.update("UPDATE `" + table + "_idem` SET retain_until = UTC_TIMESTAMP(6) - INTERVAL 1 DAY"
+						+ " WHERE idem_key = ?", key.getBytes(StandardCharsets.UTF_8));
+
+				// cleanup job: deletes a row whose lease ended long ago, the record past its retention (DELETE, FOR
+				// UPDATE SKIP LOCKED), expired read/write holder rows and expired permit rows
 				String stale = "least-privilege-stale-" + UUID.randomUUID();
 				admin.update("INSERT INTO `" + table + "` (resource, fencing_token, acquired_at, expires_at) VALUES "
 						+ "(?, 1, UTC_TIMESTAMP(6) - INTERVAL 30 DAY, UTC_TIMESTAMP(6) - INTERVAL 30 DAY)",
@@ -238,6 +255,7 @@ class LeastPrivilegeTests {
 				assertThatExceptionOfType(io.github.dblock.LockLostException.class).isThrownBy(expiring::close);
 				assertThat(admin.queryForObject("SELECT COUNT(*) FROM `" + table + "_sem_hold`", Integer.class))
 					.as("expired permit row deleted").isZero();
+				assertThat(idempotency.find(key)).as("record past its retention deleted").isEmpty();
 
 				// health indicator
 				HealthIndicator health = context.getBean("distributedLockHealthIndicator", HealthIndicator.class);
@@ -320,14 +338,15 @@ class LeastPrivilegeTests {
 	// ---------------------------------------------------------------- helpers
 
 	/**
-	 * A new user with SELECT, INSERT, UPDATE and DELETE on the (not yet existing) lock table and its two semaphore
-	 * tables, and nothing else.
+	 * A new user with SELECT, INSERT, UPDATE and DELETE on the (not yet existing) lock table, its read/write, semaphore
+	 * and idempotency tables, and nothing else.
 	 */
 	private String newUserWithDmlOn(String table) {
 		String user = "topo_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
 		admin.execute("CREATE USER '" + user + "'@'%' IDENTIFIED BY '" + password(user) + "'");
 		this.createdUsers.add(user);
-		for (String name : List.of(table, table + "_rw", table + "_rw_hold", table + "_sem", table + "_sem_hold")) {
+		for (String name : List.of(table, table + "_rw", table + "_rw_hold", table + "_sem", table + "_sem_hold",
+				table + "_idem")) {
 			admin.execute("CREATE TABLE `" + name + "` (id INT)");
 			admin.execute("GRANT SELECT, INSERT, UPDATE, DELETE ON `" + schema + "`.`" + name + "` TO '" + user + "'@'%'");
 			admin.execute("DROP TABLE `" + name + "`");

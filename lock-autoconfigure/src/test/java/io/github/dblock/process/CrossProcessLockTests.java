@@ -1,7 +1,6 @@
 package io.github.dblock.process;
 
 import java.io.BufferedReader;
-import java.io.File;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -128,17 +127,7 @@ class CrossProcessLockTests {
 	}
 
 	static String readUntil(BufferedReader reader, String prefix) {
-		try {
-			for (String line = reader.readLine(); line != null; line = reader.readLine()) {
-				if (line.startsWith(prefix)) {
-					return line;
-				}
-			}
-			throw new IllegalStateException("worker ended before printing " + prefix);
-		}
-		catch (java.io.IOException ex) {
-			throw new IllegalStateException(ex);
-		}
+		return WorkerProcesses.readUntil(reader, prefix);
 	}
 
 	private static Process start(String... args) throws Exception {
@@ -147,32 +136,11 @@ class CrossProcessLockTests {
 
 	/** Starts a worker JVM: {@code main} with the command {@code args[0]}, the database, then the other arguments. */
 	static Process start(Class<?> main, String... args) throws Exception {
-		TestDatabase db = TestDatabase.get();
-		List<String> command = new ArrayList<>(List.of(
-				System.getProperty("java.home") + File.separator + "bin" + File.separator + "java", "-Xmx128m",
-				"-XX:TieredStopAtLevel=1", "-cp", System.getProperty("java.class.path"), main.getName(),
-				args[0], db.jdbcUrl(), (db.username() != null) ? db.username() : "",
-				(db.password() == null || db.password().isEmpty()) ? "-" : db.password()));
-		for (int i = 1; i < args.length; i++) {
-			command.add(args[i]);
-		}
-		return new ProcessBuilder(command).redirectErrorStream(true).start();
+		return WorkerProcesses.start(main, args[0], java.util.Arrays.copyOfRange(args, 1, args.length));
 	}
 
 	static String outputOf(Process process, Duration timeout) throws Exception {
-		CompletableFuture<String> output = CompletableFuture.supplyAsync(() -> {
-			try {
-				return new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-			}
-			catch (java.io.IOException ex) {
-				return ex.toString();
-			}
-		});
-		if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
-			process.destroyForcibly();
-			throw new AssertionError("worker did not finish within " + timeout);
-		}
-		return output.get(30, TimeUnit.SECONDS);
+		return WorkerProcesses.outputOf(process, timeout);
 	}
 
 }

@@ -1,0 +1,612 @@
+package io.github.dblock.jdbc;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.SQLTimeoutException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.LocalDateTime;
+import java.time.ZoneOffset;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+
+import javax.sql.DataSource;
+
+import io.github.dblock.IdempotencyRecord;
+import io.github.dblock.IdempotencyStatus;
+import io.github.dblock.LockLostException;
+import io.github.dblock.spi.HeldLock;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
+import org.springframework.dao.DataAccessException;
+import org.springframework.jdbc.datasource.DataSourceUtils;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+
+/**
+ * The idempotency records of {@link io.github.dblock.IdempotencyTemplate}: one row per key in
+ * {@code <lock table>_idem} (Flyway migration V4), written with the database server's clock.
+ * <p>
+ * Claiming a key, one attempt:
+ * <ol>
+ * <li>First attempt of a call: a plain {@code INSERT} of the row as {@code RUNNING} with a new owner token, a running
+ * lease ({@code expires_at = UTC_TIMESTAMP(6) + lease}) and a fencing token of the server time in microseconds
+ * (returned in the OK packet through {@code LAST_INSERT_ID(expr)}). Success means the key was new and this call
+ * runs the work: one statement for the common case. A duplicate-key error (1062) means a row exists.</li>
+ * <li>{@code SELECT} the row by primary key. {@code SUCCEEDED} within its retention: done, the caller gets the
+ * record. {@code RUNNING} with time left on its lease: wait (backoff with jitter, never past the lease end nor the
+ * caller's deadline) and read again.</li>
+ * <li>Otherwise ({@code FAILED}, {@code RUNNING} past its lease, {@code SUCCEEDED} past its retention) take it over
+ * with one conditional {@code UPDATE ... WHERE idem_key = ? AND <the same condition>}: the new owner token is unique,
+ * so one matched row means this call won, with either found-rows setting of the driver. No
+ * {@code INSERT ... ON DUPLICATE KEY UPDATE}: its per-column {@code IF()}s depend on left-to-right assignment
+ * (MariaDB's {@code SIMULTANEOUS_ASSIGNMENT} mode changes that) and its affected-rows count on
+ * {@code CLIENT_FOUND_ROWS}.</li>
+ * </ol>
+ * The winner's claim is renewed every third of the lease on the {@link LeaseLockProvider}'s shared scheduler,
+ * with an owner-checked {@code UPDATE}; a renewal matching nothing, or the database unreachable until the lease must
+ * be presumed over, marks the claim lost ({@link HeldLock#onLost}). Completion is an owner-checked {@code UPDATE} to
+ * {@code SUCCEEDED} (outcome, {@code retain_until = now + retention}) or {@code FAILED}. The {@code SUCCEEDED} write
+ * joins the caller's Spring transaction on the lock data source when one is active (see {@link Claim#succeed});
+ * everything else runs in autocommit on connections of its own, so a claim is visible to other nodes at once.
+ * <p>
+ * Deadlocks and lock wait timeouts are retried ({@link JdbcLockSupport}); a claim statement that waits for a row
+ * locked by an uncommitted completion (another caller's transaction) past its query timeout counts as "still
+ * running" and is tried again after a pause. Thread-safe.
+ */
+public class IdempotencyStore {
+
+	private static final Log logger = LogFactory.getLog(IdempotencyStore.class);
+
+	/** Suffix of the records table's name after the lock table's name. */
+	public static final String TABLE_SUFFIX = "_idem";
+
+	/** The longest error summary kept in a record. */
+	static final int MAX_ERROR_LENGTH = 1000;
+
+	private static final String NOW = "UTC_TIMESTAMP(6)";
+
+	private static final String TAKEABLE = "(status = 'FAILED' OR (status = 'RUNNING' AND expires_at <= " + NOW
+			+ ") OR (status = 'SUCCEEDED' AND retain_until <= " + NOW + ") OR (status = 'RUNNING' AND owner_token = ?))";
+
+	private final DataSource dataSource;
+
+	/** The records table, quoted, for messages. */
+	private final String table;
+
+	private final JdbcLockSupport jdbc;
+
+	private final Backoff backoff;
+
+	private final LeaseLockProvider scheduler;
+
+	private final String insertSql;
+
+	private final String takeOverSql;
+
+	private final String selectSql;
+
+	private final String tokenSql;
+
+	private final String renewSql;
+
+	private final String succeedSql;
+
+	private final String failSql;
+
+	private final String deleteSql;
+
+	/**
+	 * Creates a store.
+	 * @param dataSource the lock data source, holding the records table; claims and failures run on connections
+	 * taken directly from it (a {@code TransactionAwareDataSourceProxy} is unwrapped), a success joins the Spring
+	 * transaction bound to it if there is one
+	 * @param table the lock table; the records table is its name followed by {@value #TABLE_SUFFIX}
+	 * @param statementTimeout upper bound of every statement's query timeout (whole seconds, at least one)
+	 * @param backoff pauses while a duplicate waits for a running first call
+	 * @param scheduler the LEASE provider whose shared scheduler renews running claims
+	 */
+	public IdempotencyStore(DataSource dataSource, LockTable table, Duration statementTimeout, Backoff backoff,
+			LeaseLockProvider scheduler) {
+		this.dataSource = dataSource;
+		this.jdbc = new JdbcLockSupport(dataSource, statementTimeout);
+		this.backoff = backoff;
+		this.scheduler = scheduler;
+		String t = quoted(table);
+		this.table = t;
+		this.insertSql = "INSERT INTO " + t + " (idem_key, status, owner_token, holder, fencing_token, attempts,"
+				+ " started_at, expires_at, retain_until) VALUES (?, 'RUNNING', ?, ?, LAST_INSERT_ID(" + LockRows.SERVER_MICROS
+				+ "), 1, " + NOW + ", " + NOW + " + INTERVAL ? MICROSECOND, " + NOW + " + INTERVAL ? MICROSECOND)";
+		// attempts is assigned before status, so that it reads the old status under either assignment order
+		this.takeOverSql = "UPDATE " + t + " SET attempts = IF(status = 'SUCCEEDED', 1, attempts + 1),"
+				+ " status = 'RUNNING', owner_token = ?, holder = ?, fencing_token = LAST_INSERT_ID(GREATEST(fencing_token + 1, "
+				+ LockRows.SERVER_MICROS + ")), started_at = " + NOW + ", expires_at = " + NOW + " + INTERVAL ? MICROSECOND,"
+				+ " completed_at = NULL, retain_until = " + NOW + " + INTERVAL ? MICROSECOND, outcome = NULL,"
+				+ " outcome_type = NULL, error = NULL WHERE idem_key = ? AND " + TAKEABLE;
+		this.selectSql = "SELECT status, holder, owner_token, fencing_token, attempts, started_at, expires_at,"
+				+ " completed_at, retain_until, outcome, outcome_type, error,"
+				+ " TIMESTAMPDIFF(MICROSECOND, " + NOW + ", expires_at), retain_until <= " + NOW
+				+ " FROM " + t + " WHERE idem_key = ?";
+		this.tokenSql = "SELECT fencing_token FROM " + t + " WHERE idem_key = ? AND owner_token = ?";
+		this.renewSql = "UPDATE " + t + " SET expires_at = " + NOW + " + INTERVAL ? MICROSECOND"
+				+ " WHERE idem_key = ? AND owner_token = ? AND status = 'RUNNING' AND expires_at > " + NOW;
+		String complete = " expires_at = " + NOW + ", completed_at = " + NOW + ", retain_until = " + NOW
+				+ " + INTERVAL ? MICROSECOND, outcome = ?, outcome_type = ?, error = ?"
+				+ " WHERE idem_key = ? AND owner_token = ? AND status = 'RUNNING'";
+		this.succeedSql = "UPDATE " + t + " SET status = 'SUCCEEDED'," + complete;
+		this.failSql = "UPDATE " + t + " SET status = 'FAILED'," + complete;
+		this.deleteSql = "DELETE FROM " + t + " WHERE idem_key = ?";
+	}
+
+	/** The quoted name of the records table of a lock table. */
+	static String quoted(LockTable table) {
+		return '`' + table.name() + TABLE_SUFFIX + '`';
+	}
+
+	/**
+	 * Claims a key, or waits until the caller's deadline for a running claim of another caller to end.
+	 * @param key the key, already validated
+	 * @param holder describes the caller (node and thread)
+	 * @param lease the running lease, renewed every third of it while the claim is held
+	 * @param retention how long a completed record answers duplicates
+	 * @param deadlineNanos the {@link System#nanoTime()} until which to wait for a running claim
+	 * @return the claim, or the record that answers this call: {@code SUCCEEDED} (the work is done) or
+	 * {@code RUNNING} (the deadline passed while another caller ran it)
+	 * @throws InterruptedException if the thread is interrupted while waiting
+	 * @throws DataAccessException on a database failure; a broken connection is retried until the deadline
+	 */
+	public ClaimResult claim(String key, String holder, Duration lease, Duration retention, long deadlineNanos)
+			throws InterruptedException {
+		String owner = UUID.randomUUID().toString();
+		long leaseMicros = micros(lease);
+		long retentionMicros = micros(retention);
+		boolean insertFirst = true;
+		for (int attempt = 0;; attempt++) {
+			boolean tryInsert = insertFirst;
+			Attempt result;
+			try {
+				result = this.jdbc.execute("claim idempotency key '" + key + "'",
+						(connection) -> attemptOnce(connection, key, owner, holder, leaseMicros, retentionMicros, tryInsert,
+								deadlineNanos));
+			}
+			catch (DataAccessException ex) {
+				if (!JdbcLockSupport.isConnectionFailure(ex) || deadlineNanos - System.nanoTime() <= 0) {
+					throw explainMissingTable(ex);
+				}
+				result = new Attempt(null, null, 0);
+			}
+			insertFirst = false;
+			if (result.claim != null) {
+				return new ClaimResult(result.claim, null);
+			}
+			IdempotencyRecord seen = result.record;
+			if (seen != null && seen.status() == IdempotencyStatus.SUCCEEDED) {
+				return new ClaimResult(null, seen);
+			}
+			long remaining = deadlineNanos - System.nanoTime();
+			if (remaining <= 0) {
+				return new ClaimResult(null, seen);
+			}
+			if (Thread.interrupted()) {
+				throw new InterruptedException();
+			}
+			TimeUnit.NANOSECONDS.sleep(this.backoff.pauseNanos(attempt, result.leaseRemainingNanos, remaining));
+		}
+	}
+
+	private Attempt attemptOnce(Connection connection, String key, String owner, String holder, long leaseMicros,
+			long retentionMicros, boolean tryInsert, long deadlineNanos) throws SQLException {
+		int timeout = this.jdbc.queryTimeoutSeconds(deadlineNanos - System.nanoTime());
+		byte[] bytes = LockRows.bytes(key);
+		try {
+			for (int race = 0; race < 4; race++) {
+				long sentAt = System.nanoTime();
+				if (tryInsert || race > 0) {
+					Long token = insert(connection, bytes, owner, holder, leaseMicros, retentionMicros, timeout);
+					if (token != null) {
+						return new Attempt(claimed(key, owner, token, leaseMicros, retentionMicros, sentAt), null, 0);
+					}
+				}
+				Snapshot row = select(connection, key, bytes, timeout);
+				if (row == null) {
+					continue; // deleted meanwhile (forget, cleanup): insert it again
+				}
+				if (!row.takeable(owner)) {
+					return new Attempt(null, row.record, row.leaseRemainingNanos);
+				}
+				sentAt = System.nanoTime();
+				Long token = takeOver(connection, bytes, owner, holder, leaseMicros, retentionMicros, timeout);
+				if (token != null) {
+					return new Attempt(claimed(key, owner, token, leaseMicros, retentionMicros, sentAt), null, 0);
+				}
+				// another caller took it over between the two statements: look again
+			}
+			return new Attempt(null, null, 0);
+		}
+		catch (SQLException ex) {
+			if (ex instanceof SQLTimeoutException || ex.getErrorCode() == 1205) {
+				// the row is locked by a completion whose transaction has not ended yet: still running
+				return new Attempt(null, null, 0);
+			}
+			throw ex;
+		}
+	}
+
+	@Nullable
+	private Long insert(Connection connection, byte[] key, String owner, String holder, long leaseMicros,
+			long retentionMicros, int timeout) throws SQLException {
+		try (PreparedStatement ps = connection.prepareStatement(this.insertSql, Statement.RETURN_GENERATED_KEYS)) {
+			ps.setQueryTimeout(timeout);
+			ps.setBytes(1, key);
+			ps.setString(2, owner);
+			ps.setString(3, holder);
+			ps.setLong(4, leaseMicros);
+			ps.setLong(5, retentionMicros);
+			ps.executeUpdate();
+			JdbcLockSupport.commitIfNeeded(connection);
+			return fencingToken(connection, ps, key, owner, timeout);
+		}
+		catch (SQLException ex) {
+			if (JdbcLockSupport.isDuplicateKey(ex)) {
+				if (!connection.getAutoCommit()) {
+					connection.rollback();
+				}
+				return null;
+			}
+			throw ex;
+		}
+	}
+
+	@Nullable
+	private Long takeOver(Connection connection, byte[] key, String owner, String holder, long leaseMicros,
+			long retentionMicros, int timeout) throws SQLException {
+		try (PreparedStatement ps = connection.prepareStatement(this.takeOverSql, Statement.RETURN_GENERATED_KEYS)) {
+			ps.setQueryTimeout(timeout);
+			ps.setString(1, owner);
+			ps.setString(2, holder);
+			ps.setLong(3, leaseMicros);
+			ps.setLong(4, retentionMicros);
+			ps.setBytes(5, key);
+			ps.setString(6, owner);
+			int matched = ps.executeUpdate();
+			JdbcLockSupport.commitIfNeeded(connection);
+			return (matched == 1) ? fencingToken(connection, ps, key, owner, timeout) : null;
+		}
+	}
+
+	/** The token set through {@code LAST_INSERT_ID(expr)}: from the OK packet, else queried by owner token. */
+	private long fencingToken(Connection connection, PreparedStatement executed, byte[] key, String owner, int timeout)
+			throws SQLException {
+		try (ResultSet keys = executed.getGeneratedKeys()) {
+			if (keys.next() && keys.getLong(1) > 0) {
+				return keys.getLong(1);
+			}
+		}
+		try (PreparedStatement query = connection.prepareStatement(this.tokenSql)) {
+			query.setQueryTimeout(timeout);
+			query.setBytes(1, key);
+			query.setString(2, owner);
+			try (ResultSet rs = query.executeQuery()) {
+				if (!rs.next()) {
+					throw new SQLException("idempotency record vanished right after it was claimed");
+				}
+				return rs.getLong(1);
+			}
+		}
+	}
+
+	@Nullable
+	private Snapshot select(Connection connection, String key, byte[] bytes, int timeout) throws SQLException {
+		try (PreparedStatement ps = connection.prepareStatement(this.selectSql)) {
+			ps.setQueryTimeout(timeout);
+			ps.setBytes(1, bytes);
+			try (ResultSet rs = ps.executeQuery()) {
+				if (!rs.next()) {
+					return null;
+				}
+				IdempotencyRecord record = new IdempotencyRecord(key, IdempotencyStatus.valueOf(rs.getString(1)),
+						rs.getString(2), rs.getLong(4), rs.getInt(5), instant(rs, 6), instant(rs, 7), instant(rs, 8),
+						instant(rs, 9), rs.getString(10), rs.getString(11), rs.getString(12));
+				return new Snapshot(record, rs.getString(3),
+						TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(13))), rs.getBoolean(14));
+			}
+			finally {
+				JdbcLockSupport.commitIfNeeded(connection);
+			}
+		}
+	}
+
+	private static Instant instant(ResultSet rs, int column) throws SQLException {
+		LocalDateTime value = rs.getObject(column, LocalDateTime.class);
+		return (value != null) ? value.toInstant(ZoneOffset.UTC) : null;
+	}
+
+	/**
+	 * The committed record of a key.
+	 * @throws DataAccessException on a database failure
+	 */
+	public Optional<IdempotencyRecord> find(String key) {
+		try {
+			return this.jdbc.execute("read idempotency key '" + key + "'", (connection) -> {
+				Snapshot row = select(connection, key, LockRows.bytes(key), this.jdbc.statementTimeoutSeconds());
+				return Optional.ofNullable((row != null) ? row.record : null);
+			});
+		}
+		catch (DataAccessException ex) {
+			throw explainMissingTable(ex);
+		}
+	}
+
+	/**
+	 * A missing records table (error 1146: migrations switched off and V4 never applied) as an
+	 * {@link IllegalStateException} saying what to do; any other failure unchanged.
+	 */
+	private RuntimeException explainMissingTable(DataAccessException ex) {
+		if (ex.getMostSpecificCause() instanceof SQLException sql && sql.getErrorCode() == 1146) {
+			return new IllegalStateException("The idempotency records table " + this.table + " does not exist: with "
+					+ "distributed-lock.flyway.enabled=false, create it with " + LockSchema.MIGRATION_LOCATION
+					+ "/V4__create_idempotency_table.sql (replace ${lock_table} with the lock table's name), or let the "
+					+ "library's migrations run", ex);
+		}
+		return ex;
+	}
+
+	/**
+	 * Deletes the record of a key, whatever its state: the next call runs the work again. A runner still working
+	 * on it then fails to complete (its claim is lost).
+	 * @return whether there was a record
+	 * @throws DataAccessException on a database failure
+	 */
+	public boolean forget(String key) {
+		return this.jdbc.execute("delete idempotency key '" + key + "'", (connection) -> {
+			try (PreparedStatement ps = connection.prepareStatement(this.deleteSql)) {
+				ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
+				ps.setBytes(1, LockRows.bytes(key));
+				int deleted = ps.executeUpdate();
+				JdbcLockSupport.commitIfNeeded(connection);
+				return deleted == 1;
+			}
+		});
+	}
+
+	private Claim claimed(String key, String owner, long token, long leaseMicros, long retentionMicros, long sentAt) {
+		long leaseNanos = TimeUnit.MICROSECONDS.toNanos(leaseMicros);
+		Claim claim = new Claim(key, owner, token, leaseNanos, retentionMicros, sentAt + leaseNanos);
+		claim.startRenewal(this.scheduler.renewals());
+		return claim;
+	}
+
+	private static long micros(Duration duration) {
+		return TimeUnit.SECONDS.toMicros(duration.getSeconds()) + TimeUnit.NANOSECONDS.toMicros(duration.getNano());
+	}
+
+	/** Binds and runs a completion ({@code SUCCEEDED} or {@code FAILED}) of a claim on a connection. */
+	private int complete(Connection connection, String sql, Claim claim, @Nullable String outcome,
+			@Nullable String outcomeType, @Nullable String error) throws SQLException {
+		try (PreparedStatement ps = connection.prepareStatement(sql)) {
+			ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
+			ps.setLong(1, claim.retentionMicros);
+			ps.setString(2, outcome);
+			ps.setString(3, outcomeType);
+			ps.setString(4, (error != null && error.length() > MAX_ERROR_LENGTH) ? error.substring(0, MAX_ERROR_LENGTH)
+					: error);
+			ps.setBytes(5, LockRows.bytes(claim.resource));
+			ps.setString(6, claim.ownerToken);
+			return ps.executeUpdate();
+		}
+	}
+
+	/**
+	 * What a claim attempt found.
+	 * @param claim the claim if this call won, else {@code null}
+	 * @param record the record that answers the call if it did not win: {@code SUCCEEDED}, or {@code RUNNING}
+	 * when the deadline passed; {@code null} if nothing could be read before the deadline
+	 */
+	public record ClaimResult(@Nullable Claim claim, @Nullable IdempotencyRecord record) {
+	}
+
+	private record Attempt(@Nullable Claim claim, @Nullable IdempotencyRecord record, long leaseRemainingNanos) {
+	}
+
+	private record Snapshot(IdempotencyRecord record, @Nullable String ownerToken, long leaseRemainingNanos,
+			boolean retentionOver) {
+
+		/**
+		 * The same condition as {@link #TAKEABLE}, on this committed state: also a running claim of this very call,
+		 * whose claim committed although its reply was lost.
+		 */
+		boolean takeable(String owner) {
+			return switch (this.record.status()) {
+				case FAILED -> true;
+				case RUNNING -> this.leaseRemainingNanos <= 0 || owner.equals(this.ownerToken);
+				case SUCCEEDED -> this.retentionOver;
+			};
+		}
+
+	}
+
+	/**
+	 * A claimed key: this caller runs the work. Renewed on the shared scheduler until it is completed. Exactly one of
+	 * {@link #succeed} and {@link #fail} (or {@link #release()}, which fails it) must be called, by any thread.
+	 */
+	public final class Claim extends RenewableLease implements HeldLock {
+
+		private final long fencingToken;
+
+		private final long retentionMicros;
+
+		private final RenewableLease.LostCallbacks lostCallbacks = new RenewableLease.LostCallbacks();
+
+		Claim(String key, String ownerToken, long fencingToken, long leaseNanos, long retentionMicros,
+				long validUntilNanos) {
+			super(key, ownerToken, leaseNanos, validUntilNanos);
+			this.fencingToken = fencingToken;
+			this.retentionMicros = retentionMicros;
+		}
+
+		/** The idempotency key. */
+		public String key() {
+			return this.resource;
+		}
+
+		@Override
+		public long fencingToken() {
+			return this.fencingToken;
+		}
+
+		@Override
+		public String ownerToken() {
+			return this.ownerToken;
+		}
+
+		@Override
+		public long validUntilNanos() {
+			return this.validUntilNanos;
+		}
+
+		@Override
+		public boolean isLost() {
+			return this.lost;
+		}
+
+		@Override
+		public void onLost(Runnable callback) {
+			this.lostCallbacks.add(callback, this.lost);
+		}
+
+		@Override
+		String describe() {
+			return "idempotency key '" + this.resource + "'";
+		}
+
+		@Override
+		boolean renewInDatabase() {
+			return IdempotencyStore.this.jdbc.execute("renew idempotency key '" + this.resource + "'", (connection) -> {
+				try (PreparedStatement ps = connection.prepareStatement(IdempotencyStore.this.renewSql)) {
+					ps.setQueryTimeout(IdempotencyStore.this.jdbc.statementTimeoutSeconds());
+					ps.setLong(1, TimeUnit.NANOSECONDS.toMicros(this.leaseNanos));
+					ps.setBytes(2, LockRows.bytes(this.resource));
+					ps.setString(3, this.ownerToken);
+					int matched = ps.executeUpdate();
+					JdbcLockSupport.commitIfNeeded(connection);
+					return matched == 1;
+				}
+			});
+		}
+
+		/** Giving the key back without an outcome ({@link #release()}) marks it {@code FAILED}. */
+		@Override
+		boolean releaseInDatabase() {
+			return markFailed("released without an outcome");
+		}
+
+		@Override
+		void onLost(String reason) {
+			logger.warn("Lost the claim of idempotency key '" + this.resource + "' (fencing token " + this.fencingToken
+					+ "): " + reason);
+			this.lostCallbacks.runAll(this.resource);
+		}
+
+		/**
+		 * Records the outcome and ends the claim. If a Spring transaction is active on the lock data source (with
+		 * autocommit off), the {@code UPDATE} runs in it: the record commits or rolls back together with the
+		 * caller's writes, and a rollback then marks the record {@code FAILED} on a connection of its own, so that the
+		 * next call runs the work again. Otherwise it runs in autocommit. Renewal stops first (in the transactional
+		 * case the row is locked by the {@code UPDATE} until the commit, so nobody can take it over meanwhile).
+		 * @param outcome the result as JSON, or {@code null} for none
+		 * @param outcomeType the result's Java type name, or {@code null}
+		 * @param note an error text kept with a success (for example why the outcome could not be recorded), or
+		 * {@code null}
+		 * @throws LockLostException if the record no longer belongs to this claim (its lease ended and another
+		 * caller took it over, or it was deleted); in a transaction the caller must let it roll back
+		 * @throws DataAccessException on a database failure
+		 */
+		public void succeed(@Nullable String outcome, @Nullable String outcomeType, @Nullable String note) {
+			finish();
+			Connection transactional = boundTransactionalConnection();
+			int matched;
+			if (transactional != null) {
+				try {
+					matched = complete(transactional, IdempotencyStore.this.succeedSql, this, outcome, outcomeType, note);
+				}
+				catch (SQLException ex) {
+					throw IdempotencyStore.this.jdbc.translate("record the outcome of idempotency key '" + this.resource + "'", ex);
+				}
+				finally {
+					DataSourceUtils.releaseConnection(transactional, IdempotencyStore.this.dataSource);
+				}
+				if (matched == 1) {
+					TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+						@Override
+						public void afterCompletion(int status) {
+							if (status == STATUS_ROLLED_BACK) {
+								failQuietly("the transaction that recorded the outcome rolled back");
+							}
+						}
+					});
+				}
+			}
+			else {
+				matched = IdempotencyStore.this.jdbc.execute("record the outcome of idempotency key '" + this.resource + "'",
+						(connection) -> {
+							int rows = complete(connection, IdempotencyStore.this.succeedSql, this, outcome, outcomeType, note);
+							JdbcLockSupport.commitIfNeeded(connection);
+							return rows;
+						});
+			}
+			if (matched != 1) {
+				throw new LockLostException(this.resource, this.fencingToken, "Idempotency key '" + this.resource
+						+ "' (fencing token " + this.fencingToken + ") was no longer claimed by this call when its outcome "
+						+ "was recorded: its running lease had ended and another caller took it over, or the record was "
+						+ "deleted; the work may have run twice");
+			}
+		}
+
+		/**
+		 * Marks the record {@code FAILED} (in autocommit, never in the caller's transaction), so that the next call
+		 * runs the work again, and ends the claim.
+		 * @param error what went wrong, cut to {@value IdempotencyStore#MAX_ERROR_LENGTH} characters
+		 * @return {@code false} if the record no longer belonged to this claim (nothing was changed)
+		 * @throws DataAccessException on a database failure; the record then stays {@code RUNNING} until its lease ends
+		 */
+		public boolean fail(String error) {
+			finish();
+			return markFailed(error);
+		}
+
+		private boolean markFailed(String error) {
+			return IdempotencyStore.this.jdbc.execute("record the failure of idempotency key '" + this.resource + "'",
+					(connection) -> {
+						int rows = complete(connection, IdempotencyStore.this.failSql, this, null, null, error);
+						JdbcLockSupport.commitIfNeeded(connection);
+						return rows == 1;
+					});
+		}
+
+		private void failQuietly(String error) {
+			try {
+				fail(error);
+			}
+			catch (RuntimeException ex) {
+				logger.warn("Could not mark idempotency key '" + this.resource + "' as failed; it is taken over when its "
+						+ "running lease ends", ex);
+			}
+		}
+
+	}
+
+	/** The connection of an active Spring transaction on the lock data source (autocommit off), or {@code null}. */
+	@Nullable
+	private Connection boundTransactionalConnection() {
+		return this.jdbc.boundTransactionalConnection(this.dataSource);
+	}
+
+}
