@@ -119,6 +119,8 @@ public final class BenchmarkRun {
 			}
 			log("scenario 10: a semaphore of N = 1, 2, 4 permits, 8 threads, 1 ms inside");
 			semaphore(pool);
+			log("scenario 11: idempotency keys, first calls, duplicates and bursts of 8 concurrent duplicates");
+			this.results.idempotency = IdempotencyScenario.run(pool, BenchSchema.SMALL, this.settings.measure(), 8);
 		}
 		this.results.environment.put("run time", (System.nanoTime() - started) / 1_000_000_000 + " s");
 		return this.results;
@@ -237,7 +239,7 @@ public final class BenchmarkRun {
 		}
 	}
 
-	/** Scenario 9: throughput of one semaphore as N grows, and the most holders seen inside at once. */
+	/** Scenario 10: throughput of one semaphore as N grows, and the most holders seen inside at once. */
 	private void semaphore(HikariDataSource pool) throws InterruptedException {
 		for (int permits : new int[] { 1, 2, 4 }) {
 			try (Contenders.SemaphoreContender contender = Contenders.semaphore(pool, BenchSchema.SMALL, "semaphore")) {

@@ -354,6 +354,26 @@ public final class Report {
 		target("10", "never more than N sections inside at once",
 				this.results.semaphore.stream().map((run) -> run.mostInside() + "/" + run.permits()).toList().toString(),
 				within);
+		IdempotencyScenario.Result idem = this.results.idempotency;
+		if (idem != null) {
+			md.append("## 11. Idempotency keys\n\nOne thread, one JVM: `IdempotencyTemplate.execute` on new keys (claim by "
+					+ "INSERT, empty work, owner-checked completion), on completed keys (answered from the record: a "
+					+ "failed INSERT and one read), and a LEASE lock's `execute` with empty work on the same pool for "
+					+ "scale; then bursts of " + idem.burstThreads() + " threads calling the same new key at once "
+					+ "(exactly one may run it; the others wait for its outcome).\n\n"
+					+ "| call | calls | p50, ms | p99, ms |\n|---|---|---|---|\n");
+			for (Object[] row : new Object[][] { { "first call (new key)", idem.firstCall() },
+					{ "duplicate (recorded outcome)", idem.duplicate() }, { "LEASE lock execute", idem.leaseLock() },
+					{ "burst of " + idem.burstThreads() + " duplicates, until the last has the outcome",
+							idem.burstLatency() } }) {
+				Samples samples = (Samples) row[1];
+				md.append(String.format(Locale.ROOT, "| %s | %d | %.2f | %.2f |%n", row[0], samples.size(),
+						samples.percentileMillis(50), samples.percentileMillis(99)));
+			}
+			md.append('\n');
+			target("11", "exactly one execution per key under concurrent duplicates",
+					idem.executions() + " executions in " + idem.bursts() + " bursts", idem.executions() == idem.bursts());
+		}
 	}
 
 	private static String shedLockVersion() {

@@ -65,7 +65,10 @@ public final class Results {
 	/** Scenario 8: mode → recoveries. */
 	public final Map<String, List<ProcessScenarios.Recovery>> recovery = new LinkedHashMap<>();
 
-	/** Scenario 9: one semaphore with N = 1, 2 and 4 permits, 8 threads, 1 ms inside. */
+	/** Scenario 11: idempotency keys (first calls, duplicates, bursts of concurrent duplicates); null until run. */
+	public IdempotencyScenario.Result idempotency;
+
+	/** Scenario 10: one semaphore with N = 1, 2 and 4 permits, 8 threads, 1 ms inside. */
 	public final List<SemaphoreRun> semaphore = new ArrayList<>();
 
 	/** The scenario 1 figures of a contender. */

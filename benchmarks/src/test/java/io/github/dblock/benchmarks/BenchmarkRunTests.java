@@ -69,7 +69,8 @@ class BenchmarkRunTests {
 		assertThat(results.semaphore.stream().mapToLong((run) -> run.throughput().completed()).sum()).isPositive();
 
 		assertThat(Files.readString(markdown)).contains("## 1. Uncontended", "## 8. Recovery after SIGKILL",
-				"## 9. Read/write locks", "## 10. Semaphore", "## Targets");
+				"## 9. Read/write locks", "## 10. Semaphore", "## 11. Idempotency keys", "## Targets");
+		assertThat(results.idempotency.executions()).isEqualTo(results.idempotency.bursts()).isPositive();
 		for (String chart : new String[] { "uncontended", "hot-lock-threads", "hot-lock-processes", "spread" }) {
 			Path png = output.resolve("benchmarks").resolve(chart + ".png");
 			assertThat(png).exists();
