@@ -10,11 +10,8 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDateTime;
 import java.time.ZoneOffset;
-import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
 import javax.sql.DataSource;
@@ -437,18 +434,13 @@ public class IdempotencyStore {
 	 * A claimed key: this caller runs the work. Renewed on the shared scheduler until it is completed. Exactly one of
 	 * {@link #succeed} and {@link #fail} (or {@link #release()}, which fails it) must be called, by any thread.
 	 */
-	public final class Claim extends RenewableLease implements HeldLock {
-
-		private final long fencingToken;
+	public final class Claim extends OwnedLease {
 
 		private final long retentionMicros;
 
-		private final RenewableLease.LostCallbacks lostCallbacks = new RenewableLease.LostCallbacks();
-
 		Claim(String key, String ownerToken, long fencingToken, long leaseNanos, long retentionMicros,
 				long validUntilNanos) {
-			super(key, ownerToken, leaseNanos, validUntilNanos);
-			this.fencingToken = fencingToken;
+			super(key, ownerToken, fencingToken, leaseNanos, validUntilNanos);
 			this.retentionMicros = retentionMicros;
 		}
 
@@ -458,33 +450,8 @@ public class IdempotencyStore {
 		}
 
 		@Override
-		public long fencingToken() {
-			return this.fencingToken;
-		}
-
-		@Override
-		public String ownerToken() {
-			return this.ownerToken;
-		}
-
-		@Override
-		public long validUntilNanos() {
-			return this.validUntilNanos;
-		}
-
-		@Override
-		public boolean isLost() {
-			return this.lost;
-		}
-
-		@Override
-		public void onLost(Runnable callback) {
-			this.lostCallbacks.add(callback, this.lost);
-		}
-
-		@Override
 		String describe() {
-			return "idempotency key '" + this.resource + "'";
+			return "the claim of idempotency key '" + this.resource + "'";
 		}
 
 		@Override
@@ -506,13 +473,6 @@ public class IdempotencyStore {
 		@Override
 		boolean releaseInDatabase() {
 			return markFailed("released without an outcome");
-		}
-
-		@Override
-		void onLost(String reason) {
-			logger.warn("Lost the claim of idempotency key '" + this.resource + "' (fencing token " + this.fencingToken
-					+ "): " + reason);
-			this.lostCallbacks.runAll(this.resource);
 		}
 
 		/**

@@ -489,15 +489,10 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	}
 
 	/** One held permit: a lease on a holder row, renewed on the shared scheduler. */
-	private final class Permit extends RenewableLease implements HeldLock {
-
-		private final long fencingToken;
-
-		private final RenewableLease.LostCallbacks lostCallbacks = new RenewableLease.LostCallbacks();
+	private final class Permit extends OwnedLease {
 
 		Permit(String name, String ownerToken, long fencingToken, long leaseNanos, long validUntilNanos) {
-			super(name, ownerToken, leaseNanos, validUntilNanos);
-			this.fencingToken = fencingToken;
+			super(name, ownerToken, fencingToken, leaseNanos, validUntilNanos);
 		}
 
 		@Override
@@ -514,38 +509,6 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		@Override
 		boolean releaseInDatabase() {
 			return ownerStatement(JdbcSemaphoreProvider.this.releaseSql, "release", this, -1) == 1;
-		}
-
-		@Override
-		void onLost(String reason) {
-			logger.warn("Lost a permit of semaphore '" + this.resource + "' (fencing token " + this.fencingToken + "): "
-					+ reason);
-			this.lostCallbacks.runAll(this.resource);
-		}
-
-		@Override
-		public long fencingToken() {
-			return this.fencingToken;
-		}
-
-		@Override
-		public String ownerToken() {
-			return this.ownerToken;
-		}
-
-		@Override
-		public long validUntilNanos() {
-			return this.validUntilNanos;
-		}
-
-		@Override
-		public boolean isLost() {
-			return this.lost;
-		}
-
-		@Override
-		public void onLost(Runnable callback) {
-			this.lostCallbacks.add(callback, this.lost);
 		}
 
 	}

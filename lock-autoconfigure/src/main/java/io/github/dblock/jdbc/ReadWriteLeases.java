@@ -443,47 +443,17 @@ final class ReadWriteLeases {
 	}
 
 	/** One owner's read or write lease: renewed on the shared scheduler, lost once renewal finds it gone. */
-	private final class Lease extends RenewableLease implements HeldLock {
+	private final class Lease extends OwnedLease {
 
 		private final String kind;
 
-		private final long fencingToken;
-
 		private final long minHoldMicros;
-
-		private final LostCallbacks lostCallbacks = new LostCallbacks();
 
 		Lease(String resource, String ownerToken, String kind, long fencingToken, long leaseNanos, long minHoldMicros,
 				long validUntilNanos) {
-			super(resource, ownerToken, leaseNanos, validUntilNanos);
+			super(resource, ownerToken, fencingToken, leaseNanos, validUntilNanos);
 			this.kind = kind;
-			this.fencingToken = fencingToken;
 			this.minHoldMicros = minHoldMicros;
-		}
-
-		@Override
-		public long fencingToken() {
-			return this.fencingToken;
-		}
-
-		@Override
-		public String ownerToken() {
-			return this.ownerToken;
-		}
-
-		@Override
-		public long validUntilNanos() {
-			return this.validUntilNanos;
-		}
-
-		@Override
-		public boolean isLost() {
-			return this.lost;
-		}
-
-		@Override
-		public void onLost(Runnable callback) {
-			this.lostCallbacks.add(callback, this.lost);
 		}
 
 		@Override
@@ -498,10 +468,8 @@ final class ReadWriteLeases {
 		}
 
 		@Override
-		void onLost(String reason) {
-			logger.warn("Lost the " + kindName() + " lock '" + this.resource + "' (fencing token " + this.fencingToken
-					+ "): " + reason);
-			this.lostCallbacks.runAll(this.resource);
+		String describe() {
+			return "the " + kindName() + " lock '" + this.resource + "'";
 		}
 
 		private String kindName() {
@@ -510,7 +478,7 @@ final class ReadWriteLeases {
 
 		@Override
 		public String toString() {
-			return kindName() + " lease of '" + this.resource + "' (fencing token " + this.fencingToken + ")";
+			return kindName() + " lease of '" + this.resource + "' (fencing token " + fencingToken() + ")";
 		}
 
 	}
