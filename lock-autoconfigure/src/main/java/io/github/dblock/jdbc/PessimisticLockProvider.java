@@ -268,7 +268,7 @@ public class PessimisticLockProvider implements LockProvider {
 					insertFreeRow(connection, request);
 					continue;
 				}
-				if (!sleepBeforeRetry(request, attempt, peek)) {
+				if (!sleepBeforeRetry(request, attempt, peek, connection)) {
 					return AcquireResult.busy(peek.holderDescription());
 				}
 			}
@@ -286,11 +286,31 @@ public class PessimisticLockProvider implements LockProvider {
 
 	/** Sleeps before the next attempt on a row held by a LEASE-mode owner; false when the deadline has passed. */
 	private boolean sleepBeforeRetry(LockRequest request, int attempt, LockRows.Peek peek) throws InterruptedException {
+		return sleepBeforeRetry(request, attempt, peek, null);
+	}
+
+	/**
+	 * Like {@link #sleepBeforeRetry(LockRequest, int, LockRows.Peek)}; with a connection outside any transaction (no
+	 * row lock of ours on the row), first announces the waiter to the LEASE holder's JVM, so that its own queued
+	 * threads hold back for this one (see {@link LockRows#announceWaiter}).
+	 */
+	private boolean sleepBeforeRetry(LockRequest request, int attempt, LockRows.Peek peek,
+			@Nullable Connection autocommit) throws InterruptedException {
 		long remaining = request.remainingNanos();
 		if (remaining <= 0) {
 			return false;
 		}
-		TimeUnit.NANOSECONDS.sleep(this.backoff.pauseNanos(attempt, peek.leaseRemainingNanos(), remaining));
+		long pause = this.backoff.pauseNanos(attempt, peek.leaseRemainingNanos(), remaining);
+		if (autocommit != null && peek.leaseRemainingNanos() > 0 && pause < remaining) {
+			try {
+				this.rows.announceWaiter(autocommit, request.resource(), pause + this.backoff.initial().toNanos(),
+						this.jdbc.statementTimeoutSeconds());
+			}
+			catch (SQLException ex) {
+				logger.debug("Could not announce a waiter for lock '" + request.resource() + "'", ex);
+			}
+		}
+		TimeUnit.NANOSECONDS.sleep(pause);
 		return true;
 	}
 
