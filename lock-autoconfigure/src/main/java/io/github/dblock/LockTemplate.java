@@ -795,7 +795,8 @@ public class LockTemplate {
 		entry.held = null;
 		entry.holder = null;
 		stopHolding(entry);
-		if (entry.gate.hasQueuedThreads()) {
+		boolean queued = entry.gate.hasQueuedThreads();
+		if (queued) {
 			HeldLock successor = lock.handOff();
 			if (successor != null) {
 				// a local thread waits: pass the lock on in memory instead of releasing and re-taking it in the database
@@ -804,16 +805,16 @@ public class LockTemplate {
 				leave(entry);
 				return;
 			}
-			long courtesy = lock.handOffCourtesyNanos();
-			if (courtesy > 0) {
-				// the hand-off budget is spent while local threads still wait: they hold back for a moment
-				entry.courtesyUntilNanos = System.nanoTime() + courtesy;
-				entry.courtesyPending = true;
-			}
 		}
 		boolean released;
 		try {
 			released = lock.release();
+			long courtesy = queued ? lock.handOffCourtesyNanos() : 0;
+			if (courtesy > 0) {
+				// local threads still wait, and so does another node (as the release learned): they hold back for it
+				entry.courtesyUntilNanos = System.nanoTime() + courtesy;
+				entry.courtesyPending = true;
+			}
 		}
 		finally {
 			entry.gate.unlock();

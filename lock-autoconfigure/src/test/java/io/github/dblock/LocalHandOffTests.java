@@ -10,6 +10,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import com.zaxxer.hikari.HikariDataSource;
+import io.github.dblock.jdbc.LeaseLockProvider;
 import io.github.dblock.test.CountingDataSource;
 import io.github.dblock.test.LockNodes;
 import io.github.dblock.test.TestDatabase;
@@ -137,6 +138,76 @@ class LocalHandOffTests {
 			stop.set(true);
 			CompletableFuture.allOf(locals.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);
 		}
+	}
+
+	/**
+	 * With a 5 s longest back-off, one hold-back after a spent 200 ms budget would stall the local threads for 5 s,
+	 * leaving at most two database takes. Nobody else waits, so the lease must go back and be taken again without
+	 * pausing, many times in the 1.2 s the local threads run.
+	 */
+	@Test
+	void withoutAWaitingNodeQueuedThreadsTakeTheLockAgainAtOnceAfterTheBudget() throws Exception {
+		LockTemplate patient = new LockTemplate(List.of(new LeaseLockProvider(this.counting, LockNodes.TABLE,
+				Duration.ofSeconds(5), Duration.ofMillis(10), Duration.ofSeconds(5))), LockMode.LEASE,
+				Duration.ofSeconds(30), Duration.ofSeconds(30), "patient");
+		List<CompletableFuture<Void>> locals = localStream(patient, 3, TimeUnit.MILLISECONDS.toNanos(1_200));
+		CompletableFuture.allOf(locals.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
+		long takes = this.counting.executed().stream().filter((sql) -> sql.contains("SET owner_token = ?")).count();
+		assertThat(takes).as("database takes: the lease went back after each budget and was taken again at once")
+			.isGreaterThanOrEqualTo(3);
+	}
+
+	/**
+	 * A waiter on another node announces itself in the row while it sleeps between attempts, and this JVM's queued
+	 * threads, learning of it in the release at the end of a hand-off chain, hold back until its announced attempt: it
+	 * gets every one of its turns although this JVM never stops asking for the lock.
+	 */
+	@Test
+	void aWaiterOnAnotherNodeAnnouncesItselfAndGetsItsTurns() throws Exception {
+		AtomicBoolean stop = new AtomicBoolean();
+		List<CompletableFuture<Void>> locals = localStream(this.node, 3, Long.MAX_VALUE / 4, stop);
+		CountingDataSource otherCounting = new CountingDataSource(this.pool);
+		LockTemplate otherNode = LockNodes.node(new LeaseLockProvider(otherCounting, LockNodes.TABLE,
+				Duration.ofSeconds(5), Duration.ofMillis(10), Duration.ofMillis(200)), "other-node");
+		try {
+			awaitQueued();
+			for (int turn = 0; turn < 3; turn++) {
+				try (LockHandle lock = otherNode.acquire(this.resource,
+						LockOptions.defaults().withWaitTime(Duration.ofSeconds(20)))) {
+					assertThat(lock.isHeld()).isTrue();
+				}
+			}
+		}
+		finally {
+			stop.set(true);
+			CompletableFuture.allOf(locals.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);
+		}
+		assertThat(otherCounting.executed()).as("the other node announced itself while it waited")
+			.anySatisfy((sql) -> assertThat(sql).contains("SET waiting_until"));
+		assertThat(this.counting.executed()).as("this JVM learned of it in its releases")
+			.anySatisfy((sql) -> assertThat(sql).contains("owner_token = NULL").contains("waiting_until"));
+	}
+
+	private List<CompletableFuture<Void>> localStream(LockTemplate template, int threads, long forNanos) {
+		return localStream(template, threads, forNanos, new AtomicBoolean());
+	}
+
+	private List<CompletableFuture<Void>> localStream(LockTemplate template, int threads, long forNanos,
+			AtomicBoolean stop) {
+		long until = System.nanoTime() + forNanos;
+		List<CompletableFuture<Void>> locals = new ArrayList<>();
+		java.util.concurrent.ExecutorService executor = java.util.concurrent.Executors.newFixedThreadPool(threads);
+		for (int t = 0; t < threads; t++) {
+			locals.add(CompletableFuture.runAsync(() -> {
+				while (!stop.get() && System.nanoTime() - until < 0) {
+					try (LockHandle lock = template.acquire(this.resource)) {
+						sleep(1);
+					}
+				}
+			}, executor));
+		}
+		CompletableFuture.allOf(locals.toArray(CompletableFuture[]::new)).whenComplete((done, ex) -> executor.shutdown());
+		return locals;
 	}
 
 	@Test

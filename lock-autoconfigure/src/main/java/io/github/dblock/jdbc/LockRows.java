@@ -33,13 +33,61 @@ final class LockRows {
 
 	private final String tokenSql;
 
+	private final String announceSql;
+
+	/**
+	 * Whether the driver has returned a fencing token through the generated keys of a statement (see
+	 * {@link #fencingToken}): only then can a release read a waiter's announcement the same way.
+	 */
+	private volatile boolean generatedKeysSeen;
+
 	LockRows(LockTable table) {
 		String t = table.quoted();
-		this.peekSql = "SELECT holder, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM " + t
-				+ " WHERE resource = ?";
+		this.peekSql = "SELECT holder, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at),"
+				+ " TIMESTAMPDIFF(MICROSECOND, acquired_at, UTC_TIMESTAMP(6)) FROM " + t + " WHERE resource = ?";
 		this.insertFreeSql = "INSERT INTO " + t + " (resource, owner_token, holder, fencing_token, acquired_at, expires_at)"
 				+ " VALUES (?, NULL, NULL, " + SERVER_MICROS + ", UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))";
 		this.tokenSql = "SELECT fencing_token FROM " + t + " WHERE resource = ? AND owner_token = ?";
+		this.announceSql = "UPDATE " + t + " SET waiting_until = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND"
+				+ " WHERE resource = ? AND expires_at > UTC_TIMESTAMP(6)";
+	}
+
+	/**
+	 * The assignment a release adds to learn, in the same round trip, whether a waiter on another node announced
+	 * itself: it clears {@code waiting_until} and hands the microseconds until the announced attempt (0 if none or
+	 * past) to the client through {@code LAST_INSERT_ID(expr)}, like the fencing token of a take; read it with
+	 * {@link #announcedWaitNanos}. The {@code IF} only evaluates that call: both branches clear the column.
+	 */
+	static final String READ_AND_CLEAR_WAITER = "waiting_until = IF(LAST_INSERT_ID(GREATEST(0, COALESCE("
+			+ "TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), waiting_until), 0))) > 0, NULL, NULL)";
+
+	/**
+	 * Announces that a waiter will try again within {@code nanos}, on a row whose lease still runs (a free row is left
+	 * alone), as its own autocommit statement. A hint for the holder's JVM (see {@link #READ_AND_CLEAR_WAITER}); the
+	 * caller may ignore a failure.
+	 */
+	void announceWaiter(Connection connection, String resource, long nanos, int timeoutSeconds) throws SQLException {
+		try (PreparedStatement ps = connection.prepareStatement(this.announceSql)) {
+			ps.setQueryTimeout(timeoutSeconds);
+			ps.setLong(1, Math.max(1, TimeUnit.NANOSECONDS.toMicros(nanos)));
+			ps.setBytes(2, bytes(resource));
+			ps.executeUpdate();
+			JdbcLockSupport.commitIfNeeded(connection);
+		}
+	}
+
+	/**
+	 * The wait a waiter announced, read from a statement with {@link #READ_AND_CLEAR_WAITER} (prepared with
+	 * {@code RETURN_GENERATED_KEYS}): nanoseconds until its announced attempt, 0 if nobody announced one; -1 if this
+	 * driver does not return such values (then nobody can be known to wait).
+	 */
+	long announcedWaitNanos(PreparedStatement executed) throws SQLException {
+		if (!this.generatedKeysSeen) {
+			return -1;
+		}
+		try (ResultSet keys = executed.getGeneratedKeys()) {
+			return keys.next() ? TimeUnit.MICROSECONDS.toNanos(Math.max(0, keys.getLong(1))) : 0;
+		}
 	}
 
 	/** {@code INSERT} of a free row; its one parameter is the resource. */
@@ -64,7 +112,8 @@ final class LockRows {
 				if (!rs.next()) {
 					return null;
 				}
-				return new Peek(rs.getString(1), TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(2))));
+				return new Peek(rs.getString(1), TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(2))),
+						TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(3))));
 			}
 			finally {
 				JdbcLockSupport.commitIfNeeded(connection);
@@ -106,6 +155,7 @@ final class LockRows {
 			if (keys.next()) {
 				long token = keys.getLong(1);
 				if (token > 0) {
+					this.generatedKeysSeen = true;
 					return token;
 				}
 			}
@@ -127,8 +177,9 @@ final class LockRows {
 	 * The committed state of a row.
 	 * @param holder the (last) holder's description
 	 * @param leaseRemainingNanos time until the lease ends on the server's clock, zero if it has ended
+	 * @param heldForNanos time since the row was last taken ({@code acquired_at}) on the server's clock
 	 */
-	record Peek(@Nullable String holder, long leaseRemainingNanos) {
+	record Peek(@Nullable String holder, long leaseRemainingNanos, long heldForNanos) {
 
 		@Nullable
 		String holderDescription() {

@@ -162,7 +162,7 @@ public class PessimisticLockProvider implements LockProvider {
 			String owner = UUID.randomUUID().toString();
 			Locking result;
 			try {
-				result = lockRow(connection, request, owner);
+				result = lockRow(connection, request, owner, true); // ensureRow made sure the row exists
 			}
 			catch (SQLException ex) {
 				throw this.jdbc.translate("lock '" + request.resource() + "' in the current transaction", ex);
@@ -222,7 +222,7 @@ public class PessimisticLockProvider implements LockProvider {
 			for (int attempt = 0;; attempt++) {
 				String owner = UUID.randomUUID().toString();
 				execute(connection, "START TRANSACTION");
-				Locking result = lockRow(connection, request, owner);
+				Locking result = lockRow(connection, request, owner, this.knownRows.contains(request.resource()));
 				if (result.token != null) {
 					held = true;
 					this.knownRows.add(request.resource());
@@ -247,7 +247,7 @@ public class PessimisticLockProvider implements LockProvider {
 					insertFreeRow(connection, request);
 					continue;
 				}
-				if (!sleepBeforeRetry(request, attempt, peek)) {
+				if (!sleepBeforeRetry(request, attempt, peek, connection)) {
 					return AcquireResult.busy(peek.holderDescription());
 				}
 			}
@@ -265,20 +265,42 @@ public class PessimisticLockProvider implements LockProvider {
 
 	/** Sleeps before the next attempt on a row held by a LEASE-mode owner; false when the deadline has passed. */
 	private boolean sleepBeforeRetry(LockRequest request, int attempt, LockRows.Peek peek) throws InterruptedException {
+		return sleepBeforeRetry(request, attempt, peek, null);
+	}
+
+	/**
+	 * Like {@link #sleepBeforeRetry(LockRequest, int, LockRows.Peek)}; with a connection outside any transaction (no
+	 * row lock of ours on the row), first announces the waiter to the LEASE holder's JVM, so that its own queued
+	 * threads hold back for this one (see {@link LockRows#announceWaiter}).
+	 */
+	private boolean sleepBeforeRetry(LockRequest request, int attempt, LockRows.Peek peek,
+			@Nullable Connection autocommit) throws InterruptedException {
 		long remaining = request.remainingNanos();
 		if (remaining <= 0) {
 			return false;
 		}
-		TimeUnit.NANOSECONDS.sleep(this.backoff.pauseNanos(attempt, peek.leaseRemainingNanos(), remaining));
+		long pause = this.backoff.pauseNanos(attempt, peek.leaseRemainingNanos(), remaining);
+		if (autocommit != null && peek.leaseRemainingNanos() > 0 && pause < remaining) {
+			try {
+				this.rows.announceWaiter(autocommit, request.resource(), pause + this.backoff.initial().toNanos(),
+						this.jdbc.statementTimeoutSeconds());
+			}
+			catch (SQLException ex) {
+				logger.debug("Could not announce a waiter for lock '" + request.resource() + "'", ex);
+			}
+		}
+		TimeUnit.NANOSECONDS.sleep(pause);
 		return true;
 	}
 
 	/**
 	 * Runs the locking statement(s) on the connection, inside its open transaction, with the server's lock wait
 	 * bounded by the caller's remaining wait time.
+	 * @param rowExists whether the row is believed to exist (a statement that matched nothing is then re-run once at
+	 * once, see {@link #bindAndLock})
 	 */
-	private Locking lockRow(Connection connection, LockRequest request, String owner) throws SQLException,
-			InterruptedException {
+	private Locking lockRow(Connection connection, LockRequest request, String owner, boolean rowExists)
+			throws SQLException, InterruptedException {
 		int waitSeconds = waitSeconds(request);
 		int timeout = waitSeconds + this.jdbc.statementTimeoutSeconds();
 		try {
@@ -288,10 +310,10 @@ public class PessimisticLockProvider implements LockProvider {
 					ps.setBytes(1, LockRows.bytes(request.resource()));
 					ps.executeQuery().close();
 				}
-				return run(connection, this.lockSql, true, (ps) -> bindAndLock(connection, ps, request, owner, timeout));
+				return run(connection, this.lockSql, true, (ps) -> bindAndLock(connection, ps, request, owner, timeout, rowExists));
 			}
 			return withLockWait(connection, waitSeconds, this.lockSql, true,
-					(ps) -> bindAndLock(connection, ps, request, owner, timeout));
+					(ps) -> bindAndLock(connection, ps, request, owner, timeout, rowExists));
 		}
 		catch (SQLException ex) {
 			if (Thread.currentThread().isInterrupted()) {
@@ -363,14 +385,27 @@ public class PessimisticLockProvider implements LockProvider {
 		}
 	}
 
+	/**
+	 * Binds and runs the locking statement. A statement that waited in the row's lock queue compares
+	 * {@code expires_at} with its own clock, {@code UTC_TIMESTAMP(6)}, which the server fixes when the statement
+	 * <em>starts</em>; once granted, it reads the row as the previous holder committed it. When that holder's locking
+	 * statement started after ours (it reached the lock first although it was timestamped later: another waiter
+	 * that retried, a third node, a scheduling delay), the {@code expires_at} it wrote is later than our clock and the
+	 * row looks taken although it is free. So a statement that matched nothing on an existing row runs once more at
+	 * once: the first run left the row locked by this transaction (InnoDB keeps the lock of a row it read for update
+	 * even when the condition failed), so the second run does not wait and its clock is after every commit it could
+	 * see. Without this, the waiter backed off (10 ms) while still holding the row lock, every other node's waiter
+	 * then met the same stale clock, and each change of holder between JVMs cost a back-off pause (about 100 a second
+	 * in the benchmark, against thousands for the same statements in plain JDBC).
+	 */
 	private Locking bindAndLock(Connection connection, PreparedStatement ps, LockRequest request, String owner,
-			int timeout) throws SQLException {
+			int timeout, boolean rowExists) throws SQLException {
 		ps.setQueryTimeout(timeout);
 		ps.setString(1, owner);
 		ps.setString(2, request.holder());
 		ps.setLong(3, request.minHoldMicros());
 		ps.setBytes(4, LockRows.bytes(request.resource()));
-		if (ps.executeUpdate() != 1) {
+		if (ps.executeUpdate() != 1 && !(rowExists && ps.executeUpdate() == 1)) {
 			return Locking.NOT_MATCHED;
 		}
 		return new Locking(this.rows.fencingToken(connection, ps, request.resource(), owner, timeout), false);

@@ -55,9 +55,10 @@ public interface HeldLock {
 	}
 
 	/**
-	 * How long, in nanoseconds, the threads of this JVM still queued for the resource hold back after this lock, passed
-	 * on in memory, went back to the database at the end of its hand-off budget: long enough for another node's
-	 * polling waiter to take it, so that a JVM with a stream of local waiters cannot starve the other nodes.
+	 * How long, in nanoseconds, the threads of this JVM still queued for the resource hold back after this lock went
+	 * back to the database instead of being handed off: long enough for a waiter on another node to take it, so that a
+	 * JVM with a stream of local waiters cannot starve the other nodes, and zero when no other node is known to wait.
+	 * Asked after {@link #release()} returned, since the release may be what learns of such a waiter.
 	 */
 	default long handOffCourtesyNanos() {
 		return 0;

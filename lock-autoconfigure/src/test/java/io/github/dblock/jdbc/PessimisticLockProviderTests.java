@@ -1,10 +1,18 @@
 package io.github.dblock.jdbc;
 
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.dblock.LockHandle;
@@ -15,6 +23,7 @@ import io.github.dblock.LockTemplate;
 import io.github.dblock.test.CountingDataSource;
 import io.github.dblock.test.LockNodes;
 import io.github.dblock.test.TestDatabase;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -117,6 +126,82 @@ class PessimisticLockProviderTests {
 		});
 		assertThat(counting.executed()).filteredOn((sql) -> sql.contains("distributed_lock")).hasSize(1);
 		assertThat(counting.warnings()).isEmpty();
+	}
+
+	/**
+	 * The waiter's locking statement takes its clock when it starts, and here the holder writes {@code expires_at}
+	 * after that (as a holder that reached the row lock first although its statement started later does). The
+	 * back-off is 10 minutes and the wait 2 minutes: a waiter that took the row for leased would sleep until its
+	 * deadline; it must take the lock when the holder commits (the check allows 30 s), on its own connection and
+	 * inside a transaction.
+	 */
+	@Test
+	void aWaiterTakesTheLockAtTheHoldersCommitAlthoughTheHolderWroteAfterTheWaiterStarted() throws Exception {
+		PessimisticLockProvider provider = new PessimisticLockProvider(pool, LockNodes.TABLE, LockNodes.dialect(pool),
+				new DataSourceTransactionManager(pool), Duration.ofSeconds(5),
+				new Backoff(Duration.ofMinutes(10), Duration.ofMinutes(10)), 4);
+		LockTemplate waiter = LockNodes.node(provider, "waiter");
+		String resource = "pessimistic-late-write-" + UUID.randomUUID();
+		waiter.acquire(resource).close(); // creates the row
+		TransactionTemplate transaction = new TransactionTemplate(new DataSourceTransactionManager(pool));
+		ExecutorService waiting = Executors.newSingleThreadExecutor();
+		try {
+			for (boolean inTransaction : new boolean[] { false, true }) {
+				lateWriteWhileWaiting(waiter, resource, inTransaction ? transaction : null, waiting);
+			}
+		}
+		finally {
+			waiting.shutdownNow();
+		}
+	}
+
+	private static void lateWriteWhileWaiting(LockTemplate waiter, String resource,
+			@Nullable TransactionTemplate transaction, ExecutorService waiting) throws Exception {
+		try (Connection holder = pool.getConnection()) {
+			holder.setAutoCommit(false);
+			try (PreparedStatement lock = holder
+				.prepareStatement("SELECT fencing_token FROM distributed_lock WHERE resource = ? FOR UPDATE")) {
+				lock.setBytes(1, LockRows.bytes(resource));
+				lock.executeQuery().close();
+			}
+			Supplier<Optional<Long>> attempt = () -> waiter.tryAcquire(resource, Duration.ofMinutes(2)).map((lock) -> {
+				long token = lock.fencingToken();
+				lock.close();
+				return token;
+			});
+			CompletableFuture<Optional<Long>> taken = CompletableFuture.supplyAsync(
+					() -> (transaction != null) ? transaction.execute((status) -> attempt.get()) : attempt.get(), waiting);
+			awaitLockWait(resource, taken);
+			try (PreparedStatement write = holder
+				.prepareStatement("UPDATE distributed_lock SET expires_at = UTC_TIMESTAMP(6) WHERE resource = ?")) {
+				write.setBytes(1, LockRows.bytes(resource));
+				assertThat(write.executeUpdate()).isEqualTo(1);
+			}
+			holder.commit();
+			assertThat(taken.get(30, TimeUnit.SECONDS)).as("in a transaction: " + (transaction != null)).isPresent();
+		}
+	}
+
+	/** Waits until the waiter's locking statement runs on the server (queued for the row lock). */
+	private static void awaitLockWait(String resource, Future<?> waiter) throws Exception {
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+		try (Connection monitor = pool.getConnection();
+				PreparedStatement waits = monitor.prepareStatement(
+						"SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND COMMAND = 'Query'"
+								+ " AND INFO LIKE '%UPDATE `distributed_lock` SET owner_token%'")) {
+			while (System.nanoTime() < deadline) {
+				try (ResultSet rs = waits.executeQuery()) {
+					rs.next();
+					if (rs.getInt(1) > 0) {
+						Thread.sleep(50); // the waiter's clock is now older than the holder's coming write
+						return;
+					}
+				}
+				Thread.sleep(10);
+			}
+		}
+		throw new AssertionError("the waiter for '" + resource + "' never queued for the row lock; waiter: "
+				+ (waiter.isDone() ? "returned " + waiter.get() : "still running"));
 	}
 
 	@Test
