@@ -164,6 +164,7 @@ public class IdempotencyTemplate {
 		Duration retention = (options.getRetention() != null) ? options.getRetention() : this.defaultRetention;
 		Duration leaseTime = (options.getLeaseTime() != null) ? options.getLeaseTime() : this.defaultLeaseTime;
 		OnDuplicate onDuplicate = (options.getOnDuplicate() != null) ? options.getOnDuplicate() : this.defaultOnDuplicate;
+		this.store.requireWritableTransaction(key);
 		IdempotencyStore.ClaimResult claimed;
 		try {
 			claimed = this.store.claim(key, LockTemplate.holderDescription(this.nodeName), leaseTime, retention,
@@ -188,7 +189,7 @@ public class IdempotencyTemplate {
 		}
 		catch (Throwable ex) {
 			try {
-				if (!claim.fail(ex.getClass().getName() + ": " + ex.getMessage())) {
+				if (!claim.failed(ex.getClass().getName() + ": " + ex.getMessage())) {
 					logger.warn("Idempotency key '" + key + "' was no longer claimed by this call when its work failed");
 				}
 			}
@@ -204,7 +205,8 @@ public class IdempotencyTemplate {
 		String note = null;
 		if (result != null) {
 			try {
-				json = this.json.writeValueAsString(result);
+				// written as the declared type, the type it is read back as (type ids of polymorphic elements included)
+				json = this.json.writerFor(this.json.constructType(resultType)).writeValueAsString(result);
 			}
 			catch (JacksonException ex) {
 				note = "its outcome (" + result.getClass().getName() + ") could not be written as JSON: " + ex.getMessage();

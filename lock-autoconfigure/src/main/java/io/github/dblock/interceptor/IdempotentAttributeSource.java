@@ -103,7 +103,8 @@ public class IdempotentAttributeSource {
 		}
 		Class<?> owner = (targetClass != null) ? targetClass : method.getDeclaringClass();
 		IdempotentAttribute attribute = new IdempotentAttribute(method, template, parts, options,
-				ResolvableType.forMethodReturnType(method, owner).getType(), requiresTransaction(method, owner));
+				org.springframework.core.GenericTypeResolver.resolveType(method.getGenericReturnType(), owner),
+				requiresTransaction(method, owner));
 		if (attribute.isLiteral()) {
 			try {
 				IdempotencyTemplate.validateKey(template);

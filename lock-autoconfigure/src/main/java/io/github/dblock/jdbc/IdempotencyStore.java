@@ -113,7 +113,8 @@ public class IdempotencyStore {
 	 */
 	public IdempotencyStore(DataSource dataSource, LockTable table, Duration statementTimeout, Backoff backoff,
 			LeaseLockProvider scheduler) {
-		this.dataSource = dataSource;
+		// a transaction manager binds its connection under the proxy's target, so look it up there
+		this.dataSource = JdbcLockSupport.unwrap(dataSource);
 		this.jdbc = new JdbcLockSupport(dataSource, statementTimeout);
 		this.backoff = backoff;
 		this.scheduler = scheduler;
@@ -381,8 +382,9 @@ public class IdempotencyStore {
 		return claim;
 	}
 
+	/** Whole microseconds, rounded up, so that a positive duration never becomes 0. */
 	private static long micros(Duration duration) {
-		return TimeUnit.SECONDS.toMicros(duration.getSeconds()) + TimeUnit.NANOSECONDS.toMicros(duration.getNano());
+		return TimeUnit.SECONDS.toMicros(duration.getSeconds()) + (duration.getNano() + 999) / 1000;
 	}
 
 	/** Binds and runs a completion ({@code SUCCEEDED} or {@code FAILED}) of a claim on a connection. */
@@ -531,6 +533,33 @@ public class IdempotencyStore {
 		}
 
 		/**
+		 * Ends the claim after its work threw. Outside a transaction on the lock data source this is {@link #fail}.
+		 * Inside one, whether the work's writes persist is that transaction's decision (a checked exception, a
+		 * {@code noRollbackFor} or a caller catching the exception lets it commit), so the record is completed in it
+		 * as {@link #succeed} does, without an outcome and with the error as its note: a commit keeps the writes and
+		 * the record together (duplicates then get {@link io.github.dblock.AlreadyProcessedException} naming the
+		 * error, and the work does not run again), a rollback marks the record {@code FAILED} so that the next call
+		 * runs the work again.
+		 * @param error what went wrong, cut to {@value IdempotencyStore#MAX_ERROR_LENGTH} characters
+		 * @return {@code false} if the record no longer belonged to this claim (nothing was changed)
+		 * @throws DataAccessException on a database failure
+		 */
+		public boolean failed(String error) {
+			Connection transactional = boundTransactionalConnection();
+			if (transactional == null) {
+				return fail(error);
+			}
+			DataSourceUtils.releaseConnection(transactional, IdempotencyStore.this.dataSource);
+			try {
+				succeed(null, null, "the work threw, and its transaction was left to decide: " + error);
+				return true;
+			}
+			catch (LockLostException ex) {
+				return false;
+			}
+		}
+
+		/**
 		 * Marks the record {@code FAILED} (in autocommit, never in the caller's transaction), so that the next call
 		 * runs the work again, and ends the claim.
 		 * @param error what went wrong, cut to {@value IdempotencyStore#MAX_ERROR_LENGTH} characters
@@ -561,6 +590,25 @@ public class IdempotencyStore {
 			}
 		}
 
+	}
+
+	/**
+	 * Refuses a call inside a read-only transaction on the lock data source, before anything is claimed: the outcome
+	 * could not be recorded in it, so the work would run again on every call.
+	 * @throws IllegalStateException in that case
+	 */
+	public void requireWritableTransaction(String key) {
+		if (!TransactionSynchronizationManager.isActualTransactionActive()
+				|| !TransactionSynchronizationManager.isCurrentTransactionReadOnly()) {
+			return;
+		}
+		Connection transactional = boundTransactionalConnection();
+		if (transactional != null) {
+			DataSourceUtils.releaseConnection(transactional, this.dataSource);
+			throw new IllegalStateException("Idempotency key '" + key + "' is used inside a read-only transaction on "
+					+ "the lock data source, where its outcome cannot be recorded (the work would run again on every "
+					+ "call); remove readOnly or call it outside that transaction. Nothing was claimed");
+		}
 	}
 
 	/** The connection of an active Spring transaction on the lock data source (autocommit off), or {@code null}. */

@@ -41,7 +41,11 @@ final class JdbcLockSupport {
 		this.translator = new SQLErrorCodeSQLExceptionTranslator(this.dataSource);
 	}
 
-	private static DataSource unwrap(DataSource dataSource) {
+	/**
+	 * The data source behind any {@code TransactionAwareDataSourceProxy}: the one a {@code DataSourceTransactionManager}
+	 * binds its connection to, and one that never hands out the caller's transactional connection.
+	 */
+	static DataSource unwrap(DataSource dataSource) {
 		// A transaction-aware proxy would hand out the caller's transactional connection.
 		DataSource current = dataSource;
 		while (current instanceof TransactionAwareDataSourceProxy proxy && proxy.getTargetDataSource() != null) {

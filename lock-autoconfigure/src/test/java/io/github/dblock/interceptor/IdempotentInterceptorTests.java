@@ -151,6 +151,67 @@ class IdempotentInterceptorTests {
 	}
 
 	@Test
+	void aCheckedExceptionWhoseTransactionCommitsKeepsTheKeyProcessedSoTheWritesAreNotRepeated() {
+		this.runner.withUserConfiguration(Services.class).run((context) -> {
+			Orders orders = context.getBean(Orders.class);
+			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+			String id = UUID.randomUUID().toString();
+			// Spring commits on a checked exception: the write persists, so the key must not run again
+			assertThatExceptionOfType(IOException.class).isThrownBy(() -> orders.refund(id))
+				.withMessage("provider asks to retry later");
+			assertThat(payments(jdbc, id)).isEqualTo(1);
+			assertThatExceptionOfType(AlreadyProcessedException.class).isThrownBy(() -> orders.refund(id))
+				.satisfies((ex) -> assertThat(ex.getMessage()).contains("java.io.IOException: provider asks to retry later"));
+			assertThat(orders.runs()).hasValue(1);
+			assertThat(payments(jdbc, id)).isEqualTo(1);
+			IdempotencyRecord record = context.getBean(IdempotencyTemplate.class).find("refund:" + id).orElseThrow();
+			assertThat(record.status()).isEqualTo(IdempotencyStatus.SUCCEEDED);
+		});
+	}
+
+	@Test
+	void aRuntimeExceptionRollsTheTransactionBackAndTheKeyRunsAgain() {
+		this.runner.withUserConfiguration(Services.class).run((context) -> {
+			Orders orders = context.getBean(Orders.class);
+			JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
+			String id = UUID.randomUUID().toString();
+			assertThatIllegalStateException().isThrownBy(() -> orders.refundUnchecked(id)).withMessage("declined");
+			assertThat(payments(jdbc, id)).isZero();
+			IdempotencyRecord record = context.getBean(IdempotencyTemplate.class).find("refund-unchecked:" + id)
+				.orElseThrow();
+			assertThat(record.status()).isEqualTo(IdempotencyStatus.FAILED);
+			assertThatIllegalStateException().isThrownBy(() -> orders.refundUnchecked(id)).withMessage("declined");
+			assertThat(orders.runs()).as("a rolled-back attempt runs again").hasValue(2);
+			assertThat(payments(jdbc, id)).isZero();
+		});
+	}
+
+	@Test
+	void aReturnTypeGivenByATypeVariableComesBackAsTheConcreteType() {
+		this.runner.withUserConfiguration(Services.class).run((context) -> {
+			ReceiptHandler handler = context.getBean(ReceiptHandler.class);
+			String id = UUID.randomUUID().toString();
+			Receipt first = handler.handle(id);
+			Object second = handler.handle(id);
+			assertThat(second).isInstanceOf(Receipt.class).isEqualTo(first);
+			assertThat(handler.runs()).hasValue(1);
+		});
+	}
+
+	@Test
+	void aReadOnlyTransactionIsRefusedBeforeAnythingIsClaimed() {
+		this.runner.withUserConfiguration(Services.class).run((context) -> {
+			Orders orders = context.getBean(Orders.class);
+			String id = UUID.randomUUID().toString();
+			assertThatIllegalStateException().isThrownBy(() -> orders.readOnly(id))
+				.withMessageContaining("read-only transaction")
+				.withMessageContaining("Nothing was claimed");
+			assertThat(orders.runs()).hasValue(0);
+			assertThat(context.getBean(IdempotencyTemplate.class).find("read-only:" + id)).isEmpty();
+		});
+	}
+
+	@Test
 	void aVoidMethodWithTheThrowPolicyRunsOnceAndTellsDuplicates() {
 		this.runner.withUserConfiguration(Services.class).run((context) -> {
 			Orders orders = context.getBean(Orders.class);
@@ -223,9 +284,41 @@ class IdempotentInterceptorTests {
 			return new Orders(jdbc);
 		}
 
+		@Bean
+		ReceiptHandler receiptHandler() {
+			return new ReceiptHandler();
+		}
+
 	}
 
 	public record Receipt(String id, int amount) {
+	}
+
+	public abstract static class Handler<R> {
+
+		private final AtomicInteger runs = new AtomicInteger();
+
+		public AtomicInteger runs() {
+			return this.runs;
+		}
+
+		@Idempotent(key = "handle:#{#id}")
+		public R handle(String id) {
+			this.runs.incrementAndGet();
+			return create(id);
+		}
+
+		abstract R create(String id);
+
+	}
+
+	public static class ReceiptHandler extends Handler<Receipt> {
+
+		@Override
+		Receipt create(String id) {
+			return new Receipt(id, 7);
+		}
+
 	}
 
 	public static class Orders {
@@ -264,6 +357,29 @@ class IdempotentInterceptorTests {
 		public String checked(String id) throws IOException {
 			this.runs.incrementAndGet();
 			throw new IOException("disk full");
+		}
+
+		@Idempotent(key = "refund:#{#id}")
+		@Transactional
+		public void refund(String id) throws IOException {
+			this.runs.incrementAndGet();
+			this.jdbc.update("INSERT INTO idem_test_payment (idem_key, amount) VALUES (?, -5)", id);
+			throw new IOException("provider asks to retry later");
+		}
+
+		@Idempotent(key = "refund-unchecked:#{#id}")
+		@Transactional
+		public void refundUnchecked(String id) {
+			this.runs.incrementAndGet();
+			this.jdbc.update("INSERT INTO idem_test_payment (idem_key, amount) VALUES (?, -5)", id);
+			throw new IllegalStateException("declined");
+		}
+
+		@Idempotent(key = "read-only:#{#id}")
+		@Transactional(readOnly = true)
+		public String readOnly(String id) {
+			this.runs.incrementAndGet();
+			return "read " + id;
 		}
 
 		@Idempotent(key = "notify:#{#id}", onDuplicate = OnDuplicate.THROW)
