@@ -196,6 +196,11 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 				result = this.jdbc.execute("acquire a permit of semaphore '" + request.resource() + "'",
 						(connection) -> attemptOnce(connection, request, owner, checkOwn));
 			}
+			catch (org.springframework.dao.PessimisticLockingFailureException ex) {
+				// deadlocks (gap locks of a neighbouring pool's acquisition) that outlasted the retries, or a lock wait
+				// timeout: the pool is contended, not broken (a rolled-back attempt took nothing); try again
+				result = new Attempt(null, null);
+			}
 			catch (DataAccessException ex) {
 				if (!JdbcLockSupport.isConnectionFailure(ex) || request.remainingNanos() <= 0) {
 					throw ex;

@@ -326,7 +326,8 @@ public class LockTableCleaner {
 				ps.addBatch();
 			}
 			for (int count : ps.executeBatch()) {
-				deleted += Math.max(0, count);
+				// a driver that cannot tell (SUCCESS_NO_INFO) deleted it as far as we know
+				deleted += (count == Statement.SUCCESS_NO_INFO) ? 1 : Math.max(0, count);
 			}
 			JdbcLockSupport.commitIfNeeded(connection);
 		}

@@ -122,7 +122,7 @@ final class ReadWriteLeases {
 		// kind >= ?: 'W' finds writers only (for a reader), 'R' every holder (for a writer); writers sort first
 		this.holdersSql = "SELECT kind, holder, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM " + hold
 				+ " WHERE resource = ? AND owner_token <> ? AND expires_at > UTC_TIMESTAMP(6) AND kind >= ?"
-				+ " ORDER BY kind DESC LIMIT 1";
+				+ " ORDER BY kind DESC LIMIT 1 LOCK IN SHARE MODE";
 		this.grantSql = "UPDATE " + rw + " SET fencing_token = ? WHERE resource = ?";
 		this.grantClearingIntentSql = "UPDATE " + rw + " SET fencing_token = ?, intent_owner = NULL,"
 				+ " intent_expires_at = NULL, intent_holder = NULL WHERE resource = ?";
@@ -167,9 +167,17 @@ final class ReadWriteLeases {
 			for (int attempt = 0;; attempt++) {
 				Attempt result;
 				boolean mayWait = kind.equals(WRITE) && request.remainingNanos() > 0;
+				// set before the attempt: an intent whose commit reply is lost must still be cleared (clearing one
+				// that was never set matches nothing)
+				intentSet |= mayWait;
 				try {
 					result = attemptOnce(request, kind, owner, recovering, mayWait);
 					recovering = false;
+				}
+				catch (org.springframework.dao.PessimisticLockingFailureException ex) {
+					// deadlocks (gap locks of a neighbouring resource's acquisition) that outlasted the retries, or a
+					// lock wait timeout: the lock is contended, not broken; try again until the wait time ends
+					result = Attempt.NONE;
 				}
 				catch (DataAccessException ex) {
 					if (!JdbcLockSupport.isConnectionFailure(ex) || request.remainingNanos() <= 0) {

@@ -49,6 +49,9 @@ abstract class RenewableLease {
 	@Nullable
 	private volatile ScheduledFuture<?> renewal;
 
+	/** Held while a renewal or release statement runs, so that the two never race. */
+	private final Object statements = new Object();
+
 	RenewableLease(String resource, String ownerToken, long leaseNanos, long validUntilNanos) {
 		this.resource = resource;
 		this.ownerToken = ownerToken;
@@ -83,40 +86,53 @@ abstract class RenewableLease {
 		return "lock '" + this.resource + "'";
 	}
 
-	/** One renewal, on the scheduler's thread. */
+	/**
+	 * One renewal, on the scheduler's thread. It runs under the lease's statement lock, so that a release (or
+	 * {@link #finish()}) waits for a renewal in flight instead of racing it: a renewal landing after a release that
+	 * keeps the row for a minimum hold would otherwise extend the released lease by a whole lease time.
+	 */
 	final void renew() {
-		if (this.released || this.lost) {
-			return;
-		}
-		long sentAt = System.nanoTime();
-		if (sentAt - this.validUntilNanos >= 0) {
-			markLost("its lease ran out before it could be renewed");
-			return;
-		}
-		try {
-			boolean renewed = renewInDatabase();
-			if (this.released) {
+		String lostReason = null;
+		synchronized (this.statements) {
+			if (this.released || this.lost) {
 				return;
 			}
-			if (renewed) {
-				this.validUntilNanos = sentAt + this.leaseNanos;
+			long sentAt = System.nanoTime();
+			if (sentAt - this.validUntilNanos >= 0) {
+				lostReason = "its lease ran out before it could be renewed";
 			}
 			else {
-				markLost("the database shows its lease expired or taken over");
+				try {
+					boolean renewed = renewInDatabase();
+					if (this.released) {
+						return;
+					}
+					if (renewed) {
+						this.validUntilNanos = sentAt + this.leaseNanos;
+					}
+					else {
+						lostReason = "the database shows its lease expired or taken over";
+					}
+				}
+				catch (RuntimeException ex) {
+					if (this.released) {
+						return;
+					}
+					logger.warn("Could not renew " + describe() + "; retrying until its lease must be presumed expired",
+							ex);
+					if (System.nanoTime() - this.validUntilNanos >= 0) {
+						lostReason = "the database was unreachable until its lease ran out";
+					}
+				}
 			}
-		}
-		catch (RuntimeException ex) {
-			logger.warn("Could not renew " + describe() + "; retrying until its lease must be presumed expired", ex);
-			if (System.nanoTime() - this.validUntilNanos >= 0) {
-				markLost("the database was unreachable until its lease ran out");
+			if (lostReason == null) {
+				return;
 			}
+			this.lost = true;
 		}
-	}
-
-	private void markLost(String reason) {
-		this.lost = true;
+		// outside the statement lock: listeners are the application's code
 		stopRenewal();
-		onLost(reason);
+		onLost(lostReason);
 	}
 
 	private void stopRenewal() {
@@ -133,6 +149,9 @@ abstract class RenewableLease {
 	final void finish() {
 		this.released = true;
 		stopRenewal();
+		synchronized (this.statements) {
+			// waits for a renewal in flight, which then ignores its result
+		}
 	}
 
 	/**
@@ -143,6 +162,12 @@ abstract class RenewableLease {
 	public final boolean release() {
 		this.released = true;
 		stopRenewal();
+		synchronized (this.statements) {
+			return releaseAfterRenewals();
+		}
+	}
+
+	private boolean releaseAfterRenewals() {
 		if (this.lost) {
 			return false; // known lost: another owner may hold it now, so change nothing
 		}
