@@ -8,7 +8,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.dblock.IdempotencyTemplate;
 import io.github.dblock.test.IdempotencyNodes;
@@ -35,13 +34,8 @@ public final class IdempotencyWorker {
 
 	public static void main(String[] args) throws Exception {
 		String command = args[0];
-		HikariConfig config = new HikariConfig();
-		config.setJdbcUrl(args[1]);
-		config.setUsername(args[2]);
-		config.setPassword(args[3].equals("-") ? "" : args[3]);
-		config.setMaximumPoolSize(12);
 		String pid = String.valueOf(ProcessHandle.current().pid());
-		try (HikariDataSource dataSource = new HikariDataSource(config)) {
+		try (HikariDataSource dataSource = WorkerProcesses.dataSource(args, 12)) {
 			JdbcTemplate jdbc = new JdbcTemplate(dataSource);
 			if (command.equals("hang")) {
 				String key = args[4];

@@ -12,7 +12,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.dblock.LockHandle;
 import io.github.dblock.LockMode;
@@ -78,12 +77,7 @@ public final class LockWorker {
 
 	/** A pool of 8 on {@code args[1..3]}: URL, user and password ({@code -} for none). */
 	static HikariDataSource dataSource(String[] args) {
-		HikariConfig config = new HikariConfig();
-		config.setJdbcUrl(args[1]);
-		config.setUsername(args[2]);
-		config.setPassword(args[3].equals("-") ? "" : args[3]);
-		config.setMaximumPoolSize(8);
-		return new HikariDataSource(config);
+		return WorkerProcesses.dataSource(args, 8);
 	}
 
 	/**

@@ -12,7 +12,6 @@ import java.util.concurrent.Future;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.dblock.LockHandle;
 import io.github.dblock.LockMode;
@@ -46,14 +45,9 @@ public final class ReadWriteWorker {
 
 	public static void main(String[] args) throws Exception {
 		String command = args[0];
-		HikariConfig config = new HikariConfig();
-		config.setJdbcUrl(args[1]);
-		config.setUsername(args[2]);
-		config.setPassword(args[3].equals("-") ? "" : args[3]);
-		config.setMaximumPoolSize(16);
 		String resource = args[4];
 		String node = "process-" + ProcessHandle.current().pid();
-		try (HikariDataSource dataSource = new HikariDataSource(config)) {
+		try (HikariDataSource dataSource = WorkerProcesses.dataSource(args, 16)) {
 			LockTemplate locks = LockNodes.node(LockMode.LEASE, node, dataSource);
 			switch (command) {
 				case "hold" -> hold(locks, resource, LockType.valueOf(args[5]), Long.parseLong(args[6]));

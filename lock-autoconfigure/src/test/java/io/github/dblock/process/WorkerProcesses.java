@@ -11,10 +11,26 @@ import java.util.concurrent.TimeUnit;
 
 import io.github.dblock.test.TestDatabase;
 
-/** Starts worker JVMs on the test class path against the test database, and reads what they print. */
-final class WorkerProcesses {
+/**
+ * Starts worker JVMs on the test class path against the test database, and reads what they print; and, on the
+ * worker's side, opens the pool the arguments describe.
+ */
+public final class WorkerProcesses {
 
 	private WorkerProcesses() {
+	}
+
+	/**
+	 * In a worker started by {@link #start}: a pool on the database given as {@code args[1..3]} (URL, user, password
+	 * or {@code -} for none).
+	 */
+	public static com.zaxxer.hikari.HikariDataSource dataSource(String[] args, int poolSize) {
+		com.zaxxer.hikari.HikariConfig config = new com.zaxxer.hikari.HikariConfig();
+		config.setJdbcUrl(args[1]);
+		config.setUsername(args[2]);
+		config.setPassword(args[3].equals("-") ? "" : args[3]);
+		config.setMaximumPoolSize(poolSize);
+		return new com.zaxxer.hikari.HikariDataSource(config);
 	}
 
 	/**

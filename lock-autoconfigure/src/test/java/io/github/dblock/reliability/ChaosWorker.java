@@ -14,7 +14,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import com.zaxxer.hikari.HikariConfig;
+import io.github.dblock.process.WorkerProcesses;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.dblock.LockHandle;
 import io.github.dblock.LockLostException;
@@ -47,15 +47,10 @@ public final class ChaosWorker {
 
 	public static void main(String[] args) throws Exception {
 		String command = args[0];
-		HikariConfig config = new HikariConfig();
-		config.setJdbcUrl(args[1]);
-		config.setUsername(args[2]);
-		config.setPassword(args[3].equals("-") ? "" : args[3]);
-		config.setMaximumPoolSize(10);
 		LockMode mode = LockMode.valueOf(args[4]);
 		Duration lease = Duration.ofMillis(Long.parseLong(args[5]));
 		String node = "process-" + ProcessHandle.current().pid();
-		try (HikariDataSource dataSource = new HikariDataSource(config)) {
+		try (HikariDataSource dataSource = WorkerProcesses.dataSource(args, 10)) {
 			LockTemplate locks = new LockTemplate(List.of(LockNodes.provider(mode, dataSource)), mode, Duration.ZERO,
 					lease, node);
 			if (command.equals("pause")) {
