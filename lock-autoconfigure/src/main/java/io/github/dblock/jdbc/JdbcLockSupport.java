@@ -42,6 +42,17 @@ final class JdbcLockSupport {
 	}
 
 	/**
+	 * The value a statement just set through {@code LAST_INSERT_ID(expr)}, read from the OK packet's insert id
+	 * without a round trip (the statement must be prepared with {@code RETURN_GENERATED_KEYS}).
+	 * @return the positive value, or 0 if the driver did not expose one (then query it)
+	 */
+	static long lastInsertId(java.sql.PreparedStatement executed) throws SQLException {
+		try (java.sql.ResultSet keys = executed.getGeneratedKeys()) {
+			return (keys.next()) ? Math.max(0, keys.getLong(1)) : 0;
+		}
+	}
+
+	/**
 	 * The data source behind any {@code TransactionAwareDataSourceProxy}: the one a {@code DataSourceTransactionManager}
 	 * binds its connection to, and one that never hands out the caller's transactional connection.
 	 */
@@ -230,6 +241,61 @@ final class JdbcLockSupport {
 	/** Duplicate entry for a unique key (1062). */
 	static boolean isDuplicateKey(SQLException ex) {
 		return ex.getErrorCode() == 1062;
+	}
+
+	/**
+	 * Runs work as one short transaction on the connection: on an autocommit connection between
+	 * {@code START TRANSACTION} and {@code COMMIT} statements (one round trip each, where switching autocommit off and
+	 * on again would cost one more), otherwise with the connection's own commit; rolled back when the work throws.
+	 */
+	static <T> T inShortTransaction(Connection connection, int timeoutSeconds, ConnectionWork<T> work)
+			throws SQLException {
+		boolean autoCommit = connection.getAutoCommit();
+		if (autoCommit) {
+			executeStatement(connection, "START TRANSACTION", timeoutSeconds);
+		}
+		boolean ended = false;
+		try {
+			T result = work.run(connection);
+			endTransaction(connection, autoCommit, true, timeoutSeconds);
+			ended = true;
+			return result;
+		}
+		finally {
+			if (!ended) {
+				try {
+					endTransaction(connection, autoCommit, false, timeoutSeconds);
+				}
+				catch (SQLException ignored) {
+					// the original failure is reported; the server ends the transaction with the connection
+				}
+			}
+		}
+	}
+
+	/**
+	 * Ends a transaction begun by {@code START TRANSACTION} on an autocommit connection ({@code autoCommit} true:
+	 * a {@code COMMIT} or {@code ROLLBACK} statement), or through the connection otherwise.
+	 */
+	static void endTransaction(Connection connection, boolean autoCommit, boolean commit, int timeoutSeconds)
+			throws SQLException {
+		if (autoCommit) {
+			executeStatement(connection, commit ? "COMMIT" : "ROLLBACK", timeoutSeconds);
+		}
+		else if (commit) {
+			connection.commit();
+		}
+		else {
+			connection.rollback();
+		}
+	}
+
+	/** Executes a statement without parameters, with a query timeout in seconds (0: none). */
+	static void executeStatement(Connection connection, String sql, int timeoutSeconds) throws SQLException {
+		try (java.sql.Statement statement = connection.createStatement()) {
+			statement.setQueryTimeout(timeoutSeconds);
+			statement.execute(sql);
+		}
 	}
 
 	@FunctionalInterface

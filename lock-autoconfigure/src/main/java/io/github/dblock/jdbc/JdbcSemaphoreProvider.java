@@ -235,11 +235,11 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		boolean ended = false;
 		try {
 			if (autoCommit) {
-				execute(connection, "START TRANSACTION", timeout);
+				JdbcLockSupport.executeStatement(connection, "START TRANSACTION", timeout);
 			}
 			Integer permits = queryInt(connection, this.lockPoolSql, timeout, name);
 			if (permits == null) {
-				end(connection, autoCommit, false, timeout);
+				JdbcLockSupport.endTransaction(connection, autoCommit, false, timeout);
 				ended = true;
 				insertPool(connection, name, configured(name), timeout);
 				return attemptOnce(connection, request, owner, checkOwn);
@@ -261,7 +261,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 			if (own && checkOwn) {
 				// an earlier attempt of this acquisition committed, but its reply was lost with the connection
 				Long token = queryLong(connection, this.ownTokenSql, timeout, name, owner);
-				end(connection, autoCommit, true, timeout);
+				JdbcLockSupport.endTransaction(connection, autoCommit, true, timeout);
 				ended = true;
 				return new Attempt(permit(request, owner, (token != null) ? token : 0, sentAt), null);
 			}
@@ -274,7 +274,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 			}
 			int live = holders - expired;
 			if (live >= permits) {
-				end(connection, autoCommit, expired > 0, timeout);
+				JdbcLockSupport.endTransaction(connection, autoCommit, expired > 0, timeout);
 				ended = true;
 				return new Attempt(null, "all " + permits + " permits of semaphore '" + name + "' held (" + live
 						+ " live holders)");
@@ -295,7 +295,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 				ps.setLong(5, TimeUnit.NANOSECONDS.toMicros(request.leaseTime().toNanos()));
 				ps.executeUpdate();
 			}
-			end(connection, autoCommit, true, timeout);
+			JdbcLockSupport.endTransaction(connection, autoCommit, true, timeout);
 			ended = true;
 			return new Attempt(permit(request, owner, token, sentAt), null);
 		}
@@ -315,10 +315,9 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 
 	private long generatedToken(Connection connection, PreparedStatement executed, String name, int timeout)
 			throws SQLException {
-		try (ResultSet keys = executed.getGeneratedKeys()) {
-			if (keys.next() && keys.getLong(1) > 0) {
-				return keys.getLong(1);
-			}
+		long generated = JdbcLockSupport.lastInsertId(executed);
+		if (generated > 0) {
+			return generated;
 		}
 		Long token = queryLong(connection, this.tokenSql, timeout, name); // the pool row is locked by us
 		if (token == null) {
@@ -327,33 +326,13 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		return token;
 	}
 
-	/** Commits or rolls back the attempt's transaction. */
-	private static void end(Connection connection, boolean autoCommit, boolean commit, int timeout) throws SQLException {
-		if (autoCommit) {
-			execute(connection, commit ? "COMMIT" : "ROLLBACK", timeout);
-		}
-		else if (commit) {
-			connection.commit();
-		}
-		else {
-			connection.rollback();
-		}
-	}
-
 	private static void rollbackQuietly(Connection connection, boolean autoCommit) {
 		try {
-			end(connection, autoCommit, false, 0);
+			JdbcLockSupport.endTransaction(connection, autoCommit, false, 0);
 		}
 		catch (SQLException ex) {
 			logger.debug("Could not roll back a semaphore transaction; the server ends it when the connection is "
 					+ "discarded", ex);
-		}
-	}
-
-	private static void execute(Connection connection, String sql, int timeout) throws SQLException {
-		try (Statement statement = connection.createStatement()) {
-			statement.setQueryTimeout(timeout);
-			statement.execute(sql);
 		}
 	}
 

@@ -151,14 +151,10 @@ final class LockRows {
 	 */
 	long fencingToken(Connection connection, PreparedStatement executed, String resource, String owner,
 			int timeoutSeconds) throws SQLException {
-		try (ResultSet keys = executed.getGeneratedKeys()) {
-			if (keys.next()) {
-				long token = keys.getLong(1);
-				if (token > 0) {
-					this.generatedKeysSeen = true;
-					return token;
-				}
-			}
+		long token = JdbcLockSupport.lastInsertId(executed);
+		if (token > 0) {
+			this.generatedKeysSeen = true;
+			return token;
 		}
 		try (PreparedStatement query = connection.prepareStatement(this.tokenSql)) {
 			query.setQueryTimeout(timeoutSeconds);

@@ -233,11 +233,7 @@ public final class LockTableAdmin {
 			ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
 			ps.setBytes(1, key);
 			ps.executeUpdate();
-			try (ResultSet keys = ps.getGeneratedKeys()) {
-				if (keys.next()) {
-					token = keys.getLong(1);
-				}
-			}
+			token = JdbcLockSupport.lastInsertId(ps);
 		}
 		if (token <= 0) {
 			try (PreparedStatement ps = connection.prepareStatement(this.tokenSql)) {

@@ -230,7 +230,7 @@ final class ReadWriteLeases {
 					for (int race = 0; race < MAX_RACES_PER_ATTEMPT; race++) {
 						Attempt attempt;
 						try {
-							attempt = inTransaction(connection,
+							attempt = JdbcLockSupport.inShortTransaction(connection, timeout,
 									(c) -> decide(c, request, key, kind, owner, leaseMicros, mayWait, timeout, sentAt));
 						}
 						catch (SQLTimeoutException ex) {
@@ -354,38 +354,6 @@ final class ReadWriteLeases {
 			}
 			if (!connection.getAutoCommit()) {
 				connection.rollback();
-			}
-		}
-	}
-
-	/**
-	 * Runs work as one transaction on the connection: autocommit off for its duration, committed when it returns,
-	 * rolled back when it throws (before autocommit is switched back on, which would commit).
-	 */
-	private static <T> T inTransaction(Connection connection, JdbcLockSupport.ConnectionWork<T> work)
-			throws SQLException {
-		boolean autoCommit = connection.getAutoCommit();
-		if (autoCommit) {
-			connection.setAutoCommit(false);
-		}
-		boolean done = false;
-		try {
-			T result = work.run(connection);
-			connection.commit();
-			done = true;
-			return result;
-		}
-		finally {
-			if (!done) {
-				try {
-					connection.rollback();
-				}
-				catch (SQLException ignored) {
-					// the original failure is reported
-				}
-			}
-			if (autoCommit) {
-				connection.setAutoCommit(true);
 			}
 		}
 	}
