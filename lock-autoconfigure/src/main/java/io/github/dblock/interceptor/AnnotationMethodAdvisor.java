@@ -13,8 +13,9 @@ import org.springframework.core.annotation.AnnotationUtils;
 
 /**
  * An advisor for the methods that carry one of this library's annotations: classes are filtered by the annotation
- * type, methods by whether their attribute source finds (and parses) an annotation. Its order must be smaller
- * (higher precedence) than the transaction advisor's so that the advice wraps the transaction.
+ * type, methods by whether their attribute source finds (and parses) an annotation. The lock and semaphore advisors
+ * take an order smaller (higher precedence) than the transaction advisor's, so that the advice wraps the
+ * transaction; the idempotency advisor one that places it inside. Thread-safe once constructed.
  */
 public abstract class AnnotationMethodAdvisor extends AbstractPointcutAdvisor {
 

@@ -31,8 +31,9 @@ import org.springframework.util.ClassUtils;
 import org.springframework.util.ReflectionUtils;
 
 /**
- * Stops start-up when a {@link DistributedLock} (or {@link Idempotent}) method cannot be intercepted, because a lock that silently does
- * nothing is the worst outcome: the method would run without exclusion. Spring AOP proxies only intercept
+ * Stops start-up when a method carrying its annotation ({@link DistributedLock} by default; one instance each for
+ * {@link io.github.dblock.DistributedSemaphore} and {@link Idempotent}) cannot be intercepted, because an annotation
+ * that silently does nothing is the worst outcome: the method would run without exclusion. Spring AOP proxies only intercept
  * calls made through the proxy to methods the proxy can override or forward, so it checks every bean with
  * annotated methods:
  * <ul>

@@ -4,7 +4,7 @@ import io.github.dblock.DistributedSemaphore;
 
 /**
  * Applies {@link DistributedSemaphoreInterceptor} to methods that carry {@link DistributedSemaphore}. Its order must
- * be smaller (higher precedence) than the transaction advisor's so that the permit wraps the transaction.
+ * be smaller (higher precedence) than the transaction advisor's so that the permit wraps the transaction. Thread-safe.
  */
 public class DistributedSemaphoreAdvisor extends AnnotationMethodAdvisor {
 

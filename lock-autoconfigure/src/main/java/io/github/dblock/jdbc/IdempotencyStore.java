@@ -283,10 +283,9 @@ public class IdempotencyStore {
 	/** The token set through {@code LAST_INSERT_ID(expr)}: from the OK packet, else queried by owner token. */
 	private long fencingToken(Connection connection, PreparedStatement executed, byte[] key, String owner, int timeout)
 			throws SQLException {
-		try (ResultSet keys = executed.getGeneratedKeys()) {
-			if (keys.next() && keys.getLong(1) > 0) {
-				return keys.getLong(1);
-			}
+		long token = JdbcLockSupport.lastInsertId(executed);
+		if (token > 0) {
+			return token;
 		}
 		try (PreparedStatement query = connection.prepareStatement(this.tokenSql)) {
 			query.setQueryTimeout(timeout);
@@ -493,43 +492,50 @@ public class IdempotencyStore {
 		 */
 		public void succeed(@Nullable String outcome, @Nullable String outcomeType, @Nullable String note) {
 			finish();
-			Connection transactional = boundTransactionalConnection();
-			int matched;
-			if (transactional != null) {
-				try {
-					matched = complete(transactional, IdempotencyStore.this.succeedSql, this, outcome, outcomeType, note);
-				}
-				catch (SQLException ex) {
-					throw IdempotencyStore.this.jdbc.translate("record the outcome of idempotency key '" + this.resource + "'", ex);
-				}
-				finally {
-					DataSourceUtils.releaseConnection(transactional, IdempotencyStore.this.dataSource);
-				}
-				if (matched == 1) {
-					TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
-						@Override
-						public void afterCompletion(int status) {
-							if (status == STATUS_ROLLED_BACK) {
-								failQuietly("the transaction that recorded the outcome rolled back");
-							}
-						}
-					});
-				}
-			}
-			else {
-				matched = IdempotencyStore.this.jdbc.execute("record the outcome of idempotency key '" + this.resource + "'",
-						(connection) -> {
-							int rows = complete(connection, IdempotencyStore.this.succeedSql, this, outcome, outcomeType, note);
-							JdbcLockSupport.commitIfNeeded(connection);
-							return rows;
-						});
-			}
-			if (matched != 1) {
+			if (!record(boundTransactionalConnection(), outcome, outcomeType, note)) {
 				throw new LockLostException(this.resource, this.fencingToken, "Idempotency key '" + this.resource
 						+ "' (fencing token " + this.fencingToken + ") was no longer claimed by this call when its outcome "
 						+ "was recorded: its running lease had ended and another caller took it over, or the record was "
 						+ "deleted; the work may have run twice");
 			}
+		}
+
+		/**
+		 * Writes {@code SUCCEEDED}: in the caller's transaction if one is bound (a rollback of it then marks the
+		 * record {@code FAILED}), else in autocommit. Renewal has stopped.
+		 * @return whether the record still belonged to this claim
+		 */
+		private boolean record(@Nullable Connection transactional, @Nullable String outcome, @Nullable String outcomeType,
+				@Nullable String note) {
+			if (transactional == null) {
+				return IdempotencyStore.this.jdbc.execute("record the outcome of idempotency key '" + this.resource + "'",
+						(connection) -> {
+							int rows = complete(connection, IdempotencyStore.this.succeedSql, this, outcome, outcomeType, note);
+							JdbcLockSupport.commitIfNeeded(connection);
+							return rows == 1;
+						});
+			}
+			int matched;
+			try {
+				matched = complete(transactional, IdempotencyStore.this.succeedSql, this, outcome, outcomeType, note);
+			}
+			catch (SQLException ex) {
+				throw IdempotencyStore.this.jdbc.translate("record the outcome of idempotency key '" + this.resource + "'", ex);
+			}
+			finally {
+				DataSourceUtils.releaseConnection(transactional, IdempotencyStore.this.dataSource);
+			}
+			if (matched == 1) {
+				TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+					@Override
+					public void afterCompletion(int status) {
+						if (status == STATUS_ROLLED_BACK) {
+							failQuietly("the transaction that recorded the outcome rolled back");
+						}
+					}
+				});
+			}
+			return matched == 1;
 		}
 
 		/**
@@ -549,14 +555,8 @@ public class IdempotencyStore {
 			if (transactional == null) {
 				return fail(error);
 			}
-			DataSourceUtils.releaseConnection(transactional, IdempotencyStore.this.dataSource);
-			try {
-				succeed(null, null, "the work threw, and its transaction was left to decide: " + error);
-				return true;
-			}
-			catch (LockLostException ex) {
-				return false;
-			}
+			finish();
+			return record(transactional, null, null, "the work threw, and its transaction was left to decide: " + error);
 		}
 
 		/**
