@@ -219,6 +219,7 @@ public class PessimisticLockProvider implements LockProvider {
 			connection = this.jdbc.rawConnection();
 			int creationRaces = 0;
 			int lockedRetries = 0;
+			int freeRetries = 0;
 			for (int attempt = 0;; attempt++) {
 				String owner = UUID.randomUUID().toString();
 				execute(connection, "START TRANSACTION");
@@ -245,6 +246,13 @@ public class PessimisticLockProvider implements LockProvider {
 						return AcquireResult.busy("other nodes creating the same new lock row");
 					}
 					insertFreeRow(connection, request);
+					continue;
+				}
+				if (peek.leaseRemainingNanos() <= 0 && freeRetries++ < MAX_CREATION_RACES) {
+					// the statement matched nothing although the row is free: its clock (fixed when it started)
+					// predated the write that created or freed the row, typically another node's creation of a new
+					// row. Now that the row is known to exist, the next attempt re-runs such a statement at once.
+					this.knownRows.add(request.resource());
 					continue;
 				}
 				if (!sleepBeforeRetry(request, attempt, peek, connection)) {
