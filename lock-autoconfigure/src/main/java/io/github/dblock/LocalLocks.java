@@ -10,6 +10,12 @@ import io.github.dblock.spi.HeldLock;
  * one thread of this JVM at a time asks the database for a resource (other local waiters queue here instead of
  * polling) and so that re-acquisition by the holding thread needs no database round trip.
  * <p>
+ * A LEASE holder keeps the gate while it holds the lock (its queued threads take the lease over in memory). A
+ * PESSIMISTIC holder lets the gate go as soon as the database granted it the row lock and is recorded as
+ * {@link Entry#holderThread} instead: the next local thread then waits in the server's row lock queue, on a
+ * connection of its own, and is granted the row at the holder's commit, without a round trip between the two
+ * holders (see {@code LockTemplate}). At most one thread per resource and JVM waits in the database either way.
+ * <p>
  * Entries are reference-counted and removed when the last user is gone, so no state is retained per released
  * resource. Thread-safe.
  */
@@ -85,8 +91,20 @@ final class LocalLocks {
 		/** Threads holding or waiting for the gate; guarded by the map's per-key locking. */
 		int users;
 
-		/** The database-level lock while the gate's holder holds it; written and read by the gate holder. */
+		/**
+		 * The database-level lock while it is held: written by the gate holder, or, for a PESSIMISTIC holder, under
+		 * the entry's monitor (see {@link #holderThread}).
+		 */
 		volatile HeldLock held;
+
+		/**
+		 * The PESSIMISTIC holder, which holds the lock without holding the gate; {@code null} for a LEASE holder (the
+		 * gate's owner) and while nobody holds. The holder fields ({@link #held}, {@link #holds}, {@link #mode},
+		 * {@link #holder}, {@link #holding}) are claimed and cleared under the entry's monitor whenever this is or
+		 * was set: the next holder may be granted the row (at the previous holder's commit) before the previous
+		 * holder's thread has cleared them, so a holder clears them only while it is still the one recorded here.
+		 */
+		volatile Thread holderThread;
 
 		/** Open handles of the holding thread (its hold count); written only by that thread. */
 		volatile int holds;

@@ -588,15 +588,18 @@ public class LockTemplate {
 		boolean gateHeld = false;
 		boolean acquired = false;
 		try {
-			if (entry.gate.isHeldByCurrentThread()) {
+			boolean gateHolder = entry.gate.isHeldByCurrentThread();
+			if (gateHolder || entry.holderThread == Thread.currentThread()) {
 				HeldLock outer = entry.held;
 				if (outer != null && outer.isLost()) {
 					// re-entering would run more work without exclusion
 					throw new LockLostException(request.resource, outer.fencingToken(), "Lock '" + request.resource
 							+ "' (fencing token " + outer.fencingToken() + ") is already lost; it cannot be re-entered");
 				}
-				entry.gate.lock();
-				gateHeld = true;
+				if (gateHolder) {
+					entry.gate.lock(); // a LEASE holder counts its holds on the gate too
+					gateHeld = true;
+				}
 				DefaultLockHandle handle = new DefaultLockHandle(this, entry, entry.held, entry.mode);
 				acquired = true;
 				entry.holds++;
@@ -634,20 +637,23 @@ public class LockTemplate {
 			if (result.lock() == null) {
 				return new Attempt(null, result.holder());
 			}
-			entry.holds = 1;
-			entry.held = result.lock();
-			entry.mode = request.mode;
-			entry.holder = lockRequest.holder();
+			Observation holding = withResource(Observation.createNotStarted("distributed.lock.held", this.observations)
+				.lowCardinalityKeyValue("mode", request.mode.name().toLowerCase(java.util.Locale.ROOT)), request.resource)
+				.start();
+			// PESSIMISTIC: the row lock is ours now, so the gate goes to the next local thread, which waits in the
+			// server's row lock queue and is granted the row at our commit (no round trip between the two holders)
+			boolean gateless = request.mode == LockMode.PESSIMISTIC;
+			claim(entry, result.lock(), request.mode, lockRequest.holder(), holding, gateless);
 			acquired = true;
+			if (gateless) {
+				entry.gate.unlock();
+				gateHeld = false;
+			}
 			DefaultLockHandle handle = new DefaultLockHandle(this, entry, result.lock(), request.mode);
 			if (this.interruptOnLoss) {
 				Thread owner = Thread.currentThread();
 				result.lock().onLost(owner::interrupt);
 			}
-			Observation holding = withResource(Observation.createNotStarted("distributed.lock.held", this.observations)
-				.lowCardinalityKeyValue("mode", request.mode.name().toLowerCase(java.util.Locale.ROOT)), request.resource)
-				.start();
-			entry.holding = holding;
 			result.lock().onLost(() -> holding.event(LOST));
 			CurrentLock.push(handle);
 			return new Attempt(handle, null);
@@ -767,8 +773,52 @@ public class LockTemplate {
 				holderDescription());
 	}
 
+	/**
+	 * Records the current thread as the entry's holder. A PESSIMISTIC previous holder may not have cleared its
+	 * fields yet (we were granted the row at its commit, and its thread clears them after): its hold observation is
+	 * stopped here, and it no longer clears anything (see {@link LocalLocks.Entry#holderThread}).
+	 */
+	private static void claim(LocalLocks.Entry entry, HeldLock lock, LockMode mode, String holder, Observation holding,
+			boolean gateless) {
+		Observation previous;
+		synchronized (entry) {
+			previous = (entry.holderThread != null) ? entry.holding : null;
+			entry.holds = 1;
+			entry.held = lock;
+			entry.mode = mode;
+			entry.holder = holder;
+			entry.holding = holding;
+			entry.holderThread = gateless ? Thread.currentThread() : null;
+		}
+		if (previous != null) {
+			previous.stop();
+		}
+	}
+
+	/** Clears the entry's holder fields if the given PESSIMISTIC holder is still recorded as its holder. */
+	private static void clearGateless(LocalLocks.Entry entry, Thread holder) {
+		Observation holding;
+		synchronized (entry) {
+			if (entry.holderThread != holder) {
+				return; // the next holder has claimed the entry already
+			}
+			holding = entry.holding;
+			entry.held = null;
+			entry.holder = null;
+			entry.holding = null;
+			entry.holderThread = null;
+		}
+		if (holding != null) {
+			holding.stop();
+		}
+	}
+
 	/** Called by {@link DefaultLockHandle#close()} on the acquiring thread. */
 	void release(LocalLocks.Entry entry, HeldLock lock) {
+		if (entry.holderThread == Thread.currentThread()) {
+			releaseGateless(entry, lock);
+			return;
+		}
 		entry.holds--;
 		if (entry.gate.getHoldCount() > 1) {
 			entry.gate.unlock();
@@ -824,6 +874,45 @@ public class LockTemplate {
 			throw new LockLostException(entry.resource, lock.fencingToken(), "Lock '" + entry.resource
 					+ "' (fencing token " + lock.fencingToken() + ") was no longer held at release (its lease had "
 					+ "expired, or its connection failed) and another owner may have taken it");
+		}
+	}
+
+	/**
+	 * Releases a hold of a PESSIMISTIC holder, which holds no gate. The holder fields are cleared before the
+	 * database lock is released (the next holder may be granted the row at the commit); a transaction-bound lock is
+	 * released by its transaction, after which the fields are cleared unless the next holder claimed them first.
+	 */
+	private void releaseGateless(LocalLocks.Entry entry, HeldLock lock) {
+		Thread holder = Thread.currentThread();
+		if (--entry.holds > 0) {
+			leave(entry);
+			return;
+		}
+		if (lock.isTransactionBound() && TransactionSynchronizationManager.isSynchronizationActive()) {
+			// the row lock ends with the transaction; until then the thread may re-enter (the fields stay)
+			TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+				@Override
+				public void afterCompletion(int status) {
+					if (entry.holds == 0) {
+						clearGateless(entry, holder);
+					}
+					leave(entry);
+				}
+			});
+			return;
+		}
+		clearGateless(entry, holder);
+		boolean released;
+		try {
+			released = lock.release();
+		}
+		finally {
+			leave(entry);
+		}
+		if (!released) {
+			throw new LockLostException(entry.resource, lock.fencingToken(), "Lock '" + entry.resource
+					+ "' (fencing token " + lock.fencingToken() + ") was no longer held at release (its connection "
+					+ "failed) and another owner may have taken it");
 		}
 	}
 

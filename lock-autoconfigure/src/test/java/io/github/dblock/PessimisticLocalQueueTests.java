@@ -1,0 +1,257 @@
+package io.github.dblock;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.github.dblock.jdbc.PessimisticLockProvider;
+import io.github.dblock.test.LockNodes;
+import io.github.dblock.test.TestDatabase;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationHandler;
+import io.micrometer.observation.ObservationRegistry;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A PESSIMISTIC holder lets the JVM's gate go once the database granted it the row, so the next local thread waits
+ * in the server's row lock queue and is granted the row at the holder's commit. These tests check what that must not
+ * change: exclusion between the threads of one JVM (on connections of the provider's own and inside Spring
+ * transactions), fencing tokens in the order of the holds, at most one local thread waiting in the database, hold
+ * observations that all stop, reentrancy, and a LEASE caller of the same resource in the same JVM.
+ */
+class PessimisticLocalQueueTests {
+
+	private static final int THREADS = 6;
+
+	private static final int SECTIONS_PER_THREAD = 25;
+
+	private HikariDataSource pool;
+
+	private PessimisticLockProvider provider;
+
+	private LockTemplate node;
+
+	private final AtomicInteger started = new AtomicInteger();
+
+	private final AtomicInteger stopped = new AtomicInteger();
+
+	private final String resource = "pipelined-" + UUID.randomUUID();
+
+	@BeforeEach
+	void node() {
+		this.pool = TestDatabase.get().newDataSource(THREADS * 2 + 4);
+		LockNodes.migrateOnce(this.pool);
+		this.provider = (PessimisticLockProvider) LockNodes.provider(LockMode.PESSIMISTIC, this.pool);
+		this.node = new LockTemplate(List.of(this.provider, LockNodes.provider(LockMode.LEASE, this.pool)),
+				LockMode.PESSIMISTIC, Duration.ofSeconds(30), Duration.ofSeconds(30), "pipelined");
+		ObservationRegistry observations = ObservationRegistry.create();
+		observations.observationConfig().observationHandler(new ObservationHandler<>() {
+
+			@Override
+			public boolean supportsContext(Observation.Context context) {
+				return "distributed.lock.held".equals(context.getName());
+			}
+
+			@Override
+			public void onStart(Observation.Context context) {
+				PessimisticLocalQueueTests.this.started.incrementAndGet();
+			}
+
+			@Override
+			public void onStop(Observation.Context context) {
+				PessimisticLocalQueueTests.this.stopped.incrementAndGet();
+			}
+
+		});
+		this.node.setObservationRegistry(observations);
+	}
+
+	@AfterEach
+	void close() {
+		this.pool.close();
+	}
+
+	@Test
+	void threadsOnConnectionsOfTheirOwnTakeTurnsWithIncreasingTokensAndOneWaiterInTheDatabase() throws Exception {
+		Sections sections = new Sections();
+		AtomicInteger mostWaiters = new AtomicInteger();
+		runThreads(() -> {
+			try (LockHandle lock = this.node.acquire(this.resource)) {
+				mostWaiters.accumulateAndGet(waitersInDatabase(), Math::max);
+				sections.run(lock.fencingToken());
+			}
+		}, sections);
+		assertThat(mostWaiters.get()).as("local threads waiting in the server at once").isEqualTo(1);
+		assertThat(this.provider.connectionsInUse()).isZero();
+	}
+
+	@Test
+	void threadsInsideSpringTransactionsTakeTurnsWithIncreasingTokens() throws Exception {
+		Sections sections = new Sections();
+		AtomicInteger mostWaiters = new AtomicInteger();
+		runThreads(() -> this.node.executeWithoutResult(this.resource, (lock) -> {
+			mostWaiters.accumulateAndGet(waitersInDatabase(), Math::max);
+			sections.run(lock.fencingToken());
+		}), sections);
+		assertThat(mostWaiters.get()).as("local threads waiting in the server at once").isEqualTo(1);
+	}
+
+	/**
+	 * Statements of other sessions that mention this test's resource and are executing (state {@code Updating}, the
+	 * state of a statement waiting for a row lock on MariaDB and MySQL; a statement whose reply was already sent
+	 * is past it): with the lock held by the caller, those are waiters in the row's lock queue. The statements are
+	 * sent with their values inlined (client-side prepared statements), the resource as a hexadecimal literal.
+	 */
+	private int waitersInDatabase() {
+		String hex = java.util.HexFormat.of().formatHex(this.resource.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+		Integer count = new org.springframework.jdbc.core.JdbcTemplate(this.pool).queryForObject(
+				"SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND COMMAND = 'Query'"
+						+ " AND LOWER(STATE) = 'updating' AND LOWER(INFO) LIKE CONCAT('%', ?, '%')", Integer.class, hex);
+		return (count != null) ? count : 0;
+	}
+
+	@Test
+	void theHolderReentersWhileTheNextThreadWaitsInTheDatabase() throws Exception {
+		ExecutorService executor = Executors.newSingleThreadExecutor();
+		try (LockHandle outer = this.node.acquire(this.resource)) {
+			Future<Long> next = executor.submit(() -> {
+				try (LockHandle lock = this.node.acquire(this.resource)) {
+					return lock.fencingToken();
+				}
+			});
+			awaitConnections(2); // the next thread has the gate and waits in the server's row lock queue
+			try (LockHandle inner = this.node.acquire(this.resource)) {
+				assertThat(inner.fencingToken()).isEqualTo(outer.fencingToken());
+				assertThat(this.node.localHolds()).singleElement().satisfies((hold) -> assertThat(hold.holdCount()).isEqualTo(2));
+			}
+			assertThat(next).isNotDone();
+			outer.close();
+			assertThat(next.get(10, TimeUnit.SECONDS)).isGreaterThan(outer.fencingToken());
+		}
+		finally {
+			executor.shutdownNow();
+		}
+		assertThat(this.node.localResourceCount()).isZero();
+		assertThat(this.stopped.get()).isEqualTo(this.started.get()).isEqualTo(2);
+	}
+
+	@Test
+	void leaseCallersOfTheSameResourceInTheSameJvmStillTakeTurns() throws Exception {
+		Sections sections = new Sections();
+		AtomicInteger turn = new AtomicInteger();
+		LockOptions lease = LockOptions.defaults().withMode(LockMode.LEASE);
+		runThreads(() -> {
+			if (turn.incrementAndGet() % 2 == 0) {
+				this.node.executeWithoutResult(this.resource, lease, (lock) -> sections.run(-1));
+			}
+			else {
+				try (LockHandle lock = this.node.acquire(this.resource)) {
+					sections.run(-1);
+				}
+			}
+		}, sections);
+	}
+
+	private void runThreads(Section section, Sections sections) throws Exception {
+		ExecutorService executor = Executors.newFixedThreadPool(THREADS);
+		CountDownLatch start = new CountDownLatch(1);
+		List<Future<?>> futures = new ArrayList<>();
+		try {
+			for (int t = 0; t < THREADS; t++) {
+				futures.add(executor.submit(() -> {
+					start.await();
+					for (int i = 0; i < SECTIONS_PER_THREAD; i++) {
+						section.run();
+					}
+					return null;
+				}));
+			}
+			start.countDown();
+			for (Future<?> future : futures) {
+				future.get(60, TimeUnit.SECONDS);
+			}
+		}
+		finally {
+			executor.shutdownNow();
+		}
+		assertThat(sections.count()).isEqualTo(THREADS * SECTIONS_PER_THREAD);
+		assertThat(sections.overlaps()).as("sections that found another one inside").isZero();
+		List<Long> tokens = sections.tokens();
+		if (!tokens.contains(-1L)) {
+			List<Long> sorted = new ArrayList<>(tokens);
+			Collections.sort(sorted);
+			assertThat(tokens).as("tokens in the order of the holds").isEqualTo(sorted).doesNotHaveDuplicates();
+		}
+		assertThat(this.node.localResourceCount()).as("no local state left").isZero();
+		assertThat(this.node.localHolds()).isEmpty();
+		assertThat(this.stopped.get()).as("hold observations stopped").isEqualTo(this.started.get())
+			.isEqualTo(THREADS * SECTIONS_PER_THREAD);
+	}
+
+	private void awaitConnections(int count) throws InterruptedException {
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+		while (this.provider.connectionsInUse() < count) {
+			assertThat(System.nanoTime() - deadline).as("waited for %d lock connections", count).isNegative();
+			Thread.sleep(5);
+		}
+		Thread.sleep(50); // the waiter's statement reaches the server's lock queue
+	}
+
+	@FunctionalInterface
+	private interface Section {
+
+		void run() throws Exception;
+
+	}
+
+	/** Counts sections, the ones that found another section inside, and the tokens in the order of entry. */
+	private static final class Sections {
+
+		private final AtomicInteger inside = new AtomicInteger();
+
+		private final AtomicInteger overlaps = new AtomicInteger();
+
+		private final List<Long> tokens = Collections.synchronizedList(new ArrayList<>());
+
+		void run(long token) {
+			if (this.inside.incrementAndGet() != 1) {
+				this.overlaps.incrementAndGet();
+			}
+			this.tokens.add(token);
+			try {
+				Thread.sleep(1);
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
+			this.inside.decrementAndGet();
+		}
+
+		int count() {
+			return this.tokens.size();
+		}
+
+		int overlaps() {
+			return this.overlaps.get();
+		}
+
+		List<Long> tokens() {
+			return new ArrayList<>(this.tokens);
+		}
+
+	}
+
+}
