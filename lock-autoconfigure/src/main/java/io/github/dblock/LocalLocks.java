@@ -106,6 +106,13 @@ final class LocalLocks {
 		 */
 		volatile Thread holderThread;
 
+		/**
+		 * PESSIMISTIC releases of this entry that have completed (connection returned); guarded by the entry's
+		 * monitor, which is notified at each. A local thread that could not get a connection of its own while the
+		 * JVM's cap was reached waits for the next one.
+		 */
+		long releases;
+
 		/** Open handles of the holding thread (its hold count); written only by that thread. */
 		volatile int holds;
 

@@ -632,7 +632,7 @@ public class LockTemplate {
 					// this JVM just kept the lock for a whole hand-off budget: give other nodes' waiters their turn
 					TimeUnit.NANOSECONDS.sleep(Math.min(courtesy, lockRequest.remainingNanos()));
 				}
-				result = request.provider.acquire(lockRequest);
+				result = askDatabase(entry, request, lockRequest);
 			}
 			if (result.lock() == null) {
 				return new Attempt(null, result.holder());
@@ -774,6 +774,45 @@ public class LockTemplate {
 	}
 
 	/**
+	 * Asks the provider for the lock. A PESSIMISTIC holder of this JVM lets the next local thread wait in the
+	 * database, on a connection of its own; when the JVM's cap on such connections is reached, that thread waits in
+	 * the JVM for the local holder's release instead, as every local waiter did before, rather than fail with
+	 * {@link LockLimitExceededException}.
+	 */
+	private AcquireResult askDatabase(LocalLocks.Entry entry, Request request, LockRequest lockRequest)
+			throws InterruptedException {
+		while (true) {
+			try {
+				return request.provider.acquire(lockRequest);
+			}
+			catch (LockLimitExceededException ex) {
+				synchronized (entry) {
+					Thread holder = entry.holderThread;
+					if (holder == null) {
+						throw ex;
+					}
+					long released = entry.releases;
+					while (entry.releases == released) {
+						long remaining = lockRequest.remainingNanos();
+						if (remaining <= 0) {
+							return AcquireResult.busy(entry.holder + " (this JVM)");
+						}
+						TimeUnit.NANOSECONDS.timedWait(entry, remaining);
+					}
+				}
+			}
+		}
+	}
+
+	/** Counts a PESSIMISTIC holder's release as done (its connection is back) and wakes threads waiting for it. */
+	private static void signalReleased(LocalLocks.Entry entry) {
+		synchronized (entry) {
+			entry.releases++;
+			entry.notifyAll();
+		}
+	}
+
+	/**
 	 * Records the current thread as the entry's holder. A PESSIMISTIC previous holder may not have cleared its
 	 * fields yet (we were granted the row at its commit, and its thread clears them after): its hold observation is
 	 * stopped here, and it no longer clears anything (see {@link LocalLocks.Entry#holderThread}).
@@ -895,6 +934,7 @@ public class LockTemplate {
 				public void afterCompletion(int status) {
 					if (entry.holds == 0) {
 						clearGateless(entry, holder);
+						signalReleased(entry);
 					}
 					leave(entry);
 				}
@@ -907,6 +947,7 @@ public class LockTemplate {
 			released = lock.release();
 		}
 		finally {
+			signalReleased(entry);
 			leave(entry);
 		}
 		if (!released) {

@@ -13,6 +13,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import com.zaxxer.hikari.HikariDataSource;
+import io.github.dblock.jdbc.Backoff;
 import io.github.dblock.jdbc.PessimisticLockProvider;
 import io.github.dblock.test.LockNodes;
 import io.github.dblock.test.TestDatabase;
@@ -22,8 +23,10 @@ import io.micrometer.observation.ObservationRegistry;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * A PESSIMISTIC holder lets the JVM's gate go once the database granted it the row, so the next local thread waits
@@ -146,6 +149,37 @@ class PessimisticLocalQueueTests {
 		}
 		assertThat(this.node.localResourceCount()).isZero();
 		assertThat(this.stopped.get()).isEqualTo(this.started.get()).isEqualTo(2);
+	}
+
+	@Test
+	void atTheConnectionCapTheNextLocalThreadWaitsInTheJvmInsteadOfFailing() throws Exception {
+		PessimisticLockProvider capped = new PessimisticLockProvider(this.pool, LockNodes.TABLE,
+				LockNodes.dialect(this.pool), new DataSourceTransactionManager(this.pool), Duration.ofSeconds(5),
+				new Backoff(Duration.ofMillis(5), Duration.ofMillis(50)), 1);
+		LockTemplate oneConnection = new LockTemplate(List.of(capped), LockMode.PESSIMISTIC, Duration.ofSeconds(30),
+				Duration.ofSeconds(30), "capped");
+		ExecutorService executor = Executors.newSingleThreadExecutor();
+		try {
+			LockHandle held = oneConnection.acquire(this.resource);
+			Future<Long> next = executor.submit(() -> {
+				try (LockHandle lock = oneConnection.acquire(this.resource)) {
+					return lock.fencingToken();
+				}
+			});
+			Thread.sleep(200);
+			assertThat(next).as("waits for the local holder, no LockLimitExceededException").isNotDone();
+			assertThat(waitersInDatabase()).as("without a free connection it waits in the JVM").isZero();
+			assertThatThrownBy(() -> oneConnection.tryAcquire("other-" + this.resource))
+				.as("the cap still holds for other resources")
+				.isInstanceOf(LockLimitExceededException.class);
+			held.close();
+			assertThat(next.get(10, TimeUnit.SECONDS)).isGreaterThan(held.fencingToken());
+		}
+		finally {
+			executor.shutdownNow();
+		}
+		assertThat(capped.connectionsInUse()).isZero();
+		assertThat(oneConnection.localResourceCount()).isZero();
 	}
 
 	@Test
