@@ -62,7 +62,7 @@ class LocalHandOffTests {
 		assertThat(secondToken).isEqualTo(first.fencingToken() + 1);
 		assertThat(this.counting.executed()).as("hand-off and the second holder's release")
 			.singleElement()
-			.satisfies((sql) -> assertThat(sql).startsWith("UPDATE").contains("owner_token = NULL"));
+			.satisfies((sql) -> assertThat(sql).startsWith("UPDATE").contains("waiting_owner = NULL"));
 		try (LockHandle next = LockNodes.node(LockMode.LEASE, "other-node", this.pool).acquire(this.resource)) {
 			assertThat(next.fencingToken()).as("another node's token is above the whole block")
 				.isGreaterThan(first.fencingToken() + 1023);
@@ -74,7 +74,7 @@ class LocalHandOffTests {
 		try (LockHandle lock = this.node.acquire(this.resource)) {
 			this.counting.reset();
 		}
-		assertThat(this.counting.executed()).singleElement().satisfies((sql) -> assertThat(sql).contains("owner_token = NULL"));
+		assertThat(this.counting.executed()).singleElement().satisfies((sql) -> assertThat(sql).contains("waiting_owner = NULL"));
 		assertThat(LockNodes.node(LockMode.LEASE, "other-node", this.pool).tryAcquire(this.resource)).isPresent();
 	}
 
@@ -97,7 +97,7 @@ class LocalHandOffTests {
 		}
 		CompletableFuture.allOf(threads.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);
 		long takes = this.counting.executed().stream().filter((sql) -> sql.contains("SET owner_token = ?")).count();
-		long releases = this.counting.executed().stream().filter((sql) -> sql.contains("owner_token = NULL")).count();
+		long releases = this.counting.executed().stream().filter((sql) -> sql.contains("waiting_owner = NULL")).count();
 		assertThat(tokens).as("every holder's token differs, in the order they held the lock").doesNotHaveDuplicates()
 			.isSorted();
 		assertThat(takes).as("fewer database takes than holds: most were handed off").isLessThan(tokens.size());
@@ -158,9 +158,9 @@ class LocalHandOffTests {
 	}
 
 	/**
-	 * A waiter on another node announces itself in the row while it sleeps between attempts, and this JVM's queued
-	 * threads, learning of it in the release at the end of a hand-off chain, hold back until its announced attempt: it
-	 * gets every one of its turns although this JVM never stops asking for the lock.
+	 * A waiter on another node makes itself the next in line in the row while it sleeps between attempts, and the
+	 * release at the end of this JVM's hand-off chain hands the lease straight to it: it gets every one of its turns
+	 * although this JVM never stops asking for the lock.
 	 */
 	@Test
 	void aWaiterOnAnotherNodeAnnouncesItselfAndGetsItsTurns() throws Exception {
@@ -183,9 +183,9 @@ class LocalHandOffTests {
 			CompletableFuture.allOf(locals.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);
 		}
 		assertThat(otherCounting.executed()).as("the other node announced itself while it waited")
-			.anySatisfy((sql) -> assertThat(sql).contains("SET waiting_until"));
+			.anySatisfy((sql) -> assertThat(sql).contains("SET waiting_owner"));
 		assertThat(this.counting.executed()).as("this JVM learned of it in its releases")
-			.anySatisfy((sql) -> assertThat(sql).contains("owner_token = NULL").contains("waiting_until"));
+			.anySatisfy((sql) -> assertThat(sql).contains("waiting_owner = NULL").contains("waiting_until"));
 	}
 
 	private List<CompletableFuture<Void>> localStream(LockTemplate template, int threads, long forNanos) {

@@ -71,6 +71,14 @@ import org.springframework.dao.DataAccessException;
  * Read/write locks ({@link LockType#READ}, {@link LockType#WRITE}) are leases too, in tables of their own
  * ({@code <table>_rw}, {@code <table>_rw_hold}), renewed on the same scheduler: see {@code ReadWriteLeases}.
  * <p>
+ * Waiters on other nodes: one at a time makes itself the next in line in the row ({@code waiting_owner}, with an
+ * announcement that runs out, {@code waiting_until}); the holder's release hands the lease straight to it, and its
+ * next attempt takes the row as its owner, so no other node and no thread of the releasing JVM can take the lock in
+ * between. While the lease it waits for is young (a chain of local hand-offs in the holder's JVM, which ends within
+ * 10 ms while another node waits) it tries every couple of milliseconds, with statements that write nothing. A
+ * waiter that gives up takes itself out of line and frees a lease handed to it meanwhile; one that dies holds the
+ * lock up for the rest of its announcement plus a second at most.
+ * <p>
  * Broken connections (a restarted server, a killed connection, a pool that cannot connect) are retried with
  * backoff until the caller's deadline. One owner token serves the whole acquisition, and the take also matches a
  * row that already carries it, so a take that committed just before its connection broke is taken over by the
@@ -97,11 +105,26 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 
 	/**
 	 * The same while another node wants the lock too ({@link #contended}): its threads wait for the whole chain, so
-	 * chains are kept shorter and the lock changes node about every 50 ms instead of every 200 ms. Each change of node
-	 * leaves the lock idle until the other node's next poll (a few ms): in the benchmark's 2-JVM scenario with a 1 ms
-	 * hold, 20 ms chains cost a fifth of the throughput for a similar p99 wait, so 50 ms.
+	 * chains are kept short and the lock changes node about every 10 ms instead of every 200 ms. A change of node costs
+	 * the release (which hands the lease to the waiter next in line), that waiter's next poll (at most
+	 * {@link #NEXT_IN_LINE_POLL_NANOS} away) and its take: a couple of milliseconds on a server that flushes its log
+	 * at every commit. (Before the hand-over, a change of node left the lock idle until the other node's next poll at
+	 * the first back-off step, and 50 ms chains were the better trade.)
 	 */
-	private static final long CONTENDED_HAND_OFF_BUDGET_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+	private static final long CONTENDED_HAND_OFF_BUDGET_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
+
+	/**
+	 * How often, at most, the waiter next in line tries again while the lease it waits for is younger than
+	 * {@link #HAND_OFF_BUDGET_NANOS} (a chain of another JVM that ends soon and hands the lease to it): each try is a
+	 * take that matches nothing and a read, neither of which writes.
+	 */
+	private static final long NEXT_IN_LINE_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
+
+	/**
+	 * How long an announcement as next in line lasts at least; renewed by the waiter's attempts before it runs out.
+	 * A waiter that dies while next in line holds the lock up after the release for the rest of it plus a second.
+	 */
+	private static final long NEXT_IN_LINE_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
 
 	/**
 	 * Resources another node wanted in the last second: an acquisition here had to wait for another owner, or a
@@ -146,13 +169,13 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 		this.takeSql = "UPDATE " + t + " SET owner_token = ?, holder = ?, fencing_token = LAST_INSERT_ID(GREATEST("
 				+ "fencing_token + " + TOKEN_BLOCK + ", " + LockRows.SERVER_MICROS + "))"
 				+ ", acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND"
+				// a taker that had put itself in line is out of line now (else its release would hand the lease to itself)
+				+ ", waiting_owner = IF(waiting_owner = ?, NULL, waiting_owner)"
 				+ " WHERE resource = ? AND (" + LockRows.FREE + " OR owner_token = ?)";
 		this.insertSql = "INSERT INTO " + t + " (resource, owner_token, holder, fencing_token, acquired_at, expires_at)"
 				+ " VALUES (?, ?, ?, LAST_INSERT_ID(" + LockRows.SERVER_MICROS + "), UTC_TIMESTAMP(6),"
 				+ " UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)";
-		this.releaseSql = "UPDATE " + t + " SET owner_token = NULL,"
-				+ " expires_at = GREATEST(UTC_TIMESTAMP(6), acquired_at + INTERVAL ? MICROSECOND), "
-				+ LockRows.READ_AND_CLEAR_WAITER
+		this.releaseSql = "UPDATE " + t + " SET " + LockRows.RELEASE_ASSIGNMENTS
 				+ " WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)";
 		this.renewSql = "UPDATE " + t + " SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND"
 				+ " WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)";
@@ -170,43 +193,60 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 		// matches the row by this token and takes it again instead of waiting for its own unknown lease to end.
 		String owner = UUID.randomUUID().toString();
 		int outages = 0;
-		for (int attempt = 0;; attempt++) {
-			Attempt result;
-			try {
-				if (attempt == 1) {
-					this.contended.add(request.resource());
+		boolean announced = false;
+		boolean acquired = false;
+		try {
+			for (int attempt = 0;; attempt++) {
+				Attempt result;
+				try {
+					if (attempt == 1) {
+						this.contended.add(request.resource());
+					}
+					result = attemptOnce(request, owner, this.contended.contains(request.resource()));
 				}
-				result = attemptOnce(request, owner, this.contended.contains(request.resource()));
-			}
-			catch (DataAccessException ex) {
-				if (!JdbcLockSupport.isConnectionFailure(ex) || request.remainingNanos() <= 0) {
-					throw ex;
+				catch (DataAccessException ex) {
+					if (!JdbcLockSupport.isConnectionFailure(ex) || request.remainingNanos() <= 0) {
+						throw ex;
+					}
+					if (outages++ == 0) {
+						logger.warn("Lost the connection to the lock database while acquiring '" + request.resource()
+								+ "'; retrying until the wait time ends: " + ex.getMostSpecificCause());
+					}
+					result = Attempt.NONE;
 				}
-				if (outages++ == 0) {
-					logger.warn("Lost the connection to the lock database while acquiring '" + request.resource()
-							+ "'; retrying until the wait time ends: " + ex.getMostSpecificCause());
+				if (result.lock != null) {
+					acquired = true;
+					return AcquireResult.acquired(result.lock);
 				}
-				result = Attempt.NONE;
+				long remaining = request.remainingNanos();
+				if (remaining <= 0) {
+					return AcquireResult.busy(result.holderDescription());
+				}
+				if (Thread.interrupted()) {
+					throw new InterruptedException();
+				}
+				// A lease taken less than a hand-off budget ago may be a chain of this holder's JVM, which ends within the
+				// budget (10 ms while contended) and then hands the lease to the waiter next in line: that one polls every
+				// couple of milliseconds meanwhile, so that it is there when the chain ends; other waiters poll at the first
+				// back-off step, and a longer hold gets the growing back-off.
+				boolean young = result.heldForNanos < HAND_OFF_BUDGET_NANOS;
+				long pause = this.backoff.pauseNanos(young ? 0 : attempt, result.leaseRemainingNanos, remaining);
+				if (result.leaseRemainingNanos > 0 && pause < remaining) {
+					boolean nextInLine = result.nextInLine(owner, pause + this.backoff.initial().toNanos())
+							|| announceSuccessor(request, owner, pause);
+					announced |= nextInLine;
+					if (nextInLine && young) {
+						pause = Math.min(pause, NEXT_IN_LINE_POLL_NANOS / 2
+								+ java.util.concurrent.ThreadLocalRandom.current().nextLong(NEXT_IN_LINE_POLL_NANOS / 2 + 1));
+					}
+				}
+				TimeUnit.NANOSECONDS.sleep(pause);
 			}
-			if (result.lock != null) {
-				return AcquireResult.acquired(result.lock);
+		}
+		finally {
+			if (announced && !acquired) {
+				withdraw(request, owner);
 			}
-			long remaining = request.remainingNanos();
-			if (remaining <= 0) {
-				return AcquireResult.busy(result.holderDescription());
-			}
-			if (Thread.interrupted()) {
-				throw new InterruptedException();
-			}
-			// A lease taken less than a hand-off budget ago may be a chain of this holder's JVM, which ends within the
-			// budget (50 ms while contended) and then holds back for us if we announced ourselves: poll at the first
-			// back-off step meanwhile, so that we are there when it ends; a longer hold gets the growing back-off.
-			long pause = this.backoff.pauseNanos((result.heldForNanos < HAND_OFF_BUDGET_NANOS) ? 0 : attempt,
-					result.leaseRemainingNanos, remaining);
-			if (result.leaseRemainingNanos > 0 && pause < remaining) {
-				announceWaiter(request, pause);
-			}
-			TimeUnit.NANOSECONDS.sleep(pause);
 		}
 	}
 
@@ -243,8 +283,8 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 					return new Attempt(leased(request, owner, token, sentAt, contended), null, 0);
 				}
 				LockRows.Peek peek = this.rows.peek(connection, request.resource(), timeout);
-				last = (peek != null)
-						? new Attempt(null, peek.holderDescription(), peek.leaseRemainingNanos(), peek.heldForNanos()) : null;
+				last = (peek != null) ? new Attempt(null, peek.holderDescription(), peek.leaseRemainingNanos(),
+						peek.heldForNanos(), peek) : null;
 				if (last != null && last.leaseRemainingNanos > 0) {
 					return last;
 				}
@@ -262,21 +302,39 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	}
 
 	/**
-	 * Tells the holder's JVM that this node waits and will try again after {@code pauseNanos} (plus the initial
-	 * back-off as a margin for waking up and reaching the server), so that its queued threads hold back until then
-	 * when the lease comes back to the database (see {@link Hold#handOffCourtesyNanos()}). Only a hint: a failure is
-	 * logged and the wait goes on.
+	 * Makes this waiter the next in line unless another live waiter is (see {@link LockRows#announceSuccessor}), for
+	 * at least {@link #NEXT_IN_LINE_NANOS} and past its next attempt after {@code pauseNanos} (plus the initial
+	 * back-off as a margin for waking up and reaching the server): the holder's release then hands the lease straight
+	 * to it. Only a hint: a failure is logged and the wait goes on.
+	 * @return whether this waiter is next in line
 	 */
-	private void announceWaiter(LockRequest request, long pauseNanos) {
+	private boolean announceSuccessor(LockRequest request, String owner, long pauseNanos) {
 		try {
-			this.jdbc.execute("announce a waiter for lock '" + request.resource() + "'", (connection) -> {
-				this.rows.announceWaiter(connection, request.resource(), pauseNanos + this.backoff.initial().toNanos(),
-						this.jdbc.queryTimeoutSeconds(request.remainingNanos()));
+			return this.jdbc.execute("announce a waiter for lock '" + request.resource() + "'",
+					(connection) -> this.rows.announceSuccessor(connection, request.resource(), owner,
+							Math.max(NEXT_IN_LINE_NANOS, pauseNanos + 2 * this.backoff.initial().toNanos()),
+							this.jdbc.queryTimeoutSeconds(request.remainingNanos())));
+		}
+		catch (DataAccessException ex) {
+			logger.debug("Could not announce a waiter for lock '" + request.resource() + "'", ex);
+			return false;
+		}
+	}
+
+	/**
+	 * A waiter that was next in line gives up: a lease handed to it meanwhile is freed at once, instead of holding
+	 * the lock up until it runs out. A failure is logged; the lease or announcement then runs out on its own.
+	 */
+	private void withdraw(LockRequest request, String owner) {
+		try {
+			this.jdbc.execute("withdraw a waiter for lock '" + request.resource() + "'", (connection) -> {
+				this.rows.withdraw(connection, request.resource(), owner, this.jdbc.statementTimeoutSeconds());
 				return null;
 			});
 		}
 		catch (DataAccessException ex) {
-			logger.debug("Could not announce a waiter for lock '" + request.resource() + "'", ex);
+			logger.warn("Could not withdraw a waiter for lock '" + request.resource() + "'; a lease handed to it ends "
+					+ "within about a second: " + ex.getMostSpecificCause());
 		}
 	}
 
@@ -288,8 +346,9 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 			ps.setString(1, owner);
 			ps.setString(2, request.holder());
 			ps.setLong(3, leaseMicros);
-			ps.setBytes(4, LockRows.bytes(request.resource()));
-			ps.setString(5, owner);
+			ps.setString(4, owner);
+			ps.setBytes(5, LockRows.bytes(request.resource()));
+			ps.setString(6, owner);
 			int matched = ps.executeUpdate();
 			JdbcLockSupport.commitIfNeeded(connection);
 			return (matched == 1) ? this.rows.fencingToken(connection, ps, request.resource(), owner, timeout) : null;
@@ -372,14 +431,16 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 		return this.jdbc.execute("release lock '" + lock.resource + "'", (connection) -> {
 			try (PreparedStatement ps = connection.prepareStatement(this.releaseSql, Statement.RETURN_GENERATED_KEYS)) {
 				ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
-				ps.setLong(1, lock.minHoldMicros);
-				ps.setBytes(2, LockRows.bytes(lock.resource));
-				ps.setString(3, lock.ownerToken);
+				for (int i = 1; i <= 4; i++) {
+					ps.setLong(i, lock.minHoldMicros);
+				}
+				ps.setBytes(5, LockRows.bytes(lock.resource));
+				ps.setString(6, lock.ownerToken);
 				int matched = ps.executeUpdate();
 				JdbcLockSupport.commitIfNeeded(connection);
 				if (matched == 1) {
 					lock.announcedWaitNanos = this.rows.announcedWaitNanos(ps);
-					if (lock.announcedWaitNanos > 0) {
+					if (lock.announcedWaitNanos > 0 || lock.announcedWaitNanos == LockRows.HANDED_OVER) {
 						this.contended.add(lock.resource);
 					}
 				}
@@ -404,12 +465,17 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 
 	/** The result of one attempt: a lock, or what was learned about the holder. */
 	private record Attempt(@Nullable HeldLock lock, @Nullable String holderDescription, long leaseRemainingNanos,
-			long heldForNanos) {
+			long heldForNanos, LockRows.@Nullable Peek peek) {
 
-		static final Attempt NONE = new Attempt(null, null, 0, Long.MAX_VALUE);
+		static final Attempt NONE = new Attempt(null, null, 0, Long.MAX_VALUE, null);
 
 		Attempt(@Nullable HeldLock lock, @Nullable String holderDescription, long leaseRemainingNanos) {
-			this(lock, holderDescription, leaseRemainingNanos, Long.MAX_VALUE);
+			this(lock, holderDescription, leaseRemainingNanos, Long.MAX_VALUE, null);
+		}
+
+		/** Whether the row, as read by this attempt, has the given owner next in line for at least {@code nanos}. */
+		boolean nextInLine(String owner, long nanos) {
+			return this.peek != null && this.peek.nextInLine(owner, nanos);
 		}
 
 	}
@@ -543,6 +609,9 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 		public long handOffCourtesyNanos() {
 			Backoff backoff = LeaseLockProvider.this.backoff;
 			long announced = this.lease.announcedWaitNanos;
+			if (announced == LockRows.HANDED_OVER) {
+				return 0; // the lease went straight to the waiter next in line: local threads cannot take it anyway
+			}
 			if (announced < 0) {
 				// this driver cannot say whether anybody waits: after a spent time budget assume a waiter polling at the
 				// longest back-off (a used-up token block alone just takes the row again)

@@ -35,6 +35,10 @@ final class LockRows {
 
 	private final String announceSql;
 
+	private final String successorSql;
+
+	private final String withdrawSql;
+
 	/**
 	 * Whether the driver has returned a fencing token through the generated keys of a statement (see
 	 * {@link #fencingToken}): only then can a release read a waiter's announcement the same way.
@@ -44,26 +48,58 @@ final class LockRows {
 	LockRows(LockTable table) {
 		String t = table.quoted();
 		this.peekSql = "SELECT holder, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at),"
-				+ " TIMESTAMPDIFF(MICROSECOND, acquired_at, UTC_TIMESTAMP(6)) FROM " + t + " WHERE resource = ?";
+				+ " TIMESTAMPDIFF(MICROSECOND, acquired_at, UTC_TIMESTAMP(6)), waiting_owner,"
+				+ " TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), waiting_until) FROM " + t + " WHERE resource = ?";
 		this.insertFreeSql = "INSERT INTO " + t + " (resource, owner_token, holder, fencing_token, acquired_at, expires_at)"
 				+ " VALUES (?, NULL, NULL, " + SERVER_MICROS + ", UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))";
 		this.tokenSql = "SELECT fencing_token FROM " + t + " WHERE resource = ? AND owner_token = ?";
 		this.announceSql = "UPDATE " + t + " SET waiting_until = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND"
 				+ " WHERE resource = ? AND expires_at > UTC_TIMESTAMP(6)";
+		this.successorSql = "UPDATE " + t + " SET waiting_owner = ?, waiting_until = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND"
+				+ " WHERE resource = ? AND expires_at > UTC_TIMESTAMP(6) AND (owner_token IS NULL OR owner_token <> ?)"
+				+ " AND (waiting_owner IS NULL OR waiting_owner = ? OR waiting_until IS NULL"
+				+ " OR waiting_until <= UTC_TIMESTAMP(6))";
+		// assignments run left to right and later ones see earlier results (MySQL and MariaDB without
+		// SIMULTANEOUS_ASSIGNMENT): expires_at and owner_token are only read before they change
+		this.withdrawSql = "UPDATE " + t + " SET expires_at = IF(owner_token = ?, UTC_TIMESTAMP(6), expires_at),"
+				+ " owner_token = IF(owner_token = ?, NULL, owner_token),"
+				+ " waiting_owner = IF(waiting_owner = ?, NULL, waiting_owner)"
+				+ " WHERE resource = ? AND (owner_token = ? OR waiting_owner = ?)";
 	}
 
 	/**
-	 * The assignment a release adds to learn, in the same round trip, whether a waiter on another node announced
-	 * itself: it clears {@code waiting_until} and hands the microseconds until the announced attempt (0 if none or
-	 * past) to the client through {@code LAST_INSERT_ID(expr)}, like the fencing token of a take; read it with
-	 * {@link #announcedWaitNanos}. The {@code IF} only evaluates that call: both branches clear the column.
+	 * Whether a release hands the lease to the waiter next in line ({@code waiting_owner}): one is set, its
+	 * announcement has not run out, and the holder's minimum hold time has passed. One bind parameter: the minimum
+	 * hold time in microseconds. Reads only columns that {@link #RELEASE_ASSIGNMENTS} changes after reading them.
 	 */
-	static final String READ_AND_CLEAR_WAITER = "waiting_until = IF(LAST_INSERT_ID(GREATEST(0, COALESCE("
-			+ "TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), waiting_until), 0))) > 0, NULL, NULL)";
+	private static final String HAND_OVER = "(waiting_owner IS NOT NULL AND waiting_until > UTC_TIMESTAMP(6)"
+			+ " AND acquired_at + INTERVAL ? MICROSECOND <= UTC_TIMESTAMP(6))";
+
+	/**
+	 * The assignments of a LEASE release ({@code UPDATE t SET ... WHERE resource = ? AND owner_token = ? AND lease
+	 * running}). With a live waiter next in line ({@link #HAND_OVER}) the lease goes straight to it: its owner token
+	 * becomes the row's, with a lease until its announcement runs out plus a second, and its next attempt takes the
+	 * row as its own (a take matches a row that carries its owner token), so nobody else can take the lock in between
+	 * and no local thread of the releasing JVM has to hold back. Otherwise the row is freed ({@code expires_at} = now,
+	 * or the end of the minimum hold time). Either way the announcement is cleared, and the client learns in the same
+	 * round trip, through {@code LAST_INSERT_ID(expr)} (read with {@link #announcedWaitNanos}): 1 for a hand-over,
+	 * else the microseconds until the attempt a waiter announced (at least 2; a PESSIMISTIC waiter, which cannot be
+	 * handed a lease, or one next in line while the minimum hold time runs), or 0 if none did.
+	 * <p>
+	 * Bind parameters: the minimum hold time in microseconds, four times. Assignments run left to right and later
+	 * ones see earlier results (MySQL, and MariaDB without {@code SIMULTANEOUS_ASSIGNMENT}; with it every one reads
+	 * the old row, which gives the same result): each column is read only by assignments before its own.
+	 */
+	static final String RELEASE_ASSIGNMENTS = "expires_at = IF(" + HAND_OVER
+			+ ", waiting_until + INTERVAL 1 SECOND, GREATEST(UTC_TIMESTAMP(6), acquired_at + INTERVAL ? MICROSECOND)),"
+			+ " owner_token = IF(" + HAND_OVER + ", waiting_owner, NULL),"
+			+ " waiting_until = IF(LAST_INSERT_ID(IF(" + HAND_OVER + ", 1, IF(waiting_until > UTC_TIMESTAMP(6),"
+			+ " GREATEST(2, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), waiting_until)), 0))) > 0, NULL, NULL),"
+			+ " waiting_owner = NULL";
 
 	/**
 	 * Announces that a waiter will try again within {@code nanos}, on a row whose lease still runs (a free row is left
-	 * alone), as its own autocommit statement. A hint for the holder's JVM (see {@link #READ_AND_CLEAR_WAITER}); the
+	 * alone), as its own autocommit statement. A hint for the holder's JVM (see {@link #RELEASE_ASSIGNMENTS}); the
 	 * caller may ignore a failure.
 	 */
 	void announceWaiter(Connection connection, String resource, long nanos, int timeoutSeconds) throws SQLException {
@@ -77,16 +113,61 @@ final class LockRows {
 	}
 
 	/**
-	 * The wait a waiter announced, read from a statement with {@link #READ_AND_CLEAR_WAITER} (prepared with
-	 * {@code RETURN_GENERATED_KEYS}): nanoseconds until its announced attempt, 0 if nobody announced one; -1 if this
-	 * driver does not return such values (then nobody can be known to wait).
+	 * Makes a LEASE waiter the next in line for a row whose lease still runs and whose holder is not the waiter
+	 * itself, unless another live waiter already is: {@code waiting_owner} = its owner token and {@code waiting_until}
+	 * = now + {@code nanos}. The holder's release then hands the lease straight to it (see
+	 * {@link #RELEASE_ASSIGNMENTS}). A waiter that is already next in line extends its announcement.
+	 * @return whether the waiter is next in line now
+	 */
+	boolean announceSuccessor(Connection connection, String resource, String owner, long nanos, int timeoutSeconds)
+			throws SQLException {
+		try (PreparedStatement ps = connection.prepareStatement(this.successorSql)) {
+			ps.setQueryTimeout(timeoutSeconds);
+			ps.setString(1, owner);
+			ps.setLong(2, Math.max(1, TimeUnit.NANOSECONDS.toMicros(nanos)));
+			ps.setBytes(3, bytes(resource));
+			ps.setString(4, owner);
+			ps.setString(5, owner);
+			int matched = ps.executeUpdate();
+			JdbcLockSupport.commitIfNeeded(connection);
+			return matched == 1;
+		}
+	}
+
+	/**
+	 * Withdraws a waiter that gives up: frees the row if a release handed the lease to it meanwhile, and takes it
+	 * out of line. Safe to run when neither applies (it then matches nothing).
+	 */
+	void withdraw(Connection connection, String resource, String owner, int timeoutSeconds) throws SQLException {
+		try (PreparedStatement ps = connection.prepareStatement(this.withdrawSql)) {
+			ps.setQueryTimeout(timeoutSeconds);
+			ps.setString(1, owner);
+			ps.setString(2, owner);
+			ps.setString(3, owner);
+			ps.setBytes(4, bytes(resource));
+			ps.setString(5, owner);
+			ps.setString(6, owner);
+			ps.executeUpdate();
+			JdbcLockSupport.commitIfNeeded(connection);
+		}
+	}
+
+	/** What {@link #announcedWaitNanos} returns when the release handed the lease to the waiter next in line. */
+	static final long HANDED_OVER = -2;
+
+	/**
+	 * What a release with {@link #RELEASE_ASSIGNMENTS} (prepared with {@code RETURN_GENERATED_KEYS}) learned:
+	 * {@link #HANDED_OVER} if it handed the lease to the waiter next in line; else nanoseconds until the attempt a
+	 * waiter announced, 0 if nobody did; -1 if this driver does not return such values (then nobody can be known to
+	 * wait).
 	 */
 	long announcedWaitNanos(PreparedStatement executed) throws SQLException {
 		if (!this.generatedKeysSeen) {
 			return -1;
 		}
 		try (ResultSet keys = executed.getGeneratedKeys()) {
-			return keys.next() ? TimeUnit.MICROSECONDS.toNanos(Math.max(0, keys.getLong(1))) : 0;
+			long value = keys.next() ? keys.getLong(1) : 0;
+			return (value == 1) ? HANDED_OVER : TimeUnit.MICROSECONDS.toNanos(Math.max(0, value));
 		}
 	}
 
@@ -113,7 +194,8 @@ final class LockRows {
 					return null;
 				}
 				return new Peek(rs.getString(1), TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(2))),
-						TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(3))));
+						TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(3))), rs.getString(4),
+						TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(5))));
 			}
 			finally {
 				JdbcLockSupport.commitIfNeeded(connection);
@@ -174,8 +256,16 @@ final class LockRows {
 	 * @param holder the (last) holder's description
 	 * @param leaseRemainingNanos time until the lease ends on the server's clock, zero if it has ended
 	 * @param heldForNanos time since the row was last taken ({@code acquired_at}) on the server's clock
+	 * @param waitingOwner the owner token of the LEASE waiter next in line, if any (see {@link #announceSuccessor})
+	 * @param waitingRemainingNanos time until the announcement in {@code waiting_until} runs out, zero if it has
 	 */
-	record Peek(@Nullable String holder, long leaseRemainingNanos, long heldForNanos) {
+	record Peek(@Nullable String holder, long leaseRemainingNanos, long heldForNanos, @Nullable String waitingOwner,
+			long waitingRemainingNanos) {
+
+		/** Whether the given owner is next in line for at least {@code nanos} more. */
+		boolean nextInLine(String owner, long nanos) {
+			return owner.equals(this.waitingOwner) && this.waitingRemainingNanos > nanos;
+		}
 
 		@Nullable
 		String holderDescription() {

@@ -36,7 +36,7 @@ public final class LockSchema {
 
 	/** Columns the lock providers need. */
 	static final Set<String> REQUIRED_COLUMNS = Set.of("resource", "owner_token", "holder", "fencing_token",
-			"acquired_at", "expires_at", "waiting_until");
+			"acquired_at", "expires_at", "waiting_until", "waiting_owner");
 
 	private static final Log logger = LogFactory.getLog(LockSchema.class);
 
@@ -110,7 +110,7 @@ public final class LockSchema {
 			throw new IllegalStateException("Lock table '" + table + "' does not exist in schema '" + schema
 					+ "' and migrations are switched off (" + property + "=false). Create it with "
 					+ MIGRATION_LOCATION + "/V1__create_lock_table.sql and the later scripts there in version order "
-					+ "(V2 for READ and WRITE locks, V3 for semaphores, V4 for idempotency keys, V5__add_waiting_until.sql), "
+					+ "(V2 for READ and WRITE locks, V3 for semaphores, V4 for idempotency keys, V5__add_waiting_until.sql, V6__add_waiting_owner.sql), "
 					+ "or set " + property + "=true.");
 		}
 		List<String> missing = new ArrayList<>();

@@ -65,7 +65,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class DistributedLockAutoConfigurationTests {
 
-	private static final String MISSING_COLUMNS = "[acquired_at, expires_at, fencing_token, holder, owner_token, waiting_until]";
+	private static final String MISSING_COLUMNS = "[acquired_at, expires_at, fencing_token, holder, owner_token, waiting_owner, waiting_until]";
 
 	private static HikariDataSource adminPool;
 

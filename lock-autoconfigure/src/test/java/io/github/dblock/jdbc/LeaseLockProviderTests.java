@@ -43,7 +43,7 @@ class LeaseLockProviderTests {
 				assertThat(counting.executed()).as("reentry and inner release").hasSize(1);
 			}
 			assertThat(counting.executed()).hasSize(2);
-			assertThat(counting.executed().get(1)).startsWith("UPDATE").contains("owner_token = NULL");
+			assertThat(counting.executed().get(1)).startsWith("UPDATE").contains("waiting_owner = NULL");
 			assertThat(counting.warnings()).isEmpty();
 		}
 	}
