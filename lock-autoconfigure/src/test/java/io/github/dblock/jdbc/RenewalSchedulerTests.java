@@ -62,11 +62,11 @@ class RenewalSchedulerTests {
 
 	@Test
 	void thePacerStopsWhenNoRenewalWasScheduledForTheIdleTimeAndStartsAgainWithTheNext() throws Exception {
-		RenewalScheduler scheduler = new RenewalScheduler(2, DAEMONS, TimeUnit.MILLISECONDS.toNanos(10),
-				TimeUnit.MILLISECONDS.toNanos(50));
+		// the pacer's first run finds the idle time (1 ns) over; its 1 s period leaves time to look at the queue
+		RenewalScheduler scheduler = new RenewalScheduler(2, DAEMONS, TimeUnit.SECONDS.toNanos(1), 1);
 		try {
 			scheduler.scheduleWithFixedDelay(() -> { }, 10, 10, TimeUnit.SECONDS).cancel(false);
-			long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+			long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
 			while (!scheduler.getQueue().isEmpty() && System.nanoTime() < deadline) {
 				Thread.sleep(10);
 			}
