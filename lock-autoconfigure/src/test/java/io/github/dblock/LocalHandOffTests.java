@@ -60,7 +60,7 @@ class LocalHandOffTests {
 		first.close();
 		long secondToken = second.get(10, TimeUnit.SECONDS);
 		assertThat(secondToken).isEqualTo(first.fencingToken() + 1);
-		assertThat(this.counting.executed()).as("hand-off and the second holder's release")
+		assertThat(this.counting.statements()).as("hand-off and the second holder's release")
 			.singleElement()
 			.satisfies((sql) -> assertThat(sql).startsWith("UPDATE").contains("waiting_owner = NULL"));
 		try (LockHandle next = LockNodes.node(LockMode.LEASE, "other-node", this.pool).acquire(this.resource)) {

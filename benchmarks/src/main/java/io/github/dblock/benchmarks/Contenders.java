@@ -83,7 +83,7 @@ public final class Contenders {
 		Backoff backoff = new Backoff(Duration.ofMillis(10), Duration.ofMillis(200));
 		DataSourceTransactionManager transactions = new DataSourceTransactionManager(dataSource);
 		return new LockTemplate(List.of(
-				new LeaseLockProvider(dataSource, table, statementTimeout, backoff.initial(), backoff.max()),
+				new LeaseLockProvider(dataSource, table, dialect, statementTimeout, backoff.initial(), backoff.max()),
 				new PessimisticLockProvider(dataSource, table, dialect, transactions, statementTimeout, backoff, 64),
 				new OptimisticLockProvider(dataSource, table, transactions, statementTimeout, backoff, 1000)), mode,
 				WAIT, LEASE, node);

@@ -66,7 +66,9 @@ class LockJdbcConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	LeaseLockProvider leaseLockProvider(DistributedLockProperties properties, LockSchemaInitializer schema) {
-		return new LeaseLockProvider(schema.getDataSource(), schema.getTable(),
+		LockDialect dialect = (properties.getDialect() != null) ? properties.getDialect()
+				: LockDialect.of(schema.getServer());
+		return new LeaseLockProvider(schema.getDataSource(), schema.getTable(), dialect,
 				properties.getStatementTimeout(), properties.getRetry().getInitialBackoff(),
 				properties.getRetry().getMaxBackoff());
 	}

@@ -32,6 +32,23 @@ public final class CountingDataSource extends DelegatingDataSource {
 		return List.copyOf(this.executed);
 	}
 
+	/**
+	 * Like {@link #executed()}, with MariaDB's per-statement bound ({@code SET STATEMENT max_statement_time=n FOR })
+	 * taken off the front, for tests that check which statements ran rather than how they were bounded.
+	 */
+	public List<String> statements() {
+		return this.executed.stream().map(CountingDataSource::withoutBound).toList();
+	}
+
+	/** The statement without a leading {@code SET STATEMENT ... FOR }. */
+	public static String withoutBound(String sql) {
+		if (!sql.startsWith("SET STATEMENT ")) {
+			return sql;
+		}
+		int statement = sql.indexOf(" FOR ");
+		return (statement < 0) ? sql : sql.substring(statement + " FOR ".length());
+	}
+
 	/** SQL warnings the server reported for executed statements, as "message (sql)". */
 	public List<String> warnings() {
 		return List.copyOf(this.warnings);

@@ -77,7 +77,8 @@ public final class LockNodes implements AutoCloseable {
 	public static LockProvider provider(LockMode mode, DataSource dataSource, LockDialect dialect) {
 		Backoff backoff = new Backoff(Duration.ofMillis(5), Duration.ofMillis(50));
 		return switch (mode) {
-			case LEASE -> new LeaseLockProvider(dataSource, TABLE, Duration.ofSeconds(5), backoff.initial(), backoff.max());
+			case LEASE -> new LeaseLockProvider(dataSource, TABLE, dialect, Duration.ofSeconds(5), backoff.initial(),
+					backoff.max());
 			case PESSIMISTIC -> new PessimisticLockProvider(dataSource, TABLE, dialect,
 					new DataSourceTransactionManager(dataSource), Duration.ofSeconds(5), backoff, 64);
 			case OPTIMISTIC -> new OptimisticLockProvider(dataSource, TABLE, new DataSourceTransactionManager(dataSource),
