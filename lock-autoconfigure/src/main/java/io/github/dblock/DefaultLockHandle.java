@@ -1,6 +1,7 @@
 package io.github.dblock;
 
 import io.github.dblock.spi.HeldLock;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A {@link LockHandle} for one hold of a resource's {@link LocalLocks.Entry}.
@@ -19,11 +20,16 @@ final class DefaultLockHandle implements LockHandle {
 
 	private volatile boolean closed;
 
-	DefaultLockHandle(LockTemplate template, LocalLocks.Entry entry, HeldLock lock, LockMode mode) {
+	/** The PESSIMISTIC acquisition this hold belongs to, {@code null} for a LEASE hold. */
+	private final LocalLocks.@Nullable Gateless gateless;
+
+	DefaultLockHandle(LockTemplate template, LocalLocks.Entry entry, HeldLock lock, LockMode mode,
+			LocalLocks.@Nullable Gateless gateless) {
 		this.template = template;
 		this.entry = entry;
 		this.lock = lock;
 		this.mode = mode;
+		this.gateless = gateless;
 		this.owner = Thread.currentThread();
 	}
 
@@ -63,7 +69,7 @@ final class DefaultLockHandle implements LockHandle {
 		}
 		this.closed = true;
 		CurrentLock.pop(this);
-		this.template.release(this.entry, this.lock);
+		this.template.release(this.entry, this.lock, this.gateless);
 	}
 
 	@Override

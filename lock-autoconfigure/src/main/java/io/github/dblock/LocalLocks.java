@@ -12,7 +12,7 @@ import io.github.dblock.spi.HeldLock;
  * <p>
  * A LEASE holder keeps the gate while it holds the lock (its queued threads take the lease over in memory). A
  * PESSIMISTIC holder lets the gate go as soon as the database granted it the row lock and is recorded as
- * {@link Entry#holderThread} instead: the next local thread then waits in the server's row lock queue, on a
+ * {@link Entry#gateless} instead: the next local thread then waits in the server's row lock queue, on a
  * connection of its own, and is granted the row at the holder's commit, without a round trip between the two
  * holders (see {@code LockTemplate}). At most one thread per resource and JVM waits in the database either way.
  * <p>
@@ -93,7 +93,7 @@ final class LocalLocks {
 
 		/**
 		 * The database-level lock while it is held: written by the gate holder, or, for a PESSIMISTIC holder, under
-		 * the entry's monitor (see {@link #holderThread}).
+		 * the entry's monitor (see {@link #gateless}).
 		 */
 		volatile HeldLock held;
 
@@ -101,19 +101,29 @@ final class LocalLocks {
 		 * The PESSIMISTIC holder, which holds the lock without holding the gate; {@code null} for a LEASE holder (the
 		 * gate's owner) and while nobody holds. The holder fields ({@link #held}, {@link #holds}, {@link #mode},
 		 * {@link #holder}, {@link #holding}) are claimed and cleared under the entry's monitor whenever this is or
-		 * was set: the next holder may be granted the row (at the previous holder's commit) before the previous
-		 * holder's thread has cleared them, so a holder clears them only while it is still the one recorded here.
+		 * was set: the next holder may be granted the row (at the previous holder's commit, or after the previous
+		 * holder's connection died) before the previous holder's thread has cleared them, so a holder clears them
+		 * only while its own {@link Gateless} is still the one recorded here.
 		 */
-		volatile Thread holderThread;
+		volatile Gateless gateless;
 
 		/**
-		 * PESSIMISTIC releases of this entry that have completed (connection returned); guarded by the entry's
-		 * monitor, which is notified at each. A local thread that could not get a connection of its own while the
-		 * JVM's cap was reached waits for the next one.
+		 * PESSIMISTIC holds of this entry on connections of the provider's own that have not given their connection
+		 * back yet; guarded by the entry's monitor.
+		 */
+		int ownConnections;
+
+		/**
+		 * How often a PESSIMISTIC holder of this entry has cleared its fields or given its connection back; guarded by
+		 * the entry's monitor, which is notified at each. A local thread that waits in the JVM instead of the database
+		 * (the provider could not spare a connection) waits for the next one.
 		 */
 		long releases;
 
-		/** Open handles of the holding thread (its hold count); written only by that thread. */
+		/**
+		 * Open handles of the holding thread (its hold count), for a LEASE holder; written only by that thread (a
+		 * PESSIMISTIC holder counts in its {@link Gateless}).
+		 */
 		volatile int holds;
 
 		/** The mode {@link #held} was taken in; reentrant holds share it. */
@@ -145,6 +155,30 @@ final class LocalLocks {
 
 		Entry(String resource) {
 			this.resource = resource;
+		}
+
+	}
+
+	/**
+	 * One PESSIMISTIC acquisition held without the gate: its lock, its thread and its hold count (the acquisition
+	 * and its re-entries), shared by the handles of that acquisition, so that its releases never touch a later
+	 * holder's state.
+	 */
+	static final class Gateless {
+
+		final HeldLock lock;
+
+		final Thread thread = Thread.currentThread();
+
+		/** Whether the lock pins a connection of the provider's own (not the caller's transaction). */
+		final boolean ownConnection;
+
+		/** Open handles; written only by {@link #thread}. */
+		volatile int holds = 1;
+
+		Gateless(HeldLock lock) {
+			this.lock = lock;
+			this.ownConnection = !lock.isTransactionBound();
 		}
 
 	}

@@ -382,7 +382,9 @@ public class LockTemplate {
 			LockMode mode = entry.mode;
 			String holder = entry.holder;
 			if (held != null && mode != null) {
-				holds.add(new LocalHold(entry.resource, mode, entry.holds, held.fencingToken(),
+				LocalLocks.Gateless gateless = entry.gateless;
+				int holdCount = (gateless != null) ? gateless.holds : entry.holds;
+				holds.add(new LocalHold(entry.resource, mode, holdCount, held.fencingToken(),
 						(holder != null) ? holder : this.nodeName));
 			}
 		}
@@ -588,19 +590,29 @@ public class LockTemplate {
 		boolean gateHeld = false;
 		boolean acquired = false;
 		try {
-			boolean gateHolder = entry.gate.isHeldByCurrentThread();
-			if (gateHolder || entry.holderThread == Thread.currentThread()) {
+			LocalLocks.Gateless own = entry.gateless;
+			if (own != null && own.thread == Thread.currentThread()) {
+				// a PESSIMISTIC holder re-enters: its own acquisition's count, never a later holder's
+				if (own.lock.isLost()) {
+					throw new LockLostException(request.resource, own.lock.fencingToken(), "Lock '" + request.resource
+							+ "' (fencing token " + own.lock.fencingToken() + ") is already lost; it cannot be re-entered");
+				}
+				own.holds++;
+				DefaultLockHandle handle = new DefaultLockHandle(this, entry, own.lock, LockMode.PESSIMISTIC, own);
+				acquired = true;
+				CurrentLock.push(handle);
+				return new Attempt(handle, null);
+			}
+			if (entry.gate.isHeldByCurrentThread()) {
 				HeldLock outer = entry.held;
 				if (outer != null && outer.isLost()) {
 					// re-entering would run more work without exclusion
 					throw new LockLostException(request.resource, outer.fencingToken(), "Lock '" + request.resource
 							+ "' (fencing token " + outer.fencingToken() + ") is already lost; it cannot be re-entered");
 				}
-				if (gateHolder) {
-					entry.gate.lock(); // a LEASE holder counts its holds on the gate too
-					gateHeld = true;
-				}
-				DefaultLockHandle handle = new DefaultLockHandle(this, entry, entry.held, entry.mode);
+				entry.gate.lock(); // a LEASE holder counts its holds on the gate too
+				gateHeld = true;
+				DefaultLockHandle handle = new DefaultLockHandle(this, entry, entry.held, entry.mode, null);
 				acquired = true;
 				entry.holds++;
 				CurrentLock.push(handle);
@@ -642,14 +654,15 @@ public class LockTemplate {
 				.start();
 			// PESSIMISTIC: the row lock is ours now, so the gate goes to the next local thread, which waits in the
 			// server's row lock queue and is granted the row at our commit (no round trip between the two holders)
-			boolean gateless = request.mode == LockMode.PESSIMISTIC;
+			LocalLocks.Gateless gateless = (request.mode == LockMode.PESSIMISTIC)
+					? new LocalLocks.Gateless(result.lock()) : null;
 			claim(entry, result.lock(), request.mode, lockRequest.holder(), holding, gateless);
 			acquired = true;
-			if (gateless) {
+			if (gateless != null) {
 				entry.gate.unlock();
 				gateHeld = false;
 			}
-			DefaultLockHandle handle = new DefaultLockHandle(this, entry, result.lock(), request.mode);
+			DefaultLockHandle handle = new DefaultLockHandle(this, entry, result.lock(), request.mode, gateless);
 			if (this.interruptOnLoss) {
 				Thread owner = Thread.currentThread();
 				result.lock().onLost(owner::interrupt);
@@ -775,38 +788,69 @@ public class LockTemplate {
 
 	/**
 	 * Asks the provider for the lock. A PESSIMISTIC holder of this JVM lets the next local thread wait in the
-	 * database, on a connection of its own; when the JVM's cap on such connections is reached, that thread waits in
-	 * the JVM for the local holder's release instead, as every local waiter did before, rather than fail with
-	 * {@link LockLimitExceededException}.
+	 * database, on a connection of its own, while the provider can spare one ({@link LockProvider#canWaitInDatabase()});
+	 * otherwise, and when the provider refuses for its cap ({@link LockLimitExceededException}) while a local holder
+	 * of the resource still has a connection to give back, that thread waits in the JVM for the local holder, as
+	 * every local waiter did before, rather than fail.
 	 */
 	private AcquireResult askDatabase(LocalLocks.Entry entry, Request request, LockRequest lockRequest)
 			throws InterruptedException {
 		while (true) {
+			long seen;
+			boolean waitHere;
+			synchronized (entry) {
+				seen = entry.releases;
+				waitHere = entry.gateless != null && !request.provider.canWaitInDatabase();
+			}
+			if (waitHere) {
+				if (!awaitRelease(entry, seen, lockRequest)) {
+					return AcquireResult.busy(localHolder(entry));
+				}
+				continue;
+			}
 			try {
 				return request.provider.acquire(lockRequest);
 			}
 			catch (LockLimitExceededException ex) {
 				synchronized (entry) {
-					Thread holder = entry.holderThread;
-					if (holder == null) {
-						throw ex;
+					if (entry.releases == seen && entry.ownConnections == 0) {
+						throw ex; // no local holder of this resource will give a connection back
 					}
-					long released = entry.releases;
-					while (entry.releases == released) {
-						long remaining = lockRequest.remainingNanos();
-						if (remaining <= 0) {
-							return AcquireResult.busy(entry.holder + " (this JVM)");
-						}
-						TimeUnit.NANOSECONDS.timedWait(entry, remaining);
-					}
+				}
+				if (!awaitRelease(entry, seen, lockRequest)) {
+					return AcquireResult.busy(localHolder(entry));
 				}
 			}
 		}
 	}
 
-	/** Counts a PESSIMISTIC holder's release as done (its connection is back) and wakes threads waiting for it. */
-	private static void signalReleased(LocalLocks.Entry entry) {
+	/** Waits until a PESSIMISTIC hold of the entry has ended or given its connection back since {@code seen}. */
+	private static boolean awaitRelease(LocalLocks.Entry entry, long seen, LockRequest lockRequest)
+			throws InterruptedException {
 		synchronized (entry) {
+			while (entry.releases == seen) {
+				long remaining = lockRequest.remainingNanos();
+				if (remaining <= 0) {
+					return false;
+				}
+				TimeUnit.NANOSECONDS.timedWait(entry, remaining);
+			}
+			return true;
+		}
+	}
+
+	private static String localHolder(LocalLocks.Entry entry) {
+		String holder = entry.holder;
+		return ((holder != null) ? holder : "another thread") + " (this JVM)";
+	}
+
+	/**
+	 * Counts the end of a PESSIMISTIC hold on a connection of the provider's own (the connection is back) and wakes
+	 * threads waiting for one.
+	 */
+	private static void connectionReturned(LocalLocks.Entry entry) {
+		synchronized (entry) {
+			entry.ownConnections--;
 			entry.releases++;
 			entry.notifyAll();
 		}
@@ -815,47 +859,55 @@ public class LockTemplate {
 	/**
 	 * Records the current thread as the entry's holder. A PESSIMISTIC previous holder may not have cleared its
 	 * fields yet (we were granted the row at its commit, and its thread clears them after): its hold observation is
-	 * stopped here, and it no longer clears anything (see {@link LocalLocks.Entry#holderThread}).
+	 * stopped here, and it no longer clears anything (see {@link LocalLocks.Entry#gateless}).
 	 */
 	private static void claim(LocalLocks.Entry entry, HeldLock lock, LockMode mode, String holder, Observation holding,
-			boolean gateless) {
+			LocalLocks.@Nullable Gateless gateless) {
 		Observation previous;
 		synchronized (entry) {
-			previous = (entry.holderThread != null) ? entry.holding : null;
+			previous = (entry.gateless != null) ? entry.holding : null;
 			entry.holds = 1;
 			entry.held = lock;
 			entry.mode = mode;
 			entry.holder = holder;
 			entry.holding = holding;
-			entry.holderThread = gateless ? Thread.currentThread() : null;
+			entry.gateless = gateless;
+			if (gateless != null && gateless.ownConnection) {
+				entry.ownConnections++;
+			}
 		}
 		if (previous != null) {
 			previous.stop();
 		}
 	}
 
-	/** Clears the entry's holder fields if the given PESSIMISTIC holder is still recorded as its holder. */
-	private static void clearGateless(LocalLocks.Entry entry, Thread holder) {
+	/** Clears the entry's holder fields if the given PESSIMISTIC acquisition is still recorded as its holder. */
+	private static void clearGateless(LocalLocks.Entry entry, LocalLocks.Gateless gateless) {
 		Observation holding;
 		synchronized (entry) {
-			if (entry.holderThread != holder) {
+			if (entry.gateless != gateless) {
 				return; // the next holder has claimed the entry already
 			}
 			holding = entry.holding;
 			entry.held = null;
 			entry.holder = null;
 			entry.holding = null;
-			entry.holderThread = null;
+			entry.gateless = null;
+			entry.releases++;
+			entry.notifyAll();
 		}
 		if (holding != null) {
 			holding.stop();
 		}
 	}
 
-	/** Called by {@link DefaultLockHandle#close()} on the acquiring thread. */
-	void release(LocalLocks.Entry entry, HeldLock lock) {
-		if (entry.holderThread == Thread.currentThread()) {
-			releaseGateless(entry, lock);
+	/**
+	 * Called by {@link DefaultLockHandle#close()} on the acquiring thread.
+	 * @param gateless the PESSIMISTIC acquisition the handle belongs to, {@code null} for a LEASE hold
+	 */
+	void release(LocalLocks.Entry entry, HeldLock lock, LocalLocks.@Nullable Gateless gateless) {
+		if (gateless != null) {
+			releaseGateless(entry, gateless);
 			return;
 		}
 		entry.holds--;
@@ -921,9 +973,9 @@ public class LockTemplate {
 	 * database lock is released (the next holder may be granted the row at the commit); a transaction-bound lock is
 	 * released by its transaction, after which the fields are cleared unless the next holder claimed them first.
 	 */
-	private void releaseGateless(LocalLocks.Entry entry, HeldLock lock) {
-		Thread holder = Thread.currentThread();
-		if (--entry.holds > 0) {
+	private void releaseGateless(LocalLocks.Entry entry, LocalLocks.Gateless gateless) {
+		HeldLock lock = gateless.lock;
+		if (--gateless.holds > 0) {
 			leave(entry);
 			return;
 		}
@@ -932,22 +984,23 @@ public class LockTemplate {
 			TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
 				@Override
 				public void afterCompletion(int status) {
-					if (entry.holds == 0) {
-						clearGateless(entry, holder);
-						signalReleased(entry);
+					if (gateless.holds == 0) {
+						clearGateless(entry, gateless);
 					}
 					leave(entry);
 				}
 			});
 			return;
 		}
-		clearGateless(entry, holder);
+		clearGateless(entry, gateless);
 		boolean released;
 		try {
 			released = lock.release();
 		}
 		finally {
-			signalReleased(entry);
+			if (gateless.ownConnection) {
+				connectionReturned(entry);
+			}
 			leave(entry);
 		}
 		if (!released) {

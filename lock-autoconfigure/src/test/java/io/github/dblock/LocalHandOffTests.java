@@ -182,10 +182,8 @@ class LocalHandOffTests {
 			stop.set(true);
 			CompletableFuture.allOf(locals.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);
 		}
-		assertThat(otherCounting.executed()).as("the other node announced itself while it waited")
+		assertThat(otherCounting.executed()).as("the other node put itself in line while it waited")
 			.anySatisfy((sql) -> assertThat(sql).contains("SET waiting_owner"));
-		assertThat(this.counting.executed()).as("this JVM learned of it in its releases")
-			.anySatisfy((sql) -> assertThat(sql).contains("waiting_owner = NULL").contains("waiting_until"));
 	}
 
 	private List<CompletableFuture<Void>> localStream(LockTemplate template, int threads, long forNanos) {

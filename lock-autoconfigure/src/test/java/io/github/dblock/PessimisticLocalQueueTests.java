@@ -183,6 +183,84 @@ class PessimisticLocalQueueTests {
 	}
 
 	@Test
+	void aHolderWhoseConnectionDiedLosesTheLockWithoutDisturbingTheNextLocalHolder() throws Exception {
+		ExecutorService executor = Executors.newSingleThreadExecutor();
+		try {
+			LockHandle dead = this.node.acquire(this.resource);
+			CountDownLatch release = new CountDownLatch(1);
+			CountDownLatch inside = new CountDownLatch(1);
+			Future<Integer> next = executor.submit(() -> {
+				try (LockHandle lock = this.node.acquire(this.resource)) {
+					try (LockHandle again = this.node.acquire(this.resource)) {
+						assertThat(again.fencingToken()).isEqualTo(lock.fencingToken());
+					}
+					inside.countDown();
+					release.await();
+					return this.node.localHolds().get(0).holdCount();
+				}
+			});
+			awaitWaitersInDatabase(1);
+			killConnectionHoldingTheRow();
+			assertThat(inside.await(10, TimeUnit.SECONDS)).as("the next local thread got the row").isTrue();
+			assertThatThrownBy(dead::close).isInstanceOf(LockLostException.class);
+			assertThat(this.node.localHolds()).singleElement()
+				.satisfies((hold) -> assertThat(hold.holdCount()).as("the new holder's count is its own").isEqualTo(1));
+			release.countDown();
+			assertThat(next.get(10, TimeUnit.SECONDS)).isEqualTo(1);
+		}
+		finally {
+			executor.shutdownNow();
+		}
+		assertThat(this.node.localResourceCount()).isZero();
+		assertThat(this.provider.connectionsInUse()).isZero();
+		assertThat(this.stopped.get()).isEqualTo(this.started.get()).isEqualTo(2);
+	}
+
+	@Test
+	void holdersOfOtherResourcesStillGetConnectionsWhileLocalThreadsWait() throws Exception {
+		PessimisticLockProvider capped = new PessimisticLockProvider(this.pool, LockNodes.TABLE,
+				LockNodes.dialect(this.pool), new DataSourceTransactionManager(this.pool), Duration.ofSeconds(5),
+				new Backoff(Duration.ofMillis(5), Duration.ofMillis(50)), 8);
+		LockTemplate eight = new LockTemplate(List.of(capped), LockMode.PESSIMISTIC, Duration.ofSeconds(30),
+				Duration.ofSeconds(30), "eight");
+		Sections first = new Sections();
+		Sections second = new Sections();
+		AtomicInteger nested = new AtomicInteger();
+		AtomicInteger most = new AtomicInteger();
+		ExecutorService executor = Executors.newFixedThreadPool(6);
+		List<Future<?>> futures = new ArrayList<>();
+		try {
+			for (int t = 0; t < 6; t++) {
+				Sections sections = (t % 2 == 0) ? first : second;
+				String resource = this.resource + ((t % 2 == 0) ? "-a" : "-b");
+				futures.add(executor.submit(() -> {
+					for (int i = 0; i < 10; i++) {
+						try (LockHandle lock = eight.acquire(resource)) {
+							most.accumulateAndGet(capped.connectionsInUse(), Math::max);
+							try (LockHandle inner = eight.tryAcquire(resource + "-nested-" + UUID.randomUUID()).orElseThrow()) {
+								nested.incrementAndGet();
+							}
+							sections.run(lock.fencingToken());
+						}
+					}
+					return null;
+				}));
+			}
+			for (Future<?> future : futures) {
+				future.get(60, TimeUnit.SECONDS);
+			}
+		}
+		finally {
+			executor.shutdownNow();
+		}
+		assertThat(nested.get()).as("every nested lock of another resource got a connection").isEqualTo(60);
+		assertThat(first.overlaps() + second.overlaps()).isZero();
+		assertThat(most.get()).as("at most the cap").isLessThanOrEqualTo(8);
+		assertThat(capped.connectionsInUse()).isZero();
+		assertThat(eight.localResourceCount()).isZero();
+	}
+
+	@Test
 	void leaseCallersOfTheSameResourceInTheSameJvmStillTakeTurns() throws Exception {
 		Sections sections = new Sections();
 		AtomicInteger turn = new AtomicInteger();
@@ -233,6 +311,26 @@ class PessimisticLocalQueueTests {
 		assertThat(this.node.localHolds()).isEmpty();
 		assertThat(this.stopped.get()).as("hold observations stopped").isEqualTo(this.started.get())
 			.isEqualTo(THREADS * SECTIONS_PER_THREAD);
+	}
+
+	private void awaitWaitersInDatabase(int count) throws InterruptedException {
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+		while (waitersInDatabase() < count) {
+			assertThat(System.nanoTime() - deadline).as("waited for %d waiters in the server", count).isNegative();
+			Thread.sleep(5);
+		}
+	}
+
+	/**
+	 * Kills the session whose transaction holds the row lock and is idle (the holder's own connection; the waiter's
+	 * transaction is in LOCK WAIT), as a dropped connection or a failover would.
+	 */
+	private void killConnectionHoldingTheRow() {
+		org.springframework.jdbc.core.JdbcTemplate jdbc = new org.springframework.jdbc.core.JdbcTemplate(this.pool);
+		List<Long> holders = jdbc.queryForList("SELECT trx_mysql_thread_id FROM information_schema.INNODB_TRX"
+				+ " WHERE trx_state = 'RUNNING' AND trx_query IS NULL AND trx_rows_locked > 0", Long.class);
+		assertThat(holders).as("the holder's idle transaction").hasSize(1);
+		jdbc.execute("KILL " + holders.get(0));
 	}
 
 	private void awaitConnections(int count) throws InterruptedException {

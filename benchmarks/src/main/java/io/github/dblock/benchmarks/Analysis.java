@@ -29,43 +29,43 @@ final class Analysis {
 					+ "(seen in a JDBC-call trace), where the plain loop sends one `START TRANSACTION`: four round trips "
 					+ "against three, about the measured ratio. `acquire`/`close` outside a transaction runs exactly "
 					+ "the baseline's three; a pool that hands out connections with autocommit off saves both toggles. "
-					+ "The rest is JVM-side work per call (owner UUID, holder description, the driver's query-timeout "
-					+ "timer, the JVM-local lock) or the noise of a shared machine.\n");
+					+ "For LEASE the remaining gap to the two-write baseline is partly the statements themselves: they "
+					+ "write more columns (owner, holder, token block, both instants, the waiter columns) through more "
+					+ "expressions; sent by plain JDBC, the same two statements measured 1.14 to 1.28 × the baseline's "
+					+ "two in a separate interleaved comparison on this machine. The JVM-side work per call was cut: "
+					+ "scheduling a lease's renewal no longer wakes a scheduler thread (`RenewalScheduler`), and on "
+					+ "MariaDB the take and the release are bounded by the server (`SET STATEMENT max_statement_time`) "
+					+ "instead of Connector/J's per-statement cancel timer (about a fifth less client CPU per cycle). "
+					+ "The rest is the owner UUID, the holder description, the JVM-local lock and the noise of a "
+					+ "shared machine.\n");
 		}
 		if (report.missed("2")) {
 			any = true;
 			md.append("- **One hot lock inside one JVM (2).** LEASE hands a lock to the next waiting thread of the "
 					+ "same JVM in memory (no statement; the take reserved a block of fencing tokens, so each holder "
 					+ "still gets its own, higher token), for at most 200 ms or 1,024 holders per take before the lease "
-					+ "goes back to the database and is taken again at once. Its queued threads hold back only when a "
-					+ "waiter on another node has announced itself in the row (`waiting_until`, read by the release), "
-					+ "and only until that waiter's announced attempt; in earlier runs they always held back for the "
-					+ "longest retry pause after each 200 ms chain, which halved this scenario with a 1 ms hold. What "
-					+ "is left is the critical section itself: with a 1 ms hold no lock completes more than about "
-					+ "1,000 sections a second, so a target of 3 × (or 5 ×) a peer cannot be met where the peer already "
-					+ "does more than a third (a fifth) of that. PESSIMISTIC has no in-JVM hand-off: the lock lives in "
-					+ "the caller's transaction, which cannot move to another thread, so every change of holder is a "
-					+ "transaction with a flushed commit on the server, and the JVM's threads take turns through its "
-					+ "local queue (one thread asks the database), so the next holder's locking `UPDATE` starts only "
-					+ "after the previous commit: plain JDBC does about 2.5 times more cycles a second when its "
-					+ "waiters queue in InnoDB instead (granted at the commit, no round trip between holders), which "
-					+ "is what PESSIMISTIC would need for 5 × a peer here (see docs/DESIGN.md).\n");
+					+ "goes back to the database and is taken again at once. With a 1 ms hold no lock completes more "
+					+ "than about 1,000 sections a second (the sleep itself takes a little longer than 1 ms), so a "
+					+ "target of 3 × (or 5 ×) a peer cannot be met where the peer already does more than a third (a "
+					+ "fifth) of that. PESSIMISTIC cannot hand a lock over in memory: it lives in the holder's "
+					+ "transaction, which cannot move to another thread, so every change of holder is a transaction "
+					+ "with a flushed commit. The next local thread now waits in the server's row lock queue and is "
+					+ "granted the row at the holder's commit (one local waiter per resource; see docs/DESIGN.md, "
+					+ "\"PESSIMISTIC: the next local thread waits in the server\"); what remains between two holders is "
+					+ "the grant, its reply and the next holder's statements.\n");
 		}
 		if (report.missed("3")) {
 			any = true;
-			md.append("- **One hot lock across processes (3).** PESSIMISTIC used to manage about 100 hand-overs a "
-					+ "second between processes, a back-off pause each: a waiter granted the row lock at the holder's "
-					+ "commit compared `expires_at` with its own statement-start clock, older than the holder's write "
-					+ "whenever the holder's statement had started later, took the free row for leased and backed off "
-					+ "while still holding the row lock, so the other process's waiter met the same stale clock. A "
-					+ "statement that matches nothing on an existing row now runs once more at once (see docs/DESIGN.md, "
-					+ "\"Performance follow-up\"). A LEASE waiter in another JVM still learns that the lock is free "
-					+ "only by polling; it announces its next attempt in the row, the holder's JVM keeps chains to 50 ms "
-					+ "while another node wants the lock and then holds back until that attempt, and a waiter polls at "
-					+ "the first back-off step while the lease is younger than a chain. Its wait is the rest of a chain "
-					+ "plus its poll step, and the lock is idle between the end of a chain and the waiter's attempt: "
-					+ "that is what the p99 wait and the throughput show. A server-side wait (a row lock the holder's "
-					+ "JVM keeps during a chain) would remove the poll, at the price of a connection per hot lock.\n");
+			md.append("- **One hot lock across processes (3).** A LEASE waiter in another JVM puts itself in line in "
+					+ "the row, the holder's JVM passes the lease among its own threads for at most 10 ms while another "
+					+ "node waits, and its release then hands the lease straight to the waiter, which tries every 1-2 ms "
+					+ "meanwhile (see docs/DESIGN.md, \"Hand-over between nodes\"). A change of node still costs the "
+					+ "release's and the take's flushed commits and up to one poll step, during which the lock is idle, "
+					+ "and a waiting thread of the other JVM waits for the rest of a chain: that is what the p99 wait "
+					+ "and the throughput show. With a 1 ms hold no lock completes more than about 1,000 sections a "
+					+ "second, so 2 × a peer cannot be met where the peer already does more than half of that. A "
+					+ "server-side wait (a row lock the holder's JVM keeps during a chain) would remove the poll, at the "
+					+ "price of a connection per hot lock and waiting node.\n");
 		}
 		if (report.missed("5")) {
 			any = true;

@@ -202,6 +202,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 				+ "fencing_token + " + TOKEN_BLOCK + ", " + LockRows.SERVER_MICROS + "))"
 				+ ", acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND"
 				// a taker that had put itself in line is out of line now (else its release would hand the lease to itself)
+				+ ", waiting_until = IF(waiting_owner = ?, NULL, waiting_until)"
 				+ ", waiting_owner = IF(waiting_owner = ?, NULL, waiting_owner)"
 				+ " WHERE resource = ? AND (" + LockRows.FREE + " OR owner_token = ?)";
 		this.insertSql = "INSERT INTO " + t + " (resource, owner_token, holder, fencing_token, acquired_at, expires_at)"
@@ -380,8 +381,9 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 			ps.setString(2, request.holder());
 			ps.setLong(3, leaseMicros);
 			ps.setString(4, owner);
-			ps.setBytes(5, LockRows.bytes(request.resource()));
-			ps.setString(6, owner);
+			ps.setString(5, owner);
+			ps.setBytes(6, LockRows.bytes(request.resource()));
+			ps.setString(7, owner);
 			int matched = ps.executeUpdate();
 			JdbcLockSupport.commitIfNeeded(connection);
 			return (matched == 1) ? this.rows.fencingToken(connection, ps, request.resource(), owner, timeout) : null;

@@ -63,6 +63,7 @@ final class LockRows {
 		// SIMULTANEOUS_ASSIGNMENT): expires_at and owner_token are only read before they change
 		this.withdrawSql = "UPDATE " + t + " SET expires_at = IF(owner_token = ?, UTC_TIMESTAMP(6), expires_at),"
 				+ " owner_token = IF(owner_token = ?, NULL, owner_token),"
+				+ " waiting_until = IF(waiting_owner = ?, NULL, waiting_until),"
 				+ " waiting_owner = IF(waiting_owner = ?, NULL, waiting_owner)"
 				+ " WHERE resource = ? AND (owner_token = ? OR waiting_owner = ?)";
 	}
@@ -144,9 +145,10 @@ final class LockRows {
 			ps.setString(1, owner);
 			ps.setString(2, owner);
 			ps.setString(3, owner);
-			ps.setBytes(4, bytes(resource));
-			ps.setString(5, owner);
+			ps.setString(4, owner);
+			ps.setBytes(5, bytes(resource));
 			ps.setString(6, owner);
+			ps.setString(7, owner);
 			ps.executeUpdate();
 			JdbcLockSupport.commitIfNeeded(connection);
 		}

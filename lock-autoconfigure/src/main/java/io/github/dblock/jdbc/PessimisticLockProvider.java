@@ -136,6 +136,15 @@ public class PessimisticLockProvider implements LockProvider {
 		return this.maxConnections - this.connections.availablePermits();
 	}
 
+	/**
+	 * {@code true} while more than half of {@code maxConnections} is free: a local thread waiting in the server
+	 * behind a local holder costs a connection, and the other half stays for holders of other resources.
+	 */
+	@Override
+	public boolean canWaitInDatabase() {
+		return this.connections.availablePermits() * 2 > this.maxConnections;
+	}
+
 	@Override
 	public <T> T inTransaction(Supplier<T> work) {
 		return this.transactions.execute((status) -> work.get());

@@ -5,8 +5,9 @@ import io.github.dblock.LockMode;
 /**
  * The database side of one {@link LockMode}: takes and gives back a lock for a single owner. Reentrancy,
  * hand-off between threads of the same JVM and argument validation are done by
- * {@link io.github.dblock.LockTemplate} before a provider is called, so a provider only ever sees one request
- * per resource at a time from this JVM.
+ * {@link io.github.dblock.LockTemplate} before a provider is called, so a provider sees at most one waiting request
+ * per resource at a time from this JVM (for {@link LockMode#PESSIMISTIC}, while another thread of the JVM may hold
+ * the resource: see {@link #canWaitInDatabase()}).
  * <p>
  * Contention is a value ({@link AcquireResult#busy(String)}); faults are exceptions
  * ({@link org.springframework.dao.DataAccessException}). Implementations must be thread-safe.
@@ -24,6 +25,17 @@ public interface LockProvider {
 	 * @throws org.springframework.dao.DataAccessException on a database failure that retrying cannot fix
 	 */
 	AcquireResult acquire(LockRequest request) throws InterruptedException;
+
+	/**
+	 * Whether, right now, a request may wait in the database while another thread of this JVM holds the same
+	 * resource in this mode (a PESSIMISTIC holder lets the next local thread wait in the server's row lock queue, on
+	 * a connection of its own). When {@code false}, {@link io.github.dblock.LockTemplate} keeps that thread waiting
+	 * in the JVM until the holder has released. The default is {@code true}; a provider that caps its connections
+	 * answers from the cap. Thread-safe.
+	 */
+	default boolean canWaitInDatabase() {
+		return true;
+	}
 
 	/**
 	 * Runs work in a transaction on the lock data source when this mode's locks belong to transactions

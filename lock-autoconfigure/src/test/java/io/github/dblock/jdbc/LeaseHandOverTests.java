@@ -72,10 +72,13 @@ class LeaseHandOverTests {
 	@Test
 	void aWaiterThatGivesUpIsTakenOutOfLine() throws Exception {
 		LockTemplate holder = LockNodes.node(LockMode.LEASE, "holder", this.pool);
-		LockTemplate waiter = slowNode("waiter");
+		LockTemplate waiter = LockNodes.node(new LeaseLockProvider(this.pool, LockNodes.TABLE, Duration.ofSeconds(5),
+				Duration.ofMillis(50), Duration.ofMillis(50)), "waiter");
 		try (LockHandle held = holder.acquire(this.resource)) {
-			Optional<LockHandle> none = waiter.tryAcquire(this.resource, Duration.ofMillis(300));
-			assertThat(none).isEmpty();
+			CompletableFuture<Optional<LockHandle>> gaveUp = CompletableFuture
+				.supplyAsync(() -> waiter.tryAcquire(this.resource, Duration.ofMillis(1_500)));
+			assertThat(awaitNextInLine()).as("the waiter put itself in line").isNotNull();
+			assertThat(gaveUp.get(10, TimeUnit.SECONDS)).isEmpty();
 			assertThat(row().get("waiting_owner")).as("withdrawn when its wait ended").isNull();
 		}
 		assertThat(row().get("owner_token")).as("freed, not handed to a waiter that left").isNull();
