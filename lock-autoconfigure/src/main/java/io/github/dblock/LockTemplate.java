@@ -919,17 +919,14 @@ public class LockTemplate {
 		if (lock.isTransactionBound() && TransactionSynchronizationManager.isSynchronizationActive()) {
 			// The database lock ends with the transaction; keep this JVM's side until then, so that the thread
 			// can re-enter and other local threads keep waiting.
-			TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
-				@Override
-				public void afterCompletion(int status) {
-					if (entry.gate.getHoldCount() == 1) {
-						entry.held = null;
-						entry.holder = null;
-						stopHolding(entry);
-					}
-					entry.gate.unlock();
-					leave(entry);
+			afterTransaction(() -> {
+				if (entry.gate.getHoldCount() == 1) {
+					entry.held = null;
+					entry.holder = null;
+					stopHolding(entry);
 				}
+				entry.gate.unlock();
+				leave(entry);
 			});
 			return;
 		}
@@ -981,14 +978,11 @@ public class LockTemplate {
 		}
 		if (lock.isTransactionBound() && TransactionSynchronizationManager.isSynchronizationActive()) {
 			// the row lock ends with the transaction; until then the thread may re-enter (the fields stay)
-			TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
-				@Override
-				public void afterCompletion(int status) {
-					if (gateless.holds == 0) {
-						clearGateless(entry, gateless);
-					}
-					leave(entry);
+			afterTransaction(() -> {
+				if (gateless.holds == 0) {
+					clearGateless(entry, gateless);
 				}
+				leave(entry);
 			});
 			return;
 		}
@@ -1008,6 +1002,16 @@ public class LockTemplate {
 					+ "' (fencing token " + lock.fencingToken() + ") was no longer held at release (its connection "
 					+ "failed) and another owner may have taken it");
 		}
+	}
+
+	/** Runs the action when the current (synchronized) transaction has completed, committed or rolled back. */
+	private static void afterTransaction(Runnable action) {
+		TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+			@Override
+			public void afterCompletion(int status) {
+				action.run();
+			}
+		});
 	}
 
 	private static void stopHolding(LocalLocks.Entry entry) {

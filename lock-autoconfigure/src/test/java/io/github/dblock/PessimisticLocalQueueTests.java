@@ -153,11 +153,8 @@ class PessimisticLocalQueueTests {
 
 	@Test
 	void atTheConnectionCapTheNextLocalThreadWaitsInTheJvmInsteadOfFailing() throws Exception {
-		PessimisticLockProvider capped = new PessimisticLockProvider(this.pool, LockNodes.TABLE,
-				LockNodes.dialect(this.pool), new DataSourceTransactionManager(this.pool), Duration.ofSeconds(5),
-				new Backoff(Duration.ofMillis(5), Duration.ofMillis(50)), 1);
-		LockTemplate oneConnection = new LockTemplate(List.of(capped), LockMode.PESSIMISTIC, Duration.ofSeconds(30),
-				Duration.ofSeconds(30), "capped");
+		PessimisticLockProvider capped = cappedProvider(1);
+		LockTemplate oneConnection = node(capped);
 		ExecutorService executor = Executors.newSingleThreadExecutor();
 		try {
 			LockHandle held = oneConnection.acquire(this.resource);
@@ -218,11 +215,8 @@ class PessimisticLocalQueueTests {
 
 	@Test
 	void holdersOfOtherResourcesStillGetConnectionsWhileLocalThreadsWait() throws Exception {
-		PessimisticLockProvider capped = new PessimisticLockProvider(this.pool, LockNodes.TABLE,
-				LockNodes.dialect(this.pool), new DataSourceTransactionManager(this.pool), Duration.ofSeconds(5),
-				new Backoff(Duration.ofMillis(5), Duration.ofMillis(50)), 8);
-		LockTemplate eight = new LockTemplate(List.of(capped), LockMode.PESSIMISTIC, Duration.ofSeconds(30),
-				Duration.ofSeconds(30), "eight");
+		PessimisticLockProvider capped = cappedProvider(8);
+		LockTemplate eight = node(capped);
 		Sections first = new Sections();
 		Sections second = new Sections();
 		AtomicInteger nested = new AtomicInteger();
@@ -311,6 +305,17 @@ class PessimisticLocalQueueTests {
 		assertThat(this.node.localHolds()).isEmpty();
 		assertThat(this.stopped.get()).as("hold observations stopped").isEqualTo(this.started.get())
 			.isEqualTo(THREADS * SECTIONS_PER_THREAD);
+	}
+
+	private PessimisticLockProvider cappedProvider(int maxConnections) {
+		return new PessimisticLockProvider(this.pool, LockNodes.TABLE, LockNodes.dialect(this.pool),
+				new DataSourceTransactionManager(this.pool), Duration.ofSeconds(5),
+				new Backoff(Duration.ofMillis(5), Duration.ofMillis(50)), maxConnections);
+	}
+
+	private static LockTemplate node(PessimisticLockProvider provider) {
+		return new LockTemplate(List.of(provider), LockMode.PESSIMISTIC, Duration.ofSeconds(30), Duration.ofSeconds(30),
+				"capped");
 	}
 
 	private void awaitWaitersInDatabase(int count) throws InterruptedException {
