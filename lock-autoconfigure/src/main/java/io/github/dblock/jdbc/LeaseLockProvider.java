@@ -228,6 +228,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 		int outages = 0;
 		boolean announced = false;
 		boolean acquired = false;
+		boolean lookedAgain = false;
 		try {
 			for (int attempt = 0;; attempt++) {
 				Attempt result;
@@ -268,6 +269,13 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 					boolean nextInLine = result.nextInLine(owner, pause + this.backoff.initial().toNanos())
 							|| announceSuccessor(request, owner, pause);
 					announced |= nextInLine;
+					if (!nextInLine && !lookedAgain) {
+						// the announcement found the row released since it was read (freed, or handed to this waiter),
+						// or another waiter in line: look once more at once rather than sleep past a free lock
+						lookedAgain = true;
+						continue;
+					}
+					lookedAgain = false;
 					if (nextInLine && young) {
 						pause = Math.min(pause, NEXT_IN_LINE_POLL_NANOS / 2
 								+ java.util.concurrent.ThreadLocalRandom.current().nextLong(NEXT_IN_LINE_POLL_NANOS / 2 + 1));
