@@ -33,6 +33,14 @@ final class DefaultLockHandle implements LockHandle {
 		this.owner = Thread.currentThread();
 	}
 
+	/**
+	 * The PESSIMISTIC acquisition this hold belongs to if it is one of the given entry (of the same template), else
+	 * {@code null}.
+	 */
+	LocalLocks.@Nullable Gateless gatelessOf(LocalLocks.Entry entry) {
+		return (this.entry == entry) ? this.gateless : null;
+	}
+
 	@Override
 	public String resource() {
 		return this.entry.resource;

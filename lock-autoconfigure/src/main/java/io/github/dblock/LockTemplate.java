@@ -591,6 +591,16 @@ public class LockTemplate {
 		boolean acquired = false;
 		try {
 			LocalLocks.Gateless own = entry.gateless;
+			LocalLocks.Gateless mine = (CurrentLock.get(request.resource).orElse(null) instanceof DefaultLockHandle open)
+					? open.gatelessOf(entry) : null;
+			if (mine != null && mine != own) {
+				// this thread still holds the resource, but its row was taken over since (its connection died and the
+				// next local thread was granted the row): re-entering would run more work without exclusion
+				HeldLock superseded = mine.lock;
+				throw new LockLostException(request.resource, superseded.fencingToken(), "Lock '" + request.resource
+						+ "' (fencing token " + superseded.fencingToken() + ") was taken over after its connection "
+						+ "failed; it cannot be re-entered");
+			}
 			if (own != null && own.thread == Thread.currentThread()) {
 				// a PESSIMISTIC holder re-enters: its own acquisition's count, never a later holder's
 				if (own.lock.isLost()) {

@@ -119,7 +119,11 @@ class PessimisticLocalQueueTests {
 	 * sent with their values inlined (client-side prepared statements), the resource as a hexadecimal literal.
 	 */
 	private int waitersInDatabase() {
-		String hex = java.util.HexFormat.of().formatHex(this.resource.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+		return waitersInDatabase(this.resource);
+	}
+
+	private int waitersInDatabase(String resource) {
+		String hex = java.util.HexFormat.of().formatHex(resource.getBytes(java.nio.charset.StandardCharsets.UTF_8));
 		Integer count = new org.springframework.jdbc.core.JdbcTemplate(this.pool).queryForObject(
 				"SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND COMMAND = 'Query'"
 						+ " AND LOWER(STATE) = 'updating' AND LOWER(INFO) LIKE CONCAT('%', ?, '%')", Integer.class, hex);
@@ -199,6 +203,8 @@ class PessimisticLocalQueueTests {
 			awaitWaitersInDatabase(1);
 			killConnectionHoldingTheRow();
 			assertThat(inside.await(10, TimeUnit.SECONDS)).as("the next local thread got the row").isTrue();
+			assertThatThrownBy(() -> this.node.acquire(this.resource)).as("no re-entry into a lock taken over")
+				.isInstanceOf(LockLostException.class);
 			assertThatThrownBy(dead::close).isInstanceOf(LockLostException.class);
 			assertThat(this.node.localHolds()).singleElement()
 				.satisfies((hold) -> assertThat(hold.holdCount()).as("the new holder's count is its own").isEqualTo(1));
@@ -214,44 +220,51 @@ class PessimisticLocalQueueTests {
 	}
 
 	@Test
-	void holdersOfOtherResourcesStillGetConnectionsWhileLocalThreadsWait() throws Exception {
-		PessimisticLockProvider capped = cappedProvider(8);
-		LockTemplate eight = node(capped);
-		Sections first = new Sections();
-		Sections second = new Sections();
-		AtomicInteger nested = new AtomicInteger();
-		AtomicInteger most = new AtomicInteger();
-		ExecutorService executor = Executors.newFixedThreadPool(6);
-		List<Future<?>> futures = new ArrayList<>();
-		try {
-			for (int t = 0; t < 6; t++) {
-				Sections sections = (t % 2 == 0) ? first : second;
-				String resource = this.resource + ((t % 2 == 0) ? "-a" : "-b");
-				futures.add(executor.submit(() -> {
-					for (int i = 0; i < 10; i++) {
-						try (LockHandle lock = eight.acquire(resource)) {
-							most.accumulateAndGet(capped.connectionsInUse(), Math::max);
-							try (LockHandle inner = eight.tryAcquire(resource + "-nested-" + UUID.randomUUID()).orElseThrow()) {
-								nested.incrementAndGet();
-							}
-							sections.run(lock.fencingToken());
-						}
+	void aWaiterWaitsInTheJvmWhenHalfTheCapIsUsedSoThatHoldersStillGetConnections() throws Exception {
+		PessimisticLockProvider capped = cappedProvider(4);
+		LockTemplate four = node(capped);
+		String a = this.resource + "-a";
+		String b = this.resource + "-b";
+		ExecutorService executor = Executors.newFixedThreadPool(3);
+		try (LockHandle holdsA = four.acquire(a)) {
+			Future<Long> waiterA = executor.submit(() -> {
+				try (LockHandle lock = four.acquire(a)) {
+					return lock.fencingToken();
+				}
+			});
+			awaitWaitersInDatabase(a, 1); // 2 of 4 connections in use: the first waiter waits in the server
+			CountDownLatch holdingB = new CountDownLatch(1);
+			CountDownLatch releaseB = new CountDownLatch(1);
+			Future<Boolean> nestedUnderB = executor.submit(() -> {
+				try (LockHandle lock = four.acquire(b)) {
+					holdingB.countDown();
+					releaseB.await();
+					// the fourth connection: still free, since B's waiter did not take it
+					try (LockHandle nested = four.acquire(this.resource + "-c")) {
+						return nested.isHeld();
 					}
-					return null;
-				}));
-			}
-			for (Future<?> future : futures) {
-				future.get(60, TimeUnit.SECONDS);
-			}
+				}
+			});
+			assertThat(holdingB.await(10, TimeUnit.SECONDS)).isTrue();
+			Future<Long> waiterB = executor.submit(() -> {
+				try (LockHandle lock = four.acquire(b)) {
+					return lock.fencingToken();
+				}
+			});
+			Thread.sleep(300);
+			assertThat(capped.connectionsInUse()).as("B's waiter waits in the JVM").isEqualTo(3);
+			assertThat(waitersInDatabase(b)).isZero();
+			releaseB.countDown();
+			assertThat(nestedUnderB.get(10, TimeUnit.SECONDS)).as("no LockLimitExceededException").isTrue();
+			assertThat(waiterB.get(10, TimeUnit.SECONDS)).isPositive();
+			holdsA.close();
+			assertThat(waiterA.get(10, TimeUnit.SECONDS)).isGreaterThan(holdsA.fencingToken());
 		}
 		finally {
 			executor.shutdownNow();
 		}
-		assertThat(nested.get()).as("every nested lock of another resource got a connection").isEqualTo(60);
-		assertThat(first.overlaps() + second.overlaps()).isZero();
-		assertThat(most.get()).as("at most the cap").isLessThanOrEqualTo(8);
 		assertThat(capped.connectionsInUse()).isZero();
-		assertThat(eight.localResourceCount()).isZero();
+		assertThat(four.localResourceCount()).isZero();
 	}
 
 	@Test
@@ -319,8 +332,12 @@ class PessimisticLocalQueueTests {
 	}
 
 	private void awaitWaitersInDatabase(int count) throws InterruptedException {
+		awaitWaitersInDatabase(this.resource, count);
+	}
+
+	private void awaitWaitersInDatabase(String resource, int count) throws InterruptedException {
 		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-		while (waitersInDatabase() < count) {
+		while (waitersInDatabase(resource) < count) {
 			assertThat(System.nanoTime() - deadline).as("waited for %d waiters in the server", count).isNegative();
 			Thread.sleep(5);
 		}

@@ -137,12 +137,23 @@ public class PessimisticLockProvider implements LockProvider {
 	}
 
 	/**
-	 * {@code true} while more than half of {@code maxConnections} is free: a local thread waiting in the server
-	 * behind a local holder costs a connection, and the other half stays for holders of other resources.
+	 * {@code true} inside a Spring transaction on the lock data source (the waiter uses the transaction's connection,
+	 * not one of the cap, and InnoDB sees its waits, so deadlocks between transactions are detected), and otherwise
+	 * while more than half of {@code maxConnections} is free: a local thread waiting in the server behind a local
+	 * holder costs a connection, and the other half stays for holders of other resources. Best effort: waiters of
+	 * different resources may check at the same moment.
 	 */
 	@Override
 	public boolean canWaitInDatabase() {
-		return this.connections.availablePermits() * 2 > this.maxConnections;
+		if (this.connections.availablePermits() * 2 > this.maxConnections) {
+			return true;
+		}
+		Connection transactional = boundTransactionalConnection();
+		if (transactional == null) {
+			return false;
+		}
+		org.springframework.jdbc.datasource.DataSourceUtils.releaseConnection(transactional, this.dataSource);
+		return true;
 	}
 
 	@Override

@@ -66,7 +66,8 @@ class LeaseHandOverTests {
 		assertThat(row.get("waiting_owner")).isNull();
 		assertThat(third.tryAcquire(this.resource)).as("nobody else takes a handed-over lease").isEmpty();
 		assertThat(waited.get(10, TimeUnit.SECONDS)).isGreaterThan(held.fencingToken());
-		assertThat(row().get("owner_token")).as("released by the waiter").isNull();
+		assertThat(row()).as("released by the waiter, nobody in line").containsEntry("owner_token", null)
+			.containsEntry("waiting_owner", null).containsEntry("waiting_until", null);
 	}
 
 	@Test
@@ -80,6 +81,7 @@ class LeaseHandOverTests {
 			assertThat(awaitNextInLine()).as("the waiter put itself in line").isNotNull();
 			assertThat(gaveUp.get(10, TimeUnit.SECONDS)).isEmpty();
 			assertThat(row().get("waiting_owner")).as("withdrawn when its wait ended").isNull();
+			assertThat(row().get("waiting_until")).as("and its announcement with it").isNull();
 		}
 		assertThat(row().get("owner_token")).as("freed, not handed to a waiter that left").isNull();
 	}
@@ -98,6 +100,7 @@ class LeaseHandOverTests {
 			return null;
 		});
 		assertThat(row().get("owner_token")).isNull();
+		assertThat(row().get("waiting_until")).isNull();
 		Optional<LockHandle> third = LockNodes.node(LockMode.LEASE, "third", this.pool).tryAcquire(this.resource);
 		assertThat(third).isPresent();
 		third.get().close();
@@ -166,7 +169,7 @@ class LeaseHandOverTests {
 	}
 
 	private Map<String, Object> row() {
-		return this.jdbc.queryForMap("SELECT owner_token, waiting_owner FROM distributed_lock WHERE resource = ?",
+		return this.jdbc.queryForMap("SELECT owner_token, waiting_owner, waiting_until FROM distributed_lock WHERE resource = ?",
 				LockRows.bytes(this.resource));
 	}
 
