@@ -253,10 +253,7 @@ public class IdempotencyStore {
 			return fencingToken(connection, ps, key, owner, timeout);
 		}
 		catch (SQLException ex) {
-			if (JdbcLockSupport.isDuplicateKey(ex)) {
-				if (!connection.getAutoCommit()) {
-					connection.rollback();
-				}
+			if (JdbcLockSupport.lostInsertRace(connection, ex)) {
 				return null;
 			}
 			throw ex;

@@ -244,6 +244,20 @@ final class JdbcLockSupport {
 	}
 
 	/**
+	 * Whether an {@code INSERT} failed because another node inserted the key first; the connection's transaction is
+	 * rolled back then if it has one (autocommit off), so the caller can go on with its next statement.
+	 */
+	static boolean lostInsertRace(Connection connection, SQLException ex) throws SQLException {
+		if (!isDuplicateKey(ex)) {
+			return false;
+		}
+		if (!connection.getAutoCommit()) {
+			connection.rollback();
+		}
+		return true;
+	}
+
+	/**
 	 * Runs work as one short transaction on the connection: on an autocommit connection between
 	 * {@code START TRANSACTION} and {@code COMMIT} statements (one round trip each, where switching autocommit off and
 	 * on again would cost one more), otherwise with the connection's own commit; rolled back when the work throws.

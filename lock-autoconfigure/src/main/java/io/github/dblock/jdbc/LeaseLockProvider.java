@@ -412,10 +412,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 			return this.rows.fencingToken(connection, ps, request.resource(), owner, timeout);
 		}
 		catch (SQLException ex) {
-			if (JdbcLockSupport.isDuplicateKey(ex)) {
-				if (!connection.getAutoCommit()) {
-					connection.rollback();
-				}
+			if (JdbcLockSupport.lostInsertRace(connection, ex)) {
 				return null;
 			}
 			throw ex;

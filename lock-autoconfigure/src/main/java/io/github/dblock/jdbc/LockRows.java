@@ -218,10 +218,7 @@ final class LockRows {
 			return true;
 		}
 		catch (SQLException ex) {
-			if (JdbcLockSupport.isDuplicateKey(ex)) {
-				if (!connection.getAutoCommit()) {
-					connection.rollback();
-				}
+			if (JdbcLockSupport.lostInsertRace(connection, ex)) {
 				return false;
 			}
 			throw ex;
