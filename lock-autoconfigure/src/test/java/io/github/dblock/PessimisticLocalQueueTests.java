@@ -162,12 +162,14 @@ class PessimisticLocalQueueTests {
 		ExecutorService executor = Executors.newSingleThreadExecutor();
 		try {
 			LockHandle held = oneConnection.acquire(this.resource);
+			java.util.concurrent.atomic.AtomicReference<Thread> waiter = new java.util.concurrent.atomic.AtomicReference<>();
 			Future<Long> next = executor.submit(() -> {
+				waiter.set(Thread.currentThread());
 				try (LockHandle lock = oneConnection.acquire(this.resource)) {
 					return lock.fencingToken();
 				}
 			});
-			Thread.sleep(200);
+			awaitWaitingInJvm(waiter);
 			assertThat(next).as("waits for the local holder, no LockLimitExceededException").isNotDone();
 			assertThat(waitersInDatabase()).as("without a free connection it waits in the JVM").isZero();
 			assertThatThrownBy(() -> oneConnection.tryAcquire("other-" + this.resource))
@@ -246,12 +248,14 @@ class PessimisticLocalQueueTests {
 				}
 			});
 			assertThat(holdingB.await(10, TimeUnit.SECONDS)).isTrue();
+			java.util.concurrent.atomic.AtomicReference<Thread> waiter = new java.util.concurrent.atomic.AtomicReference<>();
 			Future<Long> waiterB = executor.submit(() -> {
+				waiter.set(Thread.currentThread());
 				try (LockHandle lock = four.acquire(b)) {
 					return lock.fencingToken();
 				}
 			});
-			Thread.sleep(300);
+			awaitWaitingInJvm(waiter);
 			assertThat(capped.connectionsInUse()).as("B's waiter waits in the JVM").isEqualTo(3);
 			assertThat(waitersInDatabase(b)).isZero();
 			releaseB.countDown();
@@ -329,6 +333,20 @@ class PessimisticLocalQueueTests {
 	private static LockTemplate node(PessimisticLockProvider provider) {
 		return new LockTemplate(List.of(provider), LockMode.PESSIMISTIC, Duration.ofSeconds(30), Duration.ofSeconds(30),
 				"capped");
+	}
+
+	/**
+	 * Waits until the thread waits in the JVM for a local holder's release ({@code LockTemplate.awaitRelease}), the
+	 * path taken when the provider cannot spare a connection.
+	 */
+	private static void awaitWaitingInJvm(java.util.concurrent.atomic.AtomicReference<Thread> thread)
+			throws InterruptedException {
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+		while (thread.get() == null || java.util.Arrays.stream(thread.get().getStackTrace())
+			.noneMatch((frame) -> frame.getMethodName().equals("awaitRelease"))) {
+			assertThat(System.nanoTime() - deadline).as("waited for the thread to wait in the JVM").isNegative();
+			Thread.sleep(5);
+		}
 	}
 
 	private void awaitWaitersInDatabase(int count) throws InterruptedException {
