@@ -51,9 +51,11 @@ import org.springframework.transaction.support.TransactionTemplate;
  * release ({@code COMMIT}). At most {@code maxConnections} such locks may be held or awaited per JVM; beyond
  * that, {@link LockLimitExceededException}.</li>
  * </ul>
- * A never-seen resource first gets a free row from a separate autocommit statement, never inside the locking
- * transaction, so that no gap lock on a missing row is ever held (concurrent creators get a duplicate-key error
- * and carry on). If the holder's connection drops or its process dies, the server ends the transaction and the
+ * A missing row is created as a free row by a separate autocommit statement, never inside the locking
+ * transaction, and the locking statement does not run again until the row exists: an {@code UPDATE} of a missing
+ * key holds a gap lock that blocks every node's insert of it (concurrent creators get a duplicate-key error and
+ * carry on). Inside a caller's transaction the row is made to exist before the locking statement, so no gap lock
+ * is left in that transaction. If the holder's connection drops or its process dies, the server ends the transaction and the
  * lock is free at once; the holder learns it at release, which then reports the lock lost. A waiter on a connection
  * of its own whose connection breaks (server restart, killed connection) tries again on a new connection until its
  * deadline; a waiter inside the caller's transaction cannot, since that transaction is gone. Thread-safe.
@@ -70,8 +72,14 @@ public class PessimisticLockProvider implements LockProvider {
 	/** Quick re-attempts after a row lock that may belong to another statement rather than a holder. */
 	private static final int MAX_LOCKED_RETRIES = 3;
 
-	/** Bound on immediate re-attempts while several nodes create the row of a never-seen resource at once. */
+	/** Bound on immediate re-attempts of a locking statement that met a free row with a stale clock. */
 	private static final int MAX_CREATION_RACES = 5;
+
+	/**
+	 * How long a caller with a shorter wait time keeps trying to create a missing row while other nodes' locking
+	 * statements hold the gap where it goes (see {@link #createRow}).
+	 */
+	private static final long CREATION_PATIENCE_NANOS = TimeUnit.MILLISECONDS.toNanos(250);
 
 	private final DataSource dataSource;
 
@@ -177,7 +185,9 @@ public class PessimisticLockProvider implements LockProvider {
 	}
 
 	private AcquireResult acquireInTransaction(Connection connection, LockRequest request) throws InterruptedException {
-		ensureRow(request);
+		if (!ensureRow(request)) {
+			return AcquireResult.busy("other nodes creating the same new lock row");
+		}
 		for (int attempt = 0;; attempt++) {
 			String owner = UUID.randomUUID().toString();
 			Locking result;
@@ -237,7 +247,6 @@ public class PessimisticLockProvider implements LockProvider {
 		boolean held = false;
 		try {
 			connection = this.jdbc.rawConnection();
-			int creationRaces = 0;
 			int lockedRetries = 0;
 			int freeRetries = 0;
 			for (int attempt = 0;; attempt++) {
@@ -262,10 +271,9 @@ public class PessimisticLockProvider implements LockProvider {
 				}
 				LockRows.Peek peek = this.rows.peek(connection, request.resource(), this.jdbc.statementTimeoutSeconds());
 				if (peek == null) {
-					if (++creationRaces > MAX_CREATION_RACES) {
+					if (!createRow(connection, request)) {
 						return AcquireResult.busy("other nodes creating the same new lock row");
 					}
-					insertFreeRow(connection, request);
 					continue;
 				}
 				if (peek.leaseRemainingNanos() <= 0 && freeRetries++ < MAX_CREATION_RACES) {
@@ -355,11 +363,39 @@ public class PessimisticLockProvider implements LockProvider {
 	}
 
 	/**
-	 * Creates a free row for a never-seen resource in its own autocommit statement. Its duplicate-key check must
-	 * wait for a row lock if another node has just created and locked the row, so that wait is bounded like the
-	 * lock wait; a row found locked counts as existing.
+	 * Creates the free row of a resource found missing, on a connection outside any transaction, and returns once
+	 * the row exists: {@code true}, or {@code false} when it could not be created within the caller's wait time
+	 * (at least {@link #CREATION_PATIENCE_NANOS}).
+	 * <p>
+	 * While the row is missing, the locking statement must not run again: an InnoDB {@code UPDATE} of a missing
+	 * primary key (REPEATABLE READ) locks the gap where the key would go until its transaction ends, and that gap
+	 * lock blocks every node's {@code INSERT} of the row. With a zero wait, nodes that kept alternating between the
+	 * two could each block the others' inserts until all gave up, and nobody got a lock that nobody held. So a node
+	 * that could not insert looks at the row (a plain read, no lock) and tries the insert again a few milliseconds
+	 * later, until the row exists. The gap locks it waits out belong to other nodes' first locking statements, each
+	 * held for one round trip.
 	 */
-	private void insertFreeRow(Connection connection, LockRequest request) throws SQLException, InterruptedException {
+	private boolean createRow(Connection connection, LockRequest request) throws SQLException, InterruptedException {
+		long patience = Math.max(request.remainingNanos(), CREATION_PATIENCE_NANOS);
+		long start = System.nanoTime();
+		while (!insertFreeRow(connection, request)
+				&& this.rows.peek(connection, request.resource(), this.jdbc.statementTimeoutSeconds()) == null) {
+			if (System.nanoTime() - start >= patience) {
+				return false;
+			}
+			TimeUnit.MILLISECONDS.sleep(1 + java.util.concurrent.ThreadLocalRandom.current().nextInt(3));
+		}
+		this.knownRows.add(request.resource());
+		return true;
+	}
+
+	/**
+	 * Inserts a free row for a never-seen resource in its own autocommit statement: {@code true} once the row exists
+	 * (inserted here, or a duplicate key), {@code false} when a lock blocked the insert for the caller's wait time.
+	 * The insert waits for a lock when another node has just created and locked the row (its duplicate-key check) or
+	 * when another transaction holds the gap where the row goes, so that wait is bounded like the lock wait.
+	 */
+	private boolean insertFreeRow(Connection connection, LockRequest request) throws SQLException, InterruptedException {
 		try {
 			withLockWait(connection, waitSeconds(request), this.rows.insertFreeSql(), false, (ps) -> {
 				ps.setQueryTimeout(waitSeconds(request) + this.jdbc.statementTimeoutSeconds());
@@ -367,14 +403,19 @@ public class PessimisticLockProvider implements LockProvider {
 				ps.executeUpdate();
 				return null;
 			});
+			return true;
 		}
 		catch (SQLException ex) {
 			if (Thread.currentThread().isInterrupted()) {
 				throw new InterruptedException("interrupted while creating the lock row of '" + request.resource() + "'");
 			}
-			if (!JdbcLockSupport.isDuplicateKey(ex) && !isLockUnavailable(ex)) {
-				throw ex;
+			if (JdbcLockSupport.isDuplicateKey(ex)) {
+				return true;
 			}
+			if (isLockUnavailable(ex)) {
+				return false;
+			}
+			throw ex;
 		}
 	}
 
@@ -458,20 +499,24 @@ public class PessimisticLockProvider implements LockProvider {
 				|| ex instanceof java.sql.SQLTimeoutException;
 	}
 
-	/** Makes sure a row exists before a transaction we do not own locks it (see the class comment). */
-	private void ensureRow(LockRequest request) throws InterruptedException {
+	/**
+	 * Makes sure a row exists before a transaction we do not own locks it (see the class comment); {@code false}
+	 * when other nodes' statements kept it from being created (see {@link #createRow}).
+	 */
+	private boolean ensureRow(LockRequest request) throws InterruptedException {
 		if (this.knownRows.contains(request.resource())) {
-			return;
+			return true;
 		}
 		try (Connection connection = this.jdbc.rawConnection()) {
 			if (this.rows.peek(connection, request.resource(), this.jdbc.statementTimeoutSeconds()) == null) {
-				insertFreeRow(connection, request);
+				return createRow(connection, request);
 			}
 		}
 		catch (SQLException ex) {
 			throw this.jdbc.translate("create the lock row of '" + request.resource() + "'", ex);
 		}
 		this.knownRows.add(request.resource());
+		return true;
 	}
 
 	private LockRows.@Nullable Peek peek(LockRequest request) {

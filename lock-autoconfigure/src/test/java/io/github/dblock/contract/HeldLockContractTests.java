@@ -130,6 +130,11 @@ public abstract class HeldLockContractTests extends LockContractTests {
 		assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - releasedAt)).isLessThan(5_000);
 	}
 
+	/**
+	 * Twelve nodes try the same never-seen resource at once with a zero wait. Races that lose only now and then
+	 * under load (a creation livelock once showed in round 11 of 15 on CI); to hunt them, raise the rounds with
+	 * {@code -DargLine=-Dlock.test.race-rounds=1000}.
+	 */
 	@Test
 	void concurrentFirstAcquisitionsOfNewResourcesYieldExactlyOneOwnerAndNoErrors() throws Exception {
 		int contenders = 12;
@@ -139,7 +144,7 @@ public abstract class HeldLockContractTests extends LockContractTests {
 		}
 		ExecutorService pool = Executors.newFixedThreadPool(contenders);
 		try {
-			for (int round = 0; round < 15; round++) {
+			for (int round = 0; round < Integer.getInteger("lock.test.race-rounds", 15); round++) {
 				String resource = newResource();
 				CyclicBarrier start = new CyclicBarrier(contenders);
 				CountDownLatch allTried = new CountDownLatch(contenders);

@@ -204,6 +204,67 @@ class PessimisticLockProviderTests {
 				+ (waiter.isDone() ? "returned " + waiter.get() : "still running"));
 	}
 
+	/**
+	 * Nodes inside Spring transactions and nodes on connections of their own race for never-seen resources with a
+	 * zero wait: each round has exactly one owner and no errors. A node on its own connection whose first locking
+	 * statement met the missing row held a gap lock on it that blocked the other nodes' inserts of the row; nodes
+	 * that alternated between inserting and locking could all give up, and a transactional node could find the row
+	 * still missing when it locked it.
+	 */
+	@Test
+	void transactionalAndStandaloneNodesRacingForNewResourcesYieldExactlyOneOwner() throws Exception {
+		int perKind = 3;
+		List<LockTemplate> nodes = new java.util.ArrayList<>();
+		for (int i = 0; i < 2 * perKind; i++) {
+			nodes.add(LockNodes.node(provider(pool, 4), "racer-" + i));
+		}
+		TransactionTemplate transaction = new TransactionTemplate(new DataSourceTransactionManager(pool));
+		ExecutorService racers = Executors.newFixedThreadPool(nodes.size());
+		try {
+			for (int round = 0; round < Integer.getInteger("lock.test.race-rounds", 30); round++) {
+				String resource = "pessimistic-race-" + UUID.randomUUID();
+				java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(nodes.size());
+				java.util.concurrent.CountDownLatch allTried = new java.util.concurrent.CountDownLatch(nodes.size());
+				List<Future<Boolean>> results = new java.util.ArrayList<>();
+				for (int i = 0; i < nodes.size(); i++) {
+					LockTemplate node = nodes.get(i);
+					boolean inTransaction = i < perKind;
+					results.add(racers.submit(() -> {
+						start.await();
+						Supplier<Boolean> attempt = () -> {
+							Optional<LockHandle> lock;
+							try {
+								lock = node.tryAcquire(resource);
+							}
+							finally {
+								allTried.countDown();
+							}
+							lock.ifPresent((held) -> {
+								try {
+									allTried.await(); // hold until everyone has tried
+								}
+								catch (InterruptedException ex) {
+									Thread.currentThread().interrupt();
+								}
+								held.close();
+							});
+							return lock.isPresent();
+						};
+						return inTransaction ? transaction.execute((status) -> attempt.get()) : attempt.get();
+					}));
+				}
+				int owners = 0;
+				for (Future<Boolean> result : results) {
+					owners += result.get(60, TimeUnit.SECONDS) ? 1 : 0; // any exception fails here
+				}
+				assertThat(owners).as("round %d", round).isEqualTo(1);
+			}
+		}
+		finally {
+			racers.shutdownNow();
+		}
+	}
+
 	@Test
 	void pessimisticAndLeaseHoldersOfTheSameResourceExcludeEachOther() {
 		LockTemplate pessimistic = LockNodes.node(provider(pool, 4), "pessimistic");
