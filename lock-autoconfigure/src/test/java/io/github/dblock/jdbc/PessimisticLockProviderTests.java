@@ -22,6 +22,7 @@ import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.test.CountingDataSource;
 import io.github.dblock.test.LockNodes;
+import io.github.dblock.test.OwnerRace;
 import io.github.dblock.test.TestDatabase;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterAll;
@@ -213,56 +214,14 @@ class PessimisticLockProviderTests {
 	 */
 	@Test
 	void transactionalAndStandaloneNodesRacingForNewResourcesYieldExactlyOneOwner() throws Exception {
-		int perKind = 3;
-		List<LockTemplate> nodes = new java.util.ArrayList<>();
-		for (int i = 0; i < 2 * perKind; i++) {
-			nodes.add(LockNodes.node(provider(pool, 4), "racer-" + i));
-		}
 		TransactionTemplate transaction = new TransactionTemplate(new DataSourceTransactionManager(pool));
-		ExecutorService racers = Executors.newFixedThreadPool(nodes.size());
-		try {
-			for (int round = 0; round < Integer.getInteger("lock.test.race-rounds", 30); round++) {
-				String resource = "pessimistic-race-" + UUID.randomUUID();
-				java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(nodes.size());
-				java.util.concurrent.CountDownLatch allTried = new java.util.concurrent.CountDownLatch(nodes.size());
-				List<Future<Boolean>> results = new java.util.ArrayList<>();
-				for (int i = 0; i < nodes.size(); i++) {
-					LockTemplate node = nodes.get(i);
-					boolean inTransaction = i < perKind;
-					results.add(racers.submit(() -> {
-						start.await();
-						Supplier<Boolean> attempt = () -> {
-							Optional<LockHandle> lock;
-							try {
-								lock = node.tryAcquire(resource);
-							}
-							finally {
-								allTried.countDown();
-							}
-							lock.ifPresent((held) -> {
-								try {
-									allTried.await(); // hold until everyone has tried
-								}
-								catch (InterruptedException ex) {
-									Thread.currentThread().interrupt();
-								}
-								held.close();
-							});
-							return lock.isPresent();
-						};
-						return inTransaction ? transaction.execute((status) -> attempt.get()) : attempt.get();
-					}));
-				}
-				int owners = 0;
-				for (Future<Boolean> result : results) {
-					owners += result.get(60, TimeUnit.SECONDS) ? 1 : 0; // any exception fails here
-				}
-				assertThat(owners).as("round %d", round).isEqualTo(1);
-			}
+		List<OwnerRace.Racer> racers = new java.util.ArrayList<>();
+		for (int i = 0; i < 6; i++) {
+			LockTemplate node = LockNodes.node(provider(pool, 4), "racer-" + i);
+			racers.add((i % 2 == 0) ? OwnerRace.Racer.direct(node)
+					: new OwnerRace.Racer(node, (attempt) -> transaction.execute((status) -> attempt.get())));
 		}
-		finally {
-			racers.shutdownNow();
-		}
+		OwnerRace.assertExactlyOneOwnerPerRound(30, () -> "pessimistic-race-" + UUID.randomUUID(), racers);
 	}
 
 	@Test
