@@ -10,6 +10,7 @@ import java.util.regex.Pattern;
 
 import javax.sql.DataSource;
 
+import org.jspecify.annotations.Nullable;
 import org.springframework.jdbc.CannotGetJdbcConnectionException;
 
 /**
@@ -57,9 +58,14 @@ public record DatabaseServer(Product product, String version, int major, int min
 		}
 	}
 
+	/** Whether a server version string (from {@code SELECT VERSION()} or the driver's handshake) is MariaDB's. */
+	static boolean isMariaDb(@Nullable String version) {
+		return version != null && version.toLowerCase(Locale.ROOT).contains("mariadb");
+	}
+
 	static DatabaseServer parse(String productName, String version) {
 		Product product;
-		if (version.toLowerCase(Locale.ROOT).contains("mariadb")) {
+		if (isMariaDb(version)) {
 			product = Product.MARIADB;
 		}
 		else if (productName != null && productName.toLowerCase(Locale.ROOT).contains("mysql")) {

@@ -455,10 +455,8 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	private LockDialect dialect(Connection connection) throws SQLException {
 		LockDialect known = this.dialect;
 		if (known == null) {
-			java.sql.DatabaseMetaData metaData = connection.getMetaData();
-			String version = metaData.getDatabaseProductVersion();
-			known = (version != null && version.toLowerCase(java.util.Locale.ROOT).contains("mariadb"))
-					? LockDialect.MARIADB : LockDialect.MYSQL;
+			known = DatabaseServer.isMariaDb(connection.getMetaData().getDatabaseProductVersion()) ? LockDialect.MARIADB
+					: LockDialect.MYSQL;
 			this.dialect = known;
 		}
 		return known;
