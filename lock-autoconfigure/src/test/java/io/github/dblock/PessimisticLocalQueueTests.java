@@ -271,6 +271,55 @@ class PessimisticLocalQueueTests {
 		assertThat(four.localResourceCount()).isZero();
 	}
 
+	/**
+	 * At the production default of {@code distributed-lock.pessimistic.max-connections} (5): the first hot resource's
+	 * next thread waits in the server (2 of 5 connections then in use), the second hot resource's next thread waits in
+	 * the JVM (3 in use, fewer than half free), and holders of two more resources still get the last two connections.
+	 */
+	@Test
+	void atTheDefaultCapTheSecondHotResourcesWaiterWaitsInTheJvmAndOtherResourcesStillGetConnections()
+			throws Exception {
+		int cap = new io.github.dblock.autoconfigure.DistributedLockProperties().getPessimistic().getMaxConnections();
+		assertThat(cap).as("the default this test is written for").isEqualTo(5);
+		PessimisticLockProvider capped = cappedProvider(cap);
+		LockTemplate five = node(capped);
+		String a = this.resource + "-a";
+		String b = this.resource + "-b";
+		ExecutorService executor = Executors.newFixedThreadPool(2);
+		try {
+			LockHandle holdsA = five.acquire(a);
+			Future<Long> waiterA = executor.submit(() -> {
+				try (LockHandle lock = five.acquire(a)) {
+					return lock.fencingToken();
+				}
+			});
+			awaitWaitersInDatabase(a, 1);
+			LockHandle holdsB = five.acquire(b);
+			java.util.concurrent.atomic.AtomicReference<Thread> waiter = new java.util.concurrent.atomic.AtomicReference<>();
+			Future<Long> waiterB = executor.submit(() -> {
+				waiter.set(Thread.currentThread());
+				try (LockHandle lock = five.acquire(b)) {
+					return lock.fencingToken();
+				}
+			});
+			awaitWaitingInJvm(waiter);
+			assertThat(capped.connectionsInUse()).as("B's waiter waits in the JVM").isEqualTo(3);
+			assertThat(waitersInDatabase(b)).isZero();
+			try (LockHandle c = five.acquire(this.resource + "-c"); LockHandle d = five.acquire(this.resource + "-d")) {
+				assertThat(capped.connectionsInUse()).isEqualTo(cap);
+			}
+			holdsB.close();
+			assertThat(waiterB.get(10, TimeUnit.SECONDS)).isGreaterThan(holdsB.fencingToken());
+			holdsA.close();
+			assertThat(waiterA.get(10, TimeUnit.SECONDS)).isGreaterThan(holdsA.fencingToken());
+		}
+		finally {
+			executor.shutdownNow();
+		}
+		assertThat(capped.connectionsInUse()).isZero();
+		assertThat(five.localResourceCount()).isZero();
+	}
+
 	@Test
 	void leaseCallersOfTheSameResourceInTheSameJvmStillTakeTurns() throws Exception {
 		Sections sections = new Sections();
