@@ -24,6 +24,7 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.dao.DataAccessException;
 import org.springframework.dao.TransientDataAccessResourceException;
 import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
@@ -41,7 +42,11 @@ import org.springframework.transaction.support.TransactionTemplate;
  * {@code SET STATEMENT innodb_lock_wait_timeout = n FOR UPDATE ...}; MySQL uses {@code FOR UPDATE NOWAIT} for a
  * zero wait and otherwise sets the session's {@code innodb_lock_wait_timeout} around the statement (resetting it
  * to the server default afterwards). The timeout is the wait time rounded up to whole seconds; waiting never
- * polls, except for a row held by a LEASE-mode owner, which is retried with backoff.
+ * polls, except for a row held by a LEASE-mode owner, which is retried with backoff on a connection of its own.
+ * Inside a transaction the locking statement that found the row leased still locked it until the transaction ends,
+ * which would keep the LEASE holder from renewing or releasing it; so a transaction that {@link #inTransaction}
+ * began for the lock is rolled back (it holds nothing else yet) before each pause, and in any other transaction
+ * a row held under a lease is reported busy at once.
  * <p>
  * Which transaction holds the lock:
  * <ul>
@@ -109,7 +114,7 @@ public class PessimisticLockProvider implements LockProvider {
 	 * @param table the lock table
 	 * @param dialect how to bound a lock wait on this server
 	 * @param transactionManager the transaction manager of the lock data source, for
-	 * {@link #inTransaction(Supplier)}
+	 * {@link #inTransaction(String, Supplier)}
 	 * @param statementTimeout added to the lock wait for each statement's query timeout (whole seconds, at least 1)
 	 * @param backoff pauses while a LEASE-mode owner holds the row
 	 * @param maxConnections how many locks this JVM may hold or await on connections of their own, at least 1
@@ -164,9 +169,28 @@ public class PessimisticLockProvider implements LockProvider {
 		return true;
 	}
 
+	/**
+	 * Runs the work in a transaction of the lock data source's transaction manager, joining an active one. When this
+	 * begins the transaction, its first statement will be the lock of {@code resource}, so that lock may roll the
+	 * transaction back and try again while the row is held under a lease (see {@link #acquireInTransaction}).
+	 */
 	@Override
-	public <T> T inTransaction(Supplier<T> work) {
-		return this.transactions.execute((status) -> work.get());
+	public <T> T inTransaction(String resource, Supplier<T> work) {
+		try {
+			return this.transactions.execute((status) -> {
+				Object holder = TransactionSynchronizationManager.getResource(this.dataSource);
+				if (status.isNewTransaction() && holder != null) {
+					FRESH_TRANSACTION.set(new FreshTransaction(holder, resource));
+				}
+				else {
+					FRESH_TRANSACTION.remove();
+				}
+				return work.get();
+			});
+		}
+		finally {
+			FRESH_TRANSACTION.remove();
+		}
 	}
 
 	@Override
@@ -184,7 +208,24 @@ public class PessimisticLockProvider implements LockProvider {
 		return this.jdbc.boundTransactionalConnection(this.dataSource);
 	}
 
+	/**
+	 * Locks the row in the caller's transaction. A locking statement that found the row held under a lease (a
+	 * LEASE-mode owner, or a PESSIMISTIC holder's minimum hold time) has nevertheless locked the row until the
+	 * transaction ends: InnoDB keeps the lock of a row an {@code UPDATE} read, matched or not, and a rollback to a
+	 * savepoint does not release it. While this transaction waited, the LEASE holder could neither renew nor release
+	 * the lease, so the wait could only end when the lease ran out under a holder that was still working.
+	 * <p>
+	 * So the wait happens outside the transaction's lock. In a transaction that {@link #inTransaction} began for this
+	 * resource ({@code LockTemplate.execute}, {@code @DistributedLock}), the locking statement is the transaction's
+	 * first statement, so a {@code ROLLBACK} gives up nothing but that row lock; the attempt then backs off and is
+	 * made again. In any other transaction (the caller's own, or a second lock in the same transaction) earlier
+	 * statements would be lost, so a row held under a lease is reported busy at once.
+	 */
 	private AcquireResult acquireInTransaction(Connection connection, LockRequest request) throws InterruptedException {
+		FreshTransaction fresh = FRESH_TRANSACTION.get();
+		FRESH_TRANSACTION.remove(); // only the first lock of the transaction may roll it back
+		boolean mayRollBack = fresh != null && fresh.resource().equals(request.resource())
+				&& fresh.connectionHolder() == TransactionSynchronizationManager.getResource(this.dataSource);
 		if (!ensureRow(request)) {
 			return AcquireResult.busy("other nodes creating the same new lock row");
 		}
@@ -203,14 +244,25 @@ public class PessimisticLockProvider implements LockProvider {
 			if (result.rowLocked) {
 				return AcquireResult.busy(describeBusy(request));
 			}
-			// no row matched: the row is missing (deleted since we saw it) or held by a LEASE-mode owner
+			// no row matched: the row is missing (deleted since we saw it) or held under a lease
 			LockRows.Peek peek = peek(request);
 			if (peek == null) {
 				this.knownRows.forget(request.resource());
 				throw new TransientDataAccessResourceException("The lock row of '" + request.resource()
 						+ "' was deleted while this transaction tried to lock it; retry the transaction");
 			}
-			if (!sleepBeforeRetry(request, attempt, peek)) {
+			if (!mayRollBack) {
+				return AcquireResult.busy(peek.holderDescription() + " (a PESSIMISTIC lock inside a transaction"
+						+ " that has run other statements does not wait for a lease: its statement locked the row until"
+						+ " the transaction ends, which keeps the holder from releasing it)");
+			}
+			try {
+				execute(connection, "ROLLBACK"); // the lock statement was the transaction's only statement
+			}
+			catch (SQLException ex) {
+				throw this.jdbc.translate("lock '" + request.resource() + "' in the current transaction", ex);
+			}
+			if (!sleepBeforeRetry(request, attempt, peek, null)) {
 				return AcquireResult.busy(peek.holderDescription());
 			}
 		}
@@ -299,15 +351,11 @@ public class PessimisticLockProvider implements LockProvider {
 		}
 	}
 
-	/** Sleeps before the next attempt on a row held by a LEASE-mode owner; false when the deadline has passed. */
-	private boolean sleepBeforeRetry(LockRequest request, int attempt, LockRows.Peek peek) throws InterruptedException {
-		return sleepBeforeRetry(request, attempt, peek, null);
-	}
-
 	/**
-	 * Like {@link #sleepBeforeRetry(LockRequest, int, LockRows.Peek)}; with a connection outside any transaction (no
-	 * row lock of ours on the row), first announces the waiter to the LEASE holder's JVM, so that its own queued
-	 * threads hold back for this one (see {@link LockRows#announceWaiter}).
+	 * Sleeps before the next attempt on a row held by a LEASE-mode owner; false when the deadline has passed. Given a
+	 * connection outside any transaction (no row lock of ours on the row) and a lease still running, first announces
+	 * the waiter to the LEASE holder's JVM, so that its own queued threads hold back for this one (see
+	 * {@link LockRows#announceWaiter}).
 	 */
 	private boolean sleepBeforeRetry(LockRequest request, int attempt, LockRows.Peek peek,
 			@Nullable Connection autocommit) throws InterruptedException {
@@ -560,6 +608,15 @@ public class PessimisticLockProvider implements LockProvider {
 		catch (SQLException ex) {
 			logger.debug("Could not close lock connection", ex);
 		}
+	}
+
+	/**
+	 * The transaction {@link #inTransaction} began on this thread for a resource, until its first lock statement ran:
+	 * identified by the data source's bound connection holder.
+	 */
+	private static final ThreadLocal<FreshTransaction> FRESH_TRANSACTION = new ThreadLocal<>();
+
+	private record FreshTransaction(Object connectionHolder, String resource) {
 	}
 
 	/** The outcome of the locking statement. */

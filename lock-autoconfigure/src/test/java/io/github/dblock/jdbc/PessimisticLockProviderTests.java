@@ -224,6 +224,60 @@ class PessimisticLockProviderTests {
 		OwnerRace.assertExactlyOneOwnerPerRound(30, () -> "pessimistic-race-" + UUID.randomUUID(), racers);
 	}
 
+	/**
+	 * A PESSIMISTIC {@code execute} waiting for a LEASE holder must not keep it from releasing. Its locking statement
+	 * locks the row even when it finds the row leased; it used to keep that lock while it waited, so the holder's
+	 * release waited for the waiter's transaction, and the waiter gave up at its deadline.
+	 */
+	@Test
+	void executeWaitsForALeaseHolderWithoutKeepingItFromReleasing() throws Exception {
+		LockTemplate pessimistic = LockNodes.node(provider(pool, 4), "pessimistic");
+		LockTemplate lease = LockNodes.node(LockMode.LEASE, "lease", pool);
+		String resource = "mixed-wait-" + UUID.randomUUID();
+		ExecutorService executor = Executors.newSingleThreadExecutor();
+		try {
+			LockHandle held = lease.acquire(resource);
+			Future<Long> waiter = executor.submit(() -> pessimistic.execute(resource,
+					LockOptions.defaults().withWaitTime(Duration.ofSeconds(20)), LockHandle::fencingToken));
+			Thread.sleep(500);
+			assertThat(waiter).as("waits while the lease is held").isNotDone();
+			long start = System.nanoTime();
+			held.close();
+			assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).as("the holder's release")
+				.isLessThan(3_000L);
+			assertThat(waiter.get(10, TimeUnit.SECONDS)).isGreaterThan(held.fencingToken());
+		}
+		finally {
+			executor.shutdownNow();
+		}
+	}
+
+	/**
+	 * Inside the caller's transaction the locking statement's row lock cannot be given back without losing the
+	 * transaction's other work, so a LEASE holder is reported at once instead of waited for; once the transaction has
+	 * ended, the holder releases normally.
+	 */
+	@Test
+	void insideTheCallersTransactionALeaseHolderIsReportedBusyAtOnce() {
+		LockTemplate pessimistic = LockNodes.node(provider(pool, 4), "pessimistic");
+		LockTemplate lease = LockNodes.node(LockMode.LEASE, "lease", pool);
+		String resource = "mixed-busy-" + UUID.randomUUID();
+		TransactionTemplate transaction = new TransactionTemplate(new DataSourceTransactionManager(pool));
+		try (LockHandle held = lease.acquire(resource)) {
+			long start = System.nanoTime();
+			transaction.executeWithoutResult((status) -> {
+				assertThat(pessimistic.tryAcquire(resource, Duration.ofSeconds(20))).isEmpty();
+				assertThatExceptionOfType(io.github.dblock.LockNotAcquiredException.class)
+					.isThrownBy(() -> pessimistic.execute(resource, LockOptions.defaults()
+						.withWaitTime(Duration.ofSeconds(20)), LockHandle::fencingToken))
+					.withMessageContaining("does not wait for a lease");
+				status.setRollbackOnly(); // the joined execute marked it so; roll back without UnexpectedRollbackException
+			});
+			assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).isLessThan(5_000L);
+			assertThat(held.isHeld()).isTrue();
+		}
+	}
+
 	@Test
 	void pessimisticAndLeaseHoldersOfTheSameResourceExcludeEachOther() {
 		LockTemplate pessimistic = LockNodes.node(provider(pool, 4), "pessimistic");
