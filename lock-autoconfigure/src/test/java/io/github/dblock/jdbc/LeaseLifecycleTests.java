@@ -60,8 +60,12 @@ class LeaseLifecycleTests {
 
 	/** A node whose default lease is short, so renewal happens within the test. */
 	private static LockTemplate renewingNode(String name, javax.sql.DataSource dataSource) {
+		return renewingNode(name, dataSource, SHORT_LEASE);
+	}
+
+	private static LockTemplate renewingNode(String name, javax.sql.DataSource dataSource, Duration lease) {
 		return new LockTemplate(List.of(LockNodes.provider(LockMode.LEASE, dataSource)), LockMode.LEASE, Duration.ZERO,
-				SHORT_LEASE, name);
+				lease, name);
 	}
 
 	private static Object bytes(String resource) {
@@ -108,19 +112,28 @@ class LeaseLifecycleTests {
 		LockTemplate holder = renewingNode("counted", counting);
 		String resource = "stops-" + UUID.randomUUID();
 		try (LockHandle lock = holder.acquire(resource)) {
-			Thread.sleep(SHORT_LEASE.toMillis());
+			long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+			while (renewals(counting) < 2) {
+				assertThat(System.nanoTime() - deadline).as("renewed twice while held").isNegative();
+				Thread.sleep(20);
+			}
+			assertThat(lock.isHeld()).isTrue();
 		}
-		long renewals = counting.executed().stream().filter((sql) -> sql.startsWith("UPDATE") && sql.contains("SET expires_at"))
-			.count();
-		assertThat(renewals).as("renewed while held").isGreaterThanOrEqualTo(2);
 		int afterRelease = counting.executed().size();
 		Thread.sleep(SHORT_LEASE.toMillis());
 		assertThat(counting.executed()).hasSize(afterRelease);
 	}
 
+	private static long renewals(CountingDataSource counting) {
+		return counting.executed().stream().filter((sql) -> sql.startsWith("UPDATE") && sql.contains("SET expires_at"))
+			.count();
+	}
+
 	@Test
 	void aLeaseTakenOverWhileHeldIsReportedLostAndItsReleaseChangesNothing() throws Exception {
-		LockTemplate holder = renewingNode("victim", pool);
+		// 3 s: the takeover below must be in place before the first renewal (1 s in) on a loaded machine too
+		Duration lease = Duration.ofSeconds(3);
+		LockTemplate holder = renewingNode("victim", pool, lease);
 		holder.setInterruptOnLoss(true);
 		String resource = "stolen-" + UUID.randomUUID();
 		CountDownLatch told = new CountDownLatch(1);
@@ -155,7 +168,7 @@ class LeaseLifecycleTests {
 		// The first renewal (a third of the lease in) finds the takeover; the local fallback would only fire once
 		// the whole lease had passed.
 		assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).as("told at the first renewal")
-			.isLessThan(SHORT_LEASE.toMillis() * 3 / 4);
+			.isLessThan(lease.toMillis() * 3 / 4);
 		assertThat(reported.get().isHeld()).isFalse();
 		work.join(5_000);
 		assertThat(interrupted).as("holder interrupted by the policy").isTrue();

@@ -35,7 +35,7 @@ class ReadWriteLeaseRaceTests {
 			LeaseLockProvider provider = (LeaseLockProvider) LockNodes.provider(LockMode.LEASE, pool);
 			String resource = "rw-race-" + UUID.randomUUID();
 			HeldLock reader = provider
-				.acquire(request(resource, Duration.ofSeconds(2), Duration.ZERO, Duration.ZERO), LockType.READ)
+				.acquire(request(resource, Duration.ofSeconds(4), Duration.ZERO, Duration.ZERO), LockType.READ)
 				.lock();
 			assertThat(reader).isNotNull();
 			HeldLock writer;
@@ -48,9 +48,9 @@ class ReadWriteLeaseRaceTests {
 					ps.setString(2, reader.ownerToken());
 					ps.executeQuery().close();
 				}
-				Thread.sleep(1500); // the renewal is sent while the lease still runs
+				Thread.sleep(2_000); // the renewal is sent while the lease (4 s) still runs, with 2 s to spare
 				CompletableFuture<Void> renewal = CompletableFuture.runAsync(((RenewableLease) reader)::renew);
-				Thread.sleep(800); // the server's expiry of the old lease passes while the renewal waits
+				Thread.sleep(2_300); // the server's expiry of the old lease passes while the renewal waits
 				CompletableFuture<HeldLock> writing = CompletableFuture.supplyAsync(() -> {
 					try {
 						return provider.acquire(request(resource, Duration.ofSeconds(10), Duration.ZERO, Duration.ZERO),
