@@ -55,6 +55,8 @@ class CrossProcessReadWriteLockTests {
 		TestDatabase.get().execute(
 				"CREATE TABLE IF NOT EXISTS lock_test_rw_probe (name VARCHAR(100) PRIMARY KEY, readers INT NOT NULL,"
 						+ " writers INT NOT NULL, max_readers INT NOT NULL)",
+				"CREATE TABLE IF NOT EXISTS lock_test_rw_ready (name VARCHAR(100) NOT NULL, node VARCHAR(100) NOT NULL,"
+						+ " PRIMARY KEY (name, node))",
 				"CREATE TABLE IF NOT EXISTS lock_test_rw_token (seq BIGINT AUTO_INCREMENT PRIMARY KEY, "
 						+ "name VARCHAR(100) NOT NULL, kind CHAR(1) NOT NULL, token BIGINT NOT NULL, KEY (name))");
 		jdbc = new JdbcTemplate(pool);
@@ -76,7 +78,7 @@ class CrossProcessReadWriteLockTests {
 		List<Process> started = new ArrayList<>();
 		for (int p = 0; p < processes; p++) {
 			started.add(CrossProcessLockTests.start(ReadWriteWorker.class, "mix", resource, String.valueOf(threads),
-					String.valueOf(iterations), "5"));
+					String.valueOf(iterations), "5", String.valueOf(processes)));
 		}
 		int reads = 0;
 		int writes = 0;

@@ -2,6 +2,7 @@ package io.github.dblock.process;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -10,6 +11,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import com.zaxxer.hikari.HikariDataSource;
@@ -23,7 +25,8 @@ import io.github.dblock.test.LockNodes;
 /**
  * A separate JVM process that takes read and write locks, started by {@link CrossProcessReadWriteLockTests}.
  * <p>
- * {@code mix <url> <user> <password> <resource> <threads> <iterations> <writeOneIn>}: each iteration takes the
+ * {@code mix <url> <user> <password> <resource> <threads> <iterations> <writeOneIn> <processes>}: once all
+ * {@code processes} have checked in ({@code lock_test_rw_ready}), each iteration takes the
  * write lock (one in {@code writeOneIn}) or the read lock, and checks exclusion on the probe row
  * {@code lock_test_rw_probe} on a connection of its own, without trusting the lock: a reader enters with
  * {@code readers = readers + 1 WHERE writers = 0}, a writer with {@code writers = 1 WHERE writers = 0 AND readers =
@@ -53,8 +56,11 @@ public final class ReadWriteWorker {
 				case "hold" -> hold(locks, resource, LockType.valueOf(args[5]), Long.parseLong(args[6]));
 				case "stream" -> stream(locks, resource, Integer.parseInt(args[5]), Long.parseLong(args[6]),
 						Long.parseLong(args[7]));
-				case "mix" -> mix(locks, dataSource, resource, node, Integer.parseInt(args[5]), Integer.parseInt(args[6]),
-						Integer.parseInt(args[7]));
+				case "mix" -> {
+					awaitAllReady(dataSource, resource, node, Integer.parseInt(args[8]));
+					mix(locks, dataSource, resource, node, Integer.parseInt(args[5]), Integer.parseInt(args[6]),
+							Integer.parseInt(args[7]));
+				}
 				default -> throw new IllegalArgumentException("unknown command " + command);
 			}
 		}
@@ -100,6 +106,33 @@ public final class ReadWriteWorker {
 		}
 		pool.shutdown();
 		System.out.println("RESULT reads=" + reads);
+	}
+
+	/**
+	 * A start line for the processes of one run: JVMs start at different speeds, and a process that finished before
+	 * the next one started would leave nothing to overlap.
+	 */
+	private static void awaitAllReady(HikariDataSource dataSource, String resource, String node, int processes)
+			throws Exception {
+		try (Connection c = dataSource.getConnection()) {
+			update(c, "INSERT INTO lock_test_rw_ready (name, node) VALUES (?, ?)", resource, node);
+			long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
+			while (true) {
+				try (PreparedStatement ps = c.prepareStatement("SELECT COUNT(*) FROM lock_test_rw_ready WHERE name = ?")) {
+					ps.setString(1, resource);
+					try (ResultSet rs = ps.executeQuery()) {
+						rs.next();
+						if (rs.getInt(1) >= processes) {
+							return;
+						}
+					}
+				}
+				if (System.nanoTime() - deadline > 0) {
+					throw new IllegalStateException("not all " + processes + " processes started within 2 minutes");
+				}
+				Thread.sleep(10);
+			}
+		}
 	}
 
 	private static void mix(LockTemplate locks, HikariDataSource dataSource, String resource, String node, int threads,
