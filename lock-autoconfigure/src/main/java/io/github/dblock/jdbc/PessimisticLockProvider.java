@@ -109,6 +109,12 @@ public class PessimisticLockProvider implements LockProvider {
 	private final KnownRows knownRows = new KnownRows();
 
 	/**
+	 * The transaction {@link #inTransaction} began on this thread for a resource, until its first lock statement ran:
+	 * identified by the data source's bound connection holder.
+	 */
+	private final ThreadLocal<FreshTransaction> freshTransaction = new ThreadLocal<>();
+
+	/**
 	 * Creates a provider.
 	 * @param dataSource the data source holding the lock table
 	 * @param table the lock table
@@ -180,16 +186,16 @@ public class PessimisticLockProvider implements LockProvider {
 			return this.transactions.execute((status) -> {
 				Object holder = TransactionSynchronizationManager.getResource(this.dataSource);
 				if (status.isNewTransaction() && holder != null) {
-					FRESH_TRANSACTION.set(new FreshTransaction(holder, resource));
+					this.freshTransaction.set(new FreshTransaction(holder, resource));
 				}
 				else {
-					FRESH_TRANSACTION.remove();
+					this.freshTransaction.remove();
 				}
 				return work.get();
 			});
 		}
 		finally {
-			FRESH_TRANSACTION.remove();
+			this.freshTransaction.remove();
 		}
 	}
 
@@ -222,8 +228,8 @@ public class PessimisticLockProvider implements LockProvider {
 	 * statements would be lost, so a row held under a lease is reported busy at once.
 	 */
 	private AcquireResult acquireInTransaction(Connection connection, LockRequest request) throws InterruptedException {
-		FreshTransaction fresh = FRESH_TRANSACTION.get();
-		FRESH_TRANSACTION.remove(); // only the first lock of the transaction may roll it back
+		FreshTransaction fresh = this.freshTransaction.get();
+		this.freshTransaction.remove(); // only the first lock of the transaction may roll it back
 		boolean mayRollBack = fresh != null && fresh.resource().equals(request.resource())
 				&& fresh.connectionHolder() == TransactionSynchronizationManager.getResource(this.dataSource);
 		if (!ensureRow(request)) {
@@ -609,12 +615,6 @@ public class PessimisticLockProvider implements LockProvider {
 			logger.debug("Could not close lock connection", ex);
 		}
 	}
-
-	/**
-	 * The transaction {@link #inTransaction} began on this thread for a resource, until its first lock statement ran:
-	 * identified by the data source's bound connection holder.
-	 */
-	private static final ThreadLocal<FreshTransaction> FRESH_TRANSACTION = new ThreadLocal<>();
 
 	private record FreshTransaction(Object connectionHolder, String resource) {
 	}
