@@ -251,7 +251,7 @@ public class LockTemplate {
 		if (request.provider instanceof WorkLockProvider work) {
 			return executeWork(work, request, action);
 		}
-		return request.provider.inTransaction(request.resource, () -> executeHolding(request, action));
+		return request.provider.inTransaction(() -> executeHolding(request, action));
 	}
 
 	@Nullable

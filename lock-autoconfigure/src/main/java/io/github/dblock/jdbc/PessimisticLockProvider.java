@@ -24,7 +24,6 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.dao.DataAccessException;
 import org.springframework.dao.TransientDataAccessResourceException;
 import org.springframework.transaction.PlatformTransactionManager;
-import org.springframework.transaction.support.TransactionSynchronizationManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
@@ -41,12 +40,12 @@ import org.springframework.transaction.support.TransactionTemplate;
  * The wait is bounded by the server: MariaDB runs the statement as
  * {@code SET STATEMENT innodb_lock_wait_timeout = n FOR UPDATE ...}; MySQL uses {@code FOR UPDATE NOWAIT} for a
  * zero wait and otherwise sets the session's {@code innodb_lock_wait_timeout} around the statement (resetting it
- * to the server default afterwards). The timeout is the wait time rounded up to whole seconds; waiting never
- * polls, except for a row held by a LEASE-mode owner, which is retried with backoff on a connection of its own.
- * Inside a transaction the locking statement that found the row leased still locked it until the transaction ends,
- * which would keep the LEASE holder from renewing or releasing it; so a transaction that {@link #inTransaction}
- * began for the lock is rolled back (it holds nothing else yet) before each pause, and in any other transaction
- * a row held under a lease is reported busy at once.
+ * to the server default afterwards). The timeout is the wait time rounded up to whole seconds. Waiting for a
+ * holder's transaction never polls; a row held under a lease (a LEASE-mode owner, or a PESSIMISTIC holder's minimum
+ * hold time) is retried with backoff on a connection of its own, and a missing row is polled for while it is
+ * created (see below). Inside a transaction (the caller's, or the one {@code LockTemplate.execute} begins) a row
+ * held under a lease is reported busy at once: the locking statement that found it leased still locked the row until
+ * that transaction ends, which would keep a LEASE holder from renewing or releasing it.
  * <p>
  * Which transaction holds the lock:
  * <ul>
@@ -59,8 +58,10 @@ import org.springframework.transaction.support.TransactionTemplate;
  * A missing row is created as a free row by a separate autocommit statement, never inside the locking
  * transaction, and the locking statement does not run again until the row exists: an {@code UPDATE} of a missing
  * key holds a gap lock that blocks every node's insert of it (concurrent creators get a duplicate-key error and
- * carry on). Inside a caller's transaction the row is made to exist before the locking statement, so no gap lock
- * is left in that transaction. If the holder's connection drops or its process dies, the server ends the transaction and the
+ * carry on). Inside a caller's transaction the row is made to exist (as far as this JVM knows: a hint kept for a
+ * minute) before the locking statement, so that normally no gap lock is left in that transaction; a row deleted
+ * meanwhile ends the attempt with a transient error. Creating a row commits it also on a connection whose
+ * autocommit is off. If the holder's connection drops or its process dies, the server ends the transaction and the
  * lock is free at once; the holder learns it at release, which then reports the lock lost. A waiter on a connection
  * of its own whose connection breaks (server restart, killed connection) tries again on a new connection until its
  * deadline; a waiter inside the caller's transaction cannot, since that transaction is gone. Thread-safe.
@@ -109,18 +110,12 @@ public class PessimisticLockProvider implements LockProvider {
 	private final KnownRows knownRows = new KnownRows();
 
 	/**
-	 * The transaction {@link #inTransaction} began on this thread for a resource, until its first lock statement ran:
-	 * identified by the data source's bound connection holder.
-	 */
-	private final ThreadLocal<FreshTransaction> freshTransaction = new ThreadLocal<>();
-
-	/**
 	 * Creates a provider.
 	 * @param dataSource the data source holding the lock table
 	 * @param table the lock table
 	 * @param dialect how to bound a lock wait on this server
 	 * @param transactionManager the transaction manager of the lock data source, for
-	 * {@link #inTransaction(String, Supplier)}
+	 * {@link #inTransaction(Supplier)}
 	 * @param statementTimeout added to the lock wait for each statement's query timeout (whole seconds, at least 1)
 	 * @param backoff pauses while a LEASE-mode owner holds the row
 	 * @param maxConnections how many locks this JVM may hold or await on connections of their own, at least 1
@@ -175,28 +170,9 @@ public class PessimisticLockProvider implements LockProvider {
 		return true;
 	}
 
-	/**
-	 * Runs the work in a transaction of the lock data source's transaction manager, joining an active one. When this
-	 * begins the transaction, its first statement will be the lock of {@code resource}, so that lock may roll the
-	 * transaction back and try again while the row is held under a lease (see {@link #acquireInTransaction}).
-	 */
 	@Override
-	public <T> T inTransaction(String resource, Supplier<T> work) {
-		try {
-			return this.transactions.execute((status) -> {
-				Object holder = TransactionSynchronizationManager.getResource(this.dataSource);
-				if (status.isNewTransaction() && holder != null) {
-					this.freshTransaction.set(new FreshTransaction(holder, resource));
-				}
-				else {
-					this.freshTransaction.remove();
-				}
-				return work.get();
-			});
-		}
-		finally {
-			this.freshTransaction.remove();
-		}
+	public <T> T inTransaction(Supplier<T> work) {
+		return this.transactions.execute((status) -> work.get());
 	}
 
 	@Override
@@ -218,20 +194,14 @@ public class PessimisticLockProvider implements LockProvider {
 	 * Locks the row in the caller's transaction. A locking statement that found the row held under a lease (a
 	 * LEASE-mode owner, or a PESSIMISTIC holder's minimum hold time) has nevertheless locked the row until the
 	 * transaction ends: InnoDB keeps the lock of a row an {@code UPDATE} read, matched or not, and a rollback to a
-	 * savepoint does not release it. While this transaction waited, the LEASE holder could neither renew nor release
-	 * the lease, so the wait could only end when the lease ran out under a holder that was still working.
-	 * <p>
-	 * So the wait happens outside the transaction's lock. In a transaction that {@link #inTransaction} began for this
-	 * resource ({@code LockTemplate.execute}, {@code @DistributedLock}), the locking statement is the transaction's
-	 * first statement, so a {@code ROLLBACK} gives up nothing but that row lock; the attempt then backs off and is
-	 * made again. In any other transaction (the caller's own, or a second lock in the same transaction) earlier
-	 * statements would be lost, so a row held under a lease is reported busy at once.
+	 * savepoint does not release it. Waiting in the transaction would keep a LEASE holder from renewing and releasing
+	 * (its release failed after the statement timeout), so the wait could only end when the lease ran out under a
+	 * holder that was still working. So a row held under a lease is reported busy at once. Rolling the transaction
+	 * back to wait outside it is not done: whether anything else ran in it (the caller's work, another transaction
+	 * manager's connection bound beforehand, a listener or an observation handler writing through the data source)
+	 * cannot be told for sure, and a {@code ROLLBACK} would discard it.
 	 */
 	private AcquireResult acquireInTransaction(Connection connection, LockRequest request) throws InterruptedException {
-		FreshTransaction fresh = this.freshTransaction.get();
-		this.freshTransaction.remove(); // only the first lock of the transaction may roll it back
-		boolean mayRollBack = fresh != null && fresh.resource().equals(request.resource())
-				&& fresh.connectionHolder() == TransactionSynchronizationManager.getResource(this.dataSource);
 		if (!ensureRow(request)) {
 			return AcquireResult.busy("other nodes creating the same new lock row");
 		}
@@ -257,20 +227,12 @@ public class PessimisticLockProvider implements LockProvider {
 				throw new TransientDataAccessResourceException("The lock row of '" + request.resource()
 						+ "' was deleted while this transaction tried to lock it; retry the transaction");
 			}
-			if (!mayRollBack) {
-				return AcquireResult.busy(peek.holderDescription() + " (a PESSIMISTIC lock inside a transaction"
-						+ " that has run other statements does not wait for a lease: its statement locked the row until"
-						+ " the transaction ends, which keeps the holder from releasing it)");
+			if (peek.leaseRemainingNanos() <= 0 && attempt < MAX_CREATION_RACES) {
+				continue; // the lease ended meanwhile; this transaction holds the row lock, so a new attempt is harmless
 			}
-			try {
-				execute(connection, "ROLLBACK"); // the lock statement was the transaction's only statement
-			}
-			catch (SQLException ex) {
-				throw this.jdbc.translate("lock '" + request.resource() + "' in the current transaction", ex);
-			}
-			if (!sleepBeforeRetry(request, attempt, peek, null)) {
-				return AcquireResult.busy(peek.holderDescription());
-			}
+			return AcquireResult.busy(peek.holderDescription() + " (a PESSIMISTIC lock inside a transaction does not"
+					+ " wait for a lease: its statement locked the row until the transaction ends, which would keep the"
+					+ " holder from releasing it)");
 		}
 	}
 
@@ -457,6 +419,7 @@ public class PessimisticLockProvider implements LockProvider {
 				ps.executeUpdate();
 				return null;
 			});
+			JdbcLockSupport.commitIfNeeded(connection); // a pool may hand out connections with autocommit off
 			return true;
 		}
 		catch (SQLException ex) {
@@ -614,9 +577,6 @@ public class PessimisticLockProvider implements LockProvider {
 		catch (SQLException ex) {
 			logger.debug("Could not close lock connection", ex);
 		}
-	}
-
-	private record FreshTransaction(Object connectionHolder, String resource) {
 	}
 
 	/** The outcome of the locking statement. */

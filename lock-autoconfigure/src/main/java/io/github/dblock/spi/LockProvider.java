@@ -42,12 +42,10 @@ public interface LockProvider {
 	 * ({@link LockMode#PESSIMISTIC}), joining one that is already active; other modes run the work directly.
 	 * {@link io.github.dblock.LockTemplate#execute} calls this around acquisition, work and release, so that
 	 * the work's writes commit together with the release.
-	 * @param resource the resource the work acquires first (a provider may treat that acquisition specially while
-	 * it is the first statement of a transaction this method began)
 	 * @param work the acquisition, work and release
 	 * @return the work's result
 	 */
-	default <T> T inTransaction(String resource, java.util.function.Supplier<T> work) {
+	default <T> T inTransaction(java.util.function.Supplier<T> work) {
 		return work.get();
 	}
 

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -206,6 +207,35 @@ class PessimisticLockProviderTests {
 	}
 
 	/**
+	 * Another node's first locking statement on a new resource holds a gap lock on the missing row until its
+	 * transaction ends, and that blocks the insert of the row. A zero-wait attempt must wait that out (it is not a
+	 * holder) and get the lock; it used to give up after a few quick tries and report busy although nobody held it.
+	 */
+	@Test
+	void aZeroWaitAttemptOnANewResourceWaitsOutAnotherTransactionsGapLockOnTheMissingRow() throws Exception {
+		LockTemplate node = LockNodes.node(provider(pool, 4), "creator");
+		node.acquire("pessimistic-warm-up-" + UUID.randomUUID()).close(); // connections and statements ready
+		String resource = "pessimistic-gap-" + UUID.randomUUID();
+		try (Connection blocker = pool.getConnection()) {
+			blocker.setAutoCommit(false);
+			try (PreparedStatement ps = blocker.prepareStatement(
+					"UPDATE distributed_lock SET holder = 'gap' WHERE resource = ? AND expires_at <= UTC_TIMESTAMP(6)")) {
+				ps.setBytes(1, LockRows.bytes(resource));
+				assertThat(ps.executeUpdate()).as("the row is missing").isZero();
+			}
+			CompletableFuture<Boolean> attempt = CompletableFuture.supplyAsync(() -> node.tryAcquire(resource)
+				.map((lock) -> {
+					lock.close();
+					return true;
+				})
+				.orElse(false));
+			Thread.sleep(60);
+			blocker.rollback();
+			assertThat(attempt.get(10, TimeUnit.SECONDS)).as("acquired once the gap lock was gone").isTrue();
+		}
+	}
+
+	/**
 	 * Nodes inside Spring transactions and nodes on connections of their own race for never-seen resources with a
 	 * zero wait: each round has exactly one owner and no errors. A node on its own connection whose first locking
 	 * statement met the missing row held a gap lock on it that blocked the other nodes' inserts of the row; nodes
@@ -225,30 +255,59 @@ class PessimisticLockProviderTests {
 	}
 
 	/**
-	 * A PESSIMISTIC {@code execute} waiting for a LEASE holder must not keep it from releasing. Its locking statement
-	 * locks the row even when it finds the row leased; it used to keep that lock while it waited, so the holder's
-	 * release waited for the waiter's transaction, and the waiter gave up at its deadline.
+	 * A PESSIMISTIC {@code execute} (which runs in a transaction) that meets a LEASE holder must not keep it from
+	 * releasing. Its locking statement locks the row even when it finds the row leased; it used to keep that lock
+	 * while it waited, so the holder's release waited for the waiter's transaction and failed after the statement
+	 * timeout, and the waiter gave up at its deadline. Now it reports the lock busy at once.
 	 */
 	@Test
-	void executeWaitsForALeaseHolderWithoutKeepingItFromReleasing() throws Exception {
+	void executeMeetingALeaseHolderFailsAtOnceWithoutKeepingItFromReleasing() throws Exception {
 		LockTemplate pessimistic = LockNodes.node(provider(pool, 4), "pessimistic");
 		LockTemplate lease = LockNodes.node(LockMode.LEASE, "lease", pool);
-		String resource = "mixed-wait-" + UUID.randomUUID();
+		String resource = "mixed-execute-" + UUID.randomUUID();
 		ExecutorService executor = Executors.newSingleThreadExecutor();
 		try {
 			LockHandle held = lease.acquire(resource);
-			Future<Long> waiter = executor.submit(() -> pessimistic.execute(resource,
-					LockOptions.defaults().withWaitTime(Duration.ofSeconds(20)), LockHandle::fencingToken));
-			Thread.sleep(500);
-			assertThat(waiter).as("waits while the lease is held").isNotDone();
+			CountDownLatch failed = new CountDownLatch(1);
+			Future<?> waiter = executor.submit(() -> {
+				assertThatExceptionOfType(io.github.dblock.LockNotAcquiredException.class)
+					.isThrownBy(() -> pessimistic.execute(resource,
+							LockOptions.defaults().withWaitTime(Duration.ofSeconds(20)), LockHandle::fencingToken))
+					.withMessageContaining("does not wait for a lease");
+				failed.countDown();
+				return null;
+			});
+			assertThat(failed.await(5, TimeUnit.SECONDS)).as("failed at once, not after the 20 s wait").isTrue();
+			waiter.get(5, TimeUnit.SECONDS);
 			long start = System.nanoTime();
 			held.close();
 			assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).as("the holder's release")
 				.isLessThan(3_000L);
-			assertThat(waiter.get(10, TimeUnit.SECONDS)).isGreaterThan(held.fencingToken());
+			assertThat(pessimistic.execute(resource, LockHandle::fencingToken)).isGreaterThan(held.fencingToken());
 		}
 		finally {
 			executor.shutdownNow();
+		}
+	}
+
+	/**
+	 * A pool may hand out connections with autocommit off: the row created for a new resource must be committed
+	 * (it was rolled back when the connection went back to the pool, and the lock then found its row missing).
+	 */
+	@Test
+	void onAPoolWithAutocommitOffNewResourcesAreLockedInAndOutsideTransactions() {
+		try (HikariDataSource manual = TestDatabase.get().newDataSource(4, (config) -> config.setAutoCommit(false))) {
+			LockTemplate node = LockNodes.node(provider(manual, 2), "manual-commit");
+			String inTransaction = "manual-commit-tx-" + UUID.randomUUID();
+			String standalone = "manual-commit-own-" + UUID.randomUUID();
+			assertThat(node.execute(inTransaction, LockHandle::fencingToken)).isPositive();
+			try (LockHandle lock = node.acquire(standalone)) {
+				assertThat(lock.fencingToken()).isPositive();
+			}
+			assertThat(new org.springframework.jdbc.core.JdbcTemplate(pool).queryForObject(
+					"SELECT COUNT(*) FROM distributed_lock WHERE resource IN (?, ?) AND owner_token IS NOT NULL",
+					Integer.class, LockRows.bytes(inTransaction), LockRows.bytes(standalone)))
+				.as("both rows committed, with their last owner").isEqualTo(2);
 		}
 	}
 

@@ -150,6 +150,12 @@ public final class TestDatabase {
 
 	/** A new connection pool on the test database; the caller closes it. */
 	public HikariDataSource newDataSource(int maximumPoolSize) {
+		return newDataSource(maximumPoolSize, (config) -> {
+		});
+	}
+
+	/** A new connection pool on the test database, configured further by {@code customizer}; the caller closes it. */
+	public HikariDataSource newDataSource(int maximumPoolSize, java.util.function.Consumer<HikariConfig> customizer) {
 		HikariConfig config = new HikariConfig();
 		config.setJdbcUrl(this.jdbcUrl);
 		if (this.username != null) {
@@ -161,6 +167,7 @@ public final class TestDatabase {
 		config.setMaximumPoolSize(maximumPoolSize);
 		config.setMinimumIdle(0);
 		config.setPoolName("lock-test-" + maximumPoolSize);
+		customizer.accept(config);
 		return new HikariDataSource(config);
 	}
 
