@@ -162,14 +162,7 @@ class PessimisticLocalQueueTests {
 		ExecutorService executor = Executors.newSingleThreadExecutor();
 		try {
 			LockHandle held = oneConnection.acquire(this.resource);
-			java.util.concurrent.atomic.AtomicReference<Thread> waiter = new java.util.concurrent.atomic.AtomicReference<>();
-			Future<Long> next = executor.submit(() -> {
-				waiter.set(Thread.currentThread());
-				try (LockHandle lock = oneConnection.acquire(this.resource)) {
-					return lock.fencingToken();
-				}
-			});
-			awaitWaitingInJvm(waiter);
+			Future<Long> next = waiterInJvm(executor, oneConnection, this.resource);
 			assertThat(next).as("waits for the local holder, no LockLimitExceededException").isNotDone();
 			assertThat(waitersInDatabase()).as("without a free connection it waits in the JVM").isZero();
 			assertThatThrownBy(() -> oneConnection.tryAcquire("other-" + this.resource))
@@ -248,14 +241,7 @@ class PessimisticLocalQueueTests {
 				}
 			});
 			assertThat(holdingB.await(10, TimeUnit.SECONDS)).isTrue();
-			java.util.concurrent.atomic.AtomicReference<Thread> waiter = new java.util.concurrent.atomic.AtomicReference<>();
-			Future<Long> waiterB = executor.submit(() -> {
-				waiter.set(Thread.currentThread());
-				try (LockHandle lock = four.acquire(b)) {
-					return lock.fencingToken();
-				}
-			});
-			awaitWaitingInJvm(waiter);
+			Future<Long> waiterB = waiterInJvm(executor, four, b);
 			assertThat(capped.connectionsInUse()).as("B's waiter waits in the JVM").isEqualTo(3);
 			assertThat(waitersInDatabase(b)).isZero();
 			releaseB.countDown();
@@ -295,14 +281,7 @@ class PessimisticLocalQueueTests {
 			});
 			awaitWaitersInDatabase(a, 1);
 			LockHandle holdsB = five.acquire(b);
-			java.util.concurrent.atomic.AtomicReference<Thread> waiter = new java.util.concurrent.atomic.AtomicReference<>();
-			Future<Long> waiterB = executor.submit(() -> {
-				waiter.set(Thread.currentThread());
-				try (LockHandle lock = five.acquire(b)) {
-					return lock.fencingToken();
-				}
-			});
-			awaitWaitingInJvm(waiter);
+			Future<Long> waiterB = waiterInJvm(executor, five, b);
 			assertThat(capped.connectionsInUse()).as("B's waiter waits in the JVM").isEqualTo(3);
 			assertThat(waitersInDatabase(b)).isZero();
 			try (LockHandle c = five.acquire(this.resource + "-c"); LockHandle d = five.acquire(this.resource + "-d")) {
@@ -382,6 +361,20 @@ class PessimisticLocalQueueTests {
 	private static LockTemplate node(PessimisticLockProvider provider) {
 		return new LockTemplate(List.of(provider), LockMode.PESSIMISTIC, Duration.ofSeconds(30), Duration.ofSeconds(30),
 				"capped");
+	}
+
+	/** Starts a thread that acquires the resource and returns the token, once it waits in the JVM for a local holder. */
+	private static Future<Long> waiterInJvm(ExecutorService executor, LockTemplate node, String resource)
+			throws InterruptedException {
+		java.util.concurrent.atomic.AtomicReference<Thread> waiter = new java.util.concurrent.atomic.AtomicReference<>();
+		Future<Long> token = executor.submit(() -> {
+			waiter.set(Thread.currentThread());
+			try (LockHandle lock = node.acquire(resource)) {
+				return lock.fencingToken();
+			}
+		});
+		awaitWaitingInJvm(waiter);
+		return token;
 	}
 
 	/**
