@@ -230,7 +230,10 @@ public class LockTemplate {
 	 * <li>{@link LockMode#LEASE}: acquire, run, release.</li>
 	 * <li>{@link LockMode#PESSIMISTIC}: the whole runs in a transaction of the lock data source's transaction
 	 * manager (joining one already active), so the action's writes through that data source commit together with
-	 * the release; a {@link RuntimeException} or {@link Error} from the action rolls back.</li>
+	 * the release; a {@link RuntimeException} or {@link Error} from the action rolls back. A resource held under a
+	 * lease (a LEASE-mode owner, or a PESSIMISTIC holder's minimum hold time) is reported at once with
+	 * {@link LockNotAcquiredException}: the locking statement has locked the row until the transaction ends, so
+	 * waiting would keep a LEASE holder from renewing and releasing.</li>
 	 * <li>{@link LockMode#OPTIMISTIC}: the action runs in a new transaction and is run again after a conflict, up to
 	 * {@code distributed-lock.optimistic.max-attempts} times; it must be safe to re-run and write through the lock
 	 * data source. Not allowed inside an active transaction.</li>
