@@ -231,9 +231,11 @@ public class LockTemplate {
 	 * <li>{@link LockMode#PESSIMISTIC}: the whole runs in a transaction of the lock data source's transaction
 	 * manager (joining one already active), so the action's writes through that data source commit together with
 	 * the release; a {@link RuntimeException} or {@link Error} from the action rolls back. A resource held under a
-	 * lease (a LEASE-mode owner, or a PESSIMISTIC holder's minimum hold time) is reported at once with
-	 * {@link LockNotAcquiredException}: the locking statement has locked the row until the transaction ends, so
-	 * waiting would keep a LEASE holder from renewing and releasing.</li>
+	 * lease (a LEASE-mode owner, or a PESSIMISTIC holder's minimum hold time) keeps the locking statement's row lock
+	 * until the transaction ends, which would keep a LEASE holder from renewing and releasing; so outside any
+	 * transaction each attempt is a transaction of its own, rolled back when it was not granted the lock and begun
+	 * again after a pause until the wait time ends, while inside an active transaction such a resource is reported
+	 * at once with {@link LockNotAcquiredException}.</li>
 	 * <li>{@link LockMode#OPTIMISTIC}: the action runs in a new transaction and is run again after a conflict, up to
 	 * {@code distributed-lock.optimistic.max-attempts} times; it must be safe to re-run and write through the lock
 	 * data source. Not allowed inside an active transaction.</li>
@@ -254,7 +256,51 @@ public class LockTemplate {
 		if (request.provider instanceof WorkLockProvider work) {
 			return executeWork(work, request, action);
 		}
-		return request.provider.inTransaction(() -> executeHolding(request, action));
+		if (request.mode == LockMode.PESSIMISTIC && !TransactionSynchronizationManager.isActualTransactionActive()) {
+			return executeInTransactionsOfItsOwn(request, action);
+		}
+		return request.provider.inTransaction(() -> executeHolding(request, action, request.waitTime, null));
+	}
+
+	/**
+	 * PESSIMISTIC {@code execute} outside any transaction: every attempt is a transaction of its own. Inside a
+	 * transaction the provider reports a row held under a lease (a LEASE-mode owner, or a minimum hold time) at once,
+	 * since its locking statement has locked the row until the transaction ends and waiting would keep the LEASE
+	 * holder from releasing. So while the wait time lasts, an attempt that was not granted the lock ends its
+	 * transaction (the transaction manager rolls it back on the {@link LockNotAcquiredException}; it holds nothing
+	 * but that attempt), and after a pause (5 ms doubling to 100 ms, with jitter) a new transaction tries again. The
+	 * action runs only in the attempt that holds the lock, so it never runs twice; a {@link LockNotAcquiredException}
+	 * thrown by the action itself is not retried.
+	 */
+	@Nullable
+	private <T> T executeInTransactionsOfItsOwn(Request request, LockCallback<T> action) {
+		long deadline = System.nanoTime() + saturatedNanos(request.waitTime);
+		Request attempt = request;
+		for (int attempts = 0;; attempts++) {
+			boolean[] notAcquired = new boolean[1];
+			Request current = attempt;
+			try {
+				return request.provider.inTransaction(() -> executeHolding(current, action, request.waitTime, notAcquired));
+			}
+			catch (LockNotAcquiredException ex) {
+				long remaining = deadline - System.nanoTime();
+				if (!notAcquired[0] || remaining <= 0) {
+					throw ex;
+				}
+				long pause = Math.min(remaining, TimeUnit.MILLISECONDS.toNanos(Math.min(100, 5L << Math.min(attempts, 5))));
+				pause = pause / 2 + java.util.concurrent.ThreadLocalRandom.current().nextLong(pause / 2 + 1);
+				try {
+					TimeUnit.NANOSECONDS.sleep(pause);
+				}
+				catch (InterruptedException interrupted) {
+					Thread.currentThread().interrupt();
+					throw new LockInterruptedException(request.resource, interrupted);
+				}
+				remaining = Math.max(0, deadline - System.nanoTime());
+				attempt = new Request(request.resource, request.provider, request.mode, request.type,
+						Duration.ofNanos(remaining), request.leaseTime, request.renew, request.minHoldTime);
+			}
+		}
 	}
 
 	@Nullable
@@ -294,12 +340,22 @@ public class LockTemplate {
 		return outcome.value();
 	}
 
+	/**
+	 * Acquires, runs the action and releases.
+	 * @param reportedWaitTime the wait time a {@link LockNotAcquiredException} names (the caller's, also when this
+	 * attempt had only the rest of it)
+	 * @param notAcquired if not {@code null}, its element is set when the acquisition itself failed (before the action)
+	 */
 	@Nullable
-	private <T> T executeHolding(Request request, LockCallback<T> action) {
+	private <T> T executeHolding(Request request, LockCallback<T> action, Duration reportedWaitTime,
+			boolean @Nullable [] notAcquired) {
 		T result;
 		Attempt attempt = doAcquire(request);
 		if (attempt.handle == null) {
-			throw new LockNotAcquiredException(request.resource, request.waitTime, attempt.holder);
+			if (notAcquired != null) {
+				notAcquired[0] = true;
+			}
+			throw new LockNotAcquiredException(request.resource, reportedWaitTime, attempt.holder);
 		}
 		LockHandle lock = attempt.handle;
 		try {

@@ -43,9 +43,10 @@ import org.springframework.transaction.support.TransactionTemplate;
  * to the server default afterwards). The timeout is the wait time rounded up to whole seconds. Waiting for a
  * holder's transaction never polls; a row held under a lease (a LEASE-mode owner, or a PESSIMISTIC holder's minimum
  * hold time) is retried with backoff on a connection of its own, and a missing row is polled for while it is
- * created (see below). Inside a transaction (the caller's, or the one {@code LockTemplate.execute} begins) a row
- * held under a lease is reported busy at once: the locking statement that found it leased still locked the row until
- * that transaction ends, which would keep a LEASE holder from renewing or releasing it.
+ * created (see below). Inside a transaction a row held under a lease is reported busy at once: the locking
+ * statement that found it leased still locked the row until that transaction ends, which would keep a LEASE holder
+ * from renewing or releasing it. ({@code LockTemplate.execute} outside any transaction waits nevertheless, by making
+ * each attempt a transaction of its own.)
  * <p>
  * Which transaction holds the lock:
  * <ul>
@@ -230,9 +231,8 @@ public class PessimisticLockProvider implements LockProvider {
 			if (peek.leaseRemainingNanos() <= 0 && attempt < MAX_CREATION_RACES) {
 				continue; // the lease ended meanwhile; this transaction holds the row lock, so a new attempt is harmless
 			}
-			return AcquireResult.busy(peek.holderDescription() + " (a PESSIMISTIC lock inside a transaction does not"
-					+ " wait for a lease: its statement locked the row until the transaction ends, which would keep the"
-					+ " holder from releasing it)");
+			return AcquireResult.busy(peek.holderDescription() + " (held under a lease: inside a transaction the"
+					+ " attempt ends at once, since its row lock would keep the holder from releasing)");
 		}
 	}
 
