@@ -275,32 +275,73 @@ public class LockTemplate {
 	@Nullable
 	private <T> T executeInTransactionsOfItsOwn(Request request, LockCallback<T> action) {
 		long deadline = System.nanoTime() + saturatedNanos(request.waitTime);
+		Attempts attempts = new Attempts(withResource(Observation.createNotStarted("distributed.lock.acquire",
+				this.observations).lowCardinalityKeyValue("mode", request.mode.name().toLowerCase(java.util.Locale.ROOT)),
+				request.resource).start());
 		Request attempt = request;
-		for (int attempts = 0;; attempts++) {
-			boolean[] notAcquired = new boolean[1];
+		for (int n = 0;; n++) {
+			attempts.notAcquired = false;
 			Request current = attempt;
 			try {
-				return request.provider.inTransaction(() -> executeHolding(current, action, request.waitTime, notAcquired));
+				return request.provider.inTransaction(() -> executeHolding(current, action, request.waitTime, attempts));
 			}
 			catch (LockNotAcquiredException ex) {
 				long remaining = deadline - System.nanoTime();
-				if (!notAcquired[0] || remaining <= 0) {
+				if (!attempts.notAcquired) {
+					throw ex; // from the action, which ran with the lock: not this acquisition's failure
+				}
+				if (remaining <= 0) {
+					attempts.stop("timed_out", null);
 					throw ex;
 				}
-				long pause = Math.min(remaining, TimeUnit.MILLISECONDS.toNanos(Math.min(100, 5L << Math.min(attempts, 5))));
+				long pause = Math.min(remaining, TimeUnit.MILLISECONDS.toNanos(Math.min(100, 5L << Math.min(n, 5))));
 				pause = pause / 2 + java.util.concurrent.ThreadLocalRandom.current().nextLong(pause / 2 + 1);
 				try {
 					TimeUnit.NANOSECONDS.sleep(pause);
 				}
 				catch (InterruptedException interrupted) {
 					Thread.currentThread().interrupt();
-					throw new LockInterruptedException(request.resource, interrupted);
+					LockInterruptedException failure = new LockInterruptedException(request.resource, interrupted);
+					attempts.stop("failed", failure);
+					throw failure;
 				}
 				remaining = Math.max(0, deadline - System.nanoTime());
 				attempt = new Request(request.resource, request.provider, request.mode, request.type,
 						Duration.ofNanos(remaining), request.leaseTime, request.renew, request.minHoldTime);
 			}
+			catch (RuntimeException | Error ex) {
+				attempts.stop("failed", ex); // no-op when the acquisition had already succeeded
+				throw ex;
+			}
 		}
+	}
+
+	/** The attempts of one {@link #executeInTransactionsOfItsOwn}: one acquisition observation for all of them. */
+	private static final class Attempts {
+
+		private final Observation observation;
+
+		private boolean stopped;
+
+		/** Set when the current attempt's acquisition (not its action) failed. */
+		boolean notAcquired;
+
+		Attempts(Observation observation) {
+			this.observation = observation;
+		}
+
+		void stop(String outcome, @Nullable Throwable error) {
+			if (this.stopped) {
+				return;
+			}
+			this.stopped = true;
+			this.observation.lowCardinalityKeyValue("outcome", outcome);
+			if (error != null) {
+				this.observation.error(error);
+			}
+			this.observation.stop();
+		}
+
 	}
 
 	@Nullable
@@ -344,18 +385,22 @@ public class LockTemplate {
 	 * Acquires, runs the action and releases.
 	 * @param reportedWaitTime the wait time a {@link LockNotAcquiredException} names (the caller's, also when this
 	 * attempt had only the rest of it)
-	 * @param notAcquired if not {@code null}, its element is set when the acquisition itself failed (before the action)
+	 * @param attempts when not {@code null}, one of several attempts: the acquisition is observed by it rather than
+	 * on its own, and it is told when the acquisition itself (not the action) failed
 	 */
 	@Nullable
 	private <T> T executeHolding(Request request, LockCallback<T> action, Duration reportedWaitTime,
-			boolean @Nullable [] notAcquired) {
+			@Nullable Attempts attempts) {
 		T result;
-		Attempt attempt = doAcquire(request);
+		Attempt attempt = (attempts != null) ? acquireLocally(request) : doAcquire(request);
 		if (attempt.handle == null) {
-			if (notAcquired != null) {
-				notAcquired[0] = true;
+			if (attempts != null) {
+				attempts.notAcquired = true;
 			}
 			throw new LockNotAcquiredException(request.resource, reportedWaitTime, attempt.holder);
+		}
+		if (attempts != null) {
+			attempts.stop("acquired", null);
 		}
 		LockHandle lock = attempt.handle;
 		try {

@@ -264,6 +264,22 @@ class PessimisticLockProviderTests {
 	@Test
 	void executeWaitsForALeaseHolderInTransactionsOfItsOwnWithoutKeepingItFromReleasing() throws Exception {
 		LockTemplate pessimistic = LockNodes.node(provider(pool, 4), "pessimistic");
+		List<String> outcomes = new java.util.concurrent.CopyOnWriteArrayList<>();
+		io.micrometer.observation.ObservationRegistry observations = io.micrometer.observation.ObservationRegistry.create();
+		observations.observationConfig().observationHandler(new io.micrometer.observation.ObservationHandler<>() {
+
+			@Override
+			public boolean supportsContext(io.micrometer.observation.Observation.Context context) {
+				return "distributed.lock.acquire".equals(context.getName());
+			}
+
+			@Override
+			public void onStop(io.micrometer.observation.Observation.Context context) {
+				outcomes.add(context.getLowCardinalityKeyValue("outcome").getValue());
+			}
+
+		});
+		pessimistic.setObservationRegistry(observations);
 		LockTemplate lease = LockNodes.node(LockMode.LEASE, "lease", pool);
 		String resource = "mixed-execute-" + UUID.randomUUID();
 		ExecutorService executor = Executors.newSingleThreadExecutor();
@@ -283,6 +299,7 @@ class PessimisticLockProviderTests {
 				.isLessThan(3_000L);
 			assertThat(waiter.get(10, TimeUnit.SECONDS)).isGreaterThan(held.fencingToken());
 			assertThat(runs).as("the action ran once").hasValue(1);
+			assertThat(outcomes).as("one acquisition observed for all attempts").containsExactly("acquired");
 		}
 		finally {
 			executor.shutdownNow();
@@ -294,6 +311,7 @@ class PessimisticLockProviderTests {
 				.satisfies((ex) -> assertThat(ex.getWaitTime()).isEqualTo(Duration.ofMillis(300)))
 				.withMessageContaining("held under a lease");
 		}
+		assertThat(outcomes).containsExactly("acquired", "timed_out");
 	}
 
 	/**
