@@ -234,8 +234,9 @@ public class LockTemplate {
 	 * lease (a LEASE-mode owner, or a PESSIMISTIC holder's minimum hold time) keeps the locking statement's row lock
 	 * until the transaction ends, which would keep a LEASE holder from renewing and releasing; so outside any
 	 * transaction each attempt is a transaction of its own, rolled back when it was not granted the lock and begun
-	 * again after a pause until the wait time ends, while inside an active transaction such a resource is reported
-	 * at once with {@link LockNotAcquiredException}.</li>
+	 * again after a pause until the wait time ends, while inside an active transaction, or while anything
+	 * transactional is bound to the thread (an open-in-view {@code EntityManager}), such a resource is reported at
+	 * once with {@link LockNotAcquiredException}.</li>
 	 * <li>{@link LockMode#OPTIMISTIC}: the action runs in a new transaction and is run again after a conflict, up to
 	 * {@code distributed-lock.optimistic.max-attempts} times; it must be safe to re-run and write through the lock
 	 * data source. Not allowed inside an active transaction.</li>
@@ -256,14 +257,17 @@ public class LockTemplate {
 		if (request.provider instanceof WorkLockProvider work) {
 			return executeWork(work, request, action);
 		}
-		if (request.mode == LockMode.PESSIMISTIC && !TransactionSynchronizationManager.isActualTransactionActive()) {
+		if (request.mode == LockMode.PESSIMISTIC && !TransactionSynchronizationManager.isActualTransactionActive()
+				&& TransactionSynchronizationManager.getResourceMap().isEmpty()) {
 			return executeInTransactionsOfItsOwn(request, action);
 		}
 		return request.provider.inTransaction(() -> executeHolding(request, action, request.waitTime, null));
 	}
 
 	/**
-	 * PESSIMISTIC {@code execute} outside any transaction: every attempt is a transaction of its own. Inside a
+	 * PESSIMISTIC {@code execute} outside any transaction, with nothing transactional bound to the thread (an
+	 * open-in-view {@code EntityManager} is: a JPA transaction manager would begin on it and clear it at each
+	 * rollback): every attempt is a transaction of its own. Inside a
 	 * transaction the provider reports a row held under a lease (a LEASE-mode owner, or a minimum hold time) at once,
 	 * since its locking statement has locked the row until the transaction ends and waiting would keep the LEASE
 	 * holder from releasing. So while the wait time lasts, an attempt that was not granted the lock ends its
@@ -288,7 +292,8 @@ public class LockTemplate {
 			catch (LockNotAcquiredException ex) {
 				long remaining = deadline - System.nanoTime();
 				if (!attempts.notAcquired) {
-					throw ex; // from the action, which ran with the lock: not this acquisition's failure
+					attempts.stop("failed", ex); // not the acquisition's (no-op when it had succeeded)
+					throw ex;
 				}
 				if (remaining <= 0) {
 					attempts.stop("timed_out", null);
@@ -399,11 +404,11 @@ public class LockTemplate {
 			}
 			throw new LockNotAcquiredException(request.resource, reportedWaitTime, attempt.holder);
 		}
-		if (attempts != null) {
-			attempts.stop("acquired", null);
-		}
 		LockHandle lock = attempt.handle;
 		try {
+			if (attempts != null) {
+				attempts.stop("acquired", null); // inside the try: a failing observation handler still releases
+			}
 			result = action.doWithLock(lock);
 		}
 		catch (Throwable ex) {

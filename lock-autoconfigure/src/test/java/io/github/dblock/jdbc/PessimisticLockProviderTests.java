@@ -312,6 +312,19 @@ class PessimisticLockProviderTests {
 				.withMessageContaining("held under a lease");
 		}
 		assertThat(outcomes).containsExactly("acquired", "timed_out");
+		// Something transactional bound to the thread (here a stand-in for open-in-view's EntityManager, which a JPA
+		// transaction manager would begin on and clear at each rollback): no attempts of its own, busy at once.
+		Object key = new Object();
+		org.springframework.transaction.support.TransactionSynchronizationManager.bindResource(key, "open-in-view");
+		try (LockHandle held = lease.acquire(resource)) {
+			long start = System.nanoTime();
+			assertThatExceptionOfType(io.github.dblock.LockNotAcquiredException.class).isThrownBy(() -> pessimistic
+				.execute(resource, LockOptions.defaults().withWaitTime(Duration.ofSeconds(20)), LockHandle::fencingToken));
+			assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).isLessThan(5_000L);
+		}
+		finally {
+			org.springframework.transaction.support.TransactionSynchronizationManager.unbindResource(key);
+		}
 	}
 
 	/**
