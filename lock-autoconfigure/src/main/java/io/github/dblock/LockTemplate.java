@@ -36,8 +36,8 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * {@link LockMode#LEASE}; in the server's lock queue, in whole seconds, in {@link LockMode#PESSIMISTIC}) until
  * the wait time has passed. Waiting is interruptible.
  * <p>
- * Outages: in {@link LockMode#LEASE}, and in {@link LockMode#PESSIMISTIC} outside a transaction, a waiter whose
- * connection breaks or cannot be had (server restart, killed connection, failover) keeps trying until its wait time
+ * Outages: in {@link LockMode#LEASE}, and in {@link LockMode#PESSIMISTIC} outside a transaction ({@code acquire} and
+ * {@code tryAcquire}; {@code execute} runs in one), a waiter whose connection breaks or cannot be had (server restart, killed connection, failover) keeps trying until its wait time
  * ends; only then does the database failure surface. A LEASE holder learns of an outage that outlasts its lease
  * through {@link LockHandle#onLost}; a PESSIMISTIC holder's transaction ends with its connection, and its release
  * throws {@link LockLostException}.
