@@ -36,9 +36,10 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * {@link LockMode#LEASE}; in the server's lock queue, in whole seconds, in {@link LockMode#PESSIMISTIC}) until
  * the wait time has passed. Waiting is interruptible.
  * <p>
- * Outages: in {@link LockMode#LEASE}, and in {@link LockMode#PESSIMISTIC} outside a transaction ({@code acquire} and
- * {@code tryAcquire}; {@code execute} runs in one), a waiter whose connection breaks or cannot be had (server restart, killed connection, failover) keeps trying until its wait time
- * ends; only then does the database failure surface. A LEASE holder learns of an outage that outlasts its lease
+ * Outages: in {@link LockMode#LEASE}, and in {@link LockMode#PESSIMISTIC} outside a transaction ({@code acquire}
+ * and {@code tryAcquire}; {@code execute} runs in one), a waiter whose connection breaks or cannot be had (server
+ * restart, killed connection, failover) keeps trying until its wait time ends; only then does the database failure
+ * surface. A LEASE holder learns of an outage that outlasts its lease
  * through {@link LockHandle#onLost}; a PESSIMISTIC holder's transaction ends with its connection, and its release
  * throws {@link LockLostException}.
  * <p>
@@ -267,10 +268,9 @@ public class LockTemplate {
 	/**
 	 * PESSIMISTIC {@code execute} outside any transaction, with nothing transactional bound to the thread (an
 	 * open-in-view {@code EntityManager} is: a JPA transaction manager would begin on it and clear it at each
-	 * rollback): every attempt is a transaction of its own. Inside a
-	 * transaction the provider reports a row held under a lease (a LEASE-mode owner, or a minimum hold time) at once,
-	 * since its locking statement has locked the row until the transaction ends and waiting would keep the LEASE
-	 * holder from releasing. So while the wait time lasts, an attempt that was not granted the lock ends its
+	 * rollback): every attempt is a transaction of its own. Inside a transaction the provider reports a row held
+	 * under a lease (a LEASE-mode owner, or a minimum hold time) at once, since its locking statement has locked the
+	 * row until the transaction ends and waiting would keep the LEASE holder from releasing. So while the wait time lasts, an attempt that was not granted the lock ends its
 	 * transaction (the transaction manager rolls it back on the {@link LockNotAcquiredException}; it holds nothing
 	 * but that attempt), and after a pause (5 ms doubling to 100 ms, with jitter) a new transaction tries again. The
 	 * action runs only in the attempt that holds the lock, so it never runs twice; a {@link LockNotAcquiredException}
