@@ -213,7 +213,8 @@ class PessimisticLockProviderTests {
 	 */
 	@Test
 	void aZeroWaitAttemptOnANewResourceWaitsOutAnotherTransactionsGapLockOnTheMissingRow() throws Exception {
-		LockTemplate node = LockNodes.node(provider(pool, 4), "creator");
+		CountingDataSource counting = new CountingDataSource(pool);
+		LockTemplate node = LockNodes.node(provider(counting, 4), "creator");
 		node.acquire("pessimistic-warm-up-" + UUID.randomUUID()).close(); // connections and statements ready
 		String resource = "pessimistic-gap-" + UUID.randomUUID();
 		try (Connection blocker = pool.getConnection()) {
@@ -229,7 +230,14 @@ class PessimisticLockProviderTests {
 					return true;
 				})
 				.orElse(false));
-			Thread.sleep(60);
+			// each insert after the first is sent only because the one before met the gap lock; the attempt must keep
+			// trying (the old code gave up after five), then get the lock once the gap is free
+			long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+			while (counting.executed().stream().filter((sql) -> sql.contains("INSERT INTO")).count() < 8) {
+				assertThat(attempt).as("still trying while the gap is locked").isNotDone();
+				assertThat(System.nanoTime() - deadline).as("waited for the blocked inserts").isNegative();
+				Thread.sleep(1);
+			}
 			blocker.rollback();
 			assertThat(attempt.get(10, TimeUnit.SECONDS)).as("acquired once the gap lock was gone").isTrue();
 		}
