@@ -12,6 +12,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
+import io.github.dblock.jdbc.Backoff;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockProvider;
@@ -39,9 +40,8 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * Outages: in {@link LockMode#LEASE}, and in {@link LockMode#PESSIMISTIC} outside a transaction ({@code acquire}
  * and {@code tryAcquire}; {@code execute} runs in one), a waiter whose connection breaks or cannot be had (server
  * restart, killed connection, failover) keeps trying until its wait time ends; only then does the database failure
- * surface. A LEASE holder learns of an outage that outlasts its lease
- * through {@link LockHandle#onLost}; a PESSIMISTIC holder's transaction ends with its connection, and its release
- * throws {@link LockLostException}.
+ * surface. A LEASE holder learns of an outage that outlasts its lease through {@link LockHandle#onLost}; a
+ * PESSIMISTIC holder's transaction ends with its connection, and its release throws {@link LockLostException}.
  * <p>
  * Read/write locks: {@link LockOptions#withType(LockType)} with {@link LockType#READ} or {@link LockType#WRITE}
  * takes the shared or exclusive side of the resource's read/write lock ({@link LockMode#LEASE} only; a different
@@ -75,6 +75,12 @@ public class LockTemplate {
 
 	/** The event of a {@code distributed.lock.held} observation when a held lock is found lost. */
 	private static final Observation.Event LOST = Observation.Event.of("lost", "lock lost while held");
+
+	/**
+	 * Pauses between the attempts of a PESSIMISTIC {@code execute} that each run in a transaction of their own:
+	 * 5 ms doubling to 100 ms, with jitter.
+	 */
+	private static final Backoff ATTEMPT_BACKOFF = new Backoff(Duration.ofMillis(5), Duration.ofMillis(100));
 
 	private final Map<LockMode, LockProvider> providers = new EnumMap<>(LockMode.class);
 
@@ -270,18 +276,16 @@ public class LockTemplate {
 	 * open-in-view {@code EntityManager} is: a JPA transaction manager would begin on it and clear it at each
 	 * rollback): every attempt is a transaction of its own. Inside a transaction the provider reports a row held
 	 * under a lease (a LEASE-mode owner, or a minimum hold time) at once, since its locking statement has locked the
-	 * row until the transaction ends and waiting would keep the LEASE holder from releasing. So while the wait time lasts, an attempt that was not granted the lock ends its
-	 * transaction (the transaction manager rolls it back on the {@link LockNotAcquiredException}; it holds nothing
-	 * but that attempt), and after a pause (5 ms doubling to 100 ms, with jitter) a new transaction tries again. The
-	 * action runs only in the attempt that holds the lock, so it never runs twice; a {@link LockNotAcquiredException}
-	 * thrown by the action itself is not retried.
+	 * row until the transaction ends and waiting would keep the LEASE holder from releasing. So while the wait time
+	 * lasts, an attempt that was not granted the lock ends its transaction (the transaction manager rolls it back on
+	 * the {@link LockNotAcquiredException}; it holds nothing but that attempt), and after a pause
+	 * ({@link #ATTEMPT_BACKOFF}) a new transaction tries again. The action runs only in the attempt that holds the
+	 * lock, so it never runs twice; a {@link LockNotAcquiredException} thrown by the action itself is not retried.
 	 */
 	@Nullable
 	private <T> T executeInTransactionsOfItsOwn(Request request, LockCallback<T> action) {
 		long deadline = System.nanoTime() + saturatedNanos(request.waitTime);
-		Attempts attempts = new Attempts(withResource(Observation.createNotStarted("distributed.lock.acquire",
-				this.observations).lowCardinalityKeyValue("mode", request.mode.name().toLowerCase(java.util.Locale.ROOT)),
-				request.resource).start());
+		Attempts attempts = new Attempts(acquireObservation(request).start());
 		Request attempt = request;
 		for (int n = 0;; n++) {
 			attempts.notAcquired = false;
@@ -299,10 +303,8 @@ public class LockTemplate {
 					attempts.stop("timed_out", null);
 					throw ex;
 				}
-				long pause = Math.min(remaining, TimeUnit.MILLISECONDS.toNanos(Math.min(100, 5L << Math.min(n, 5))));
-				pause = pause / 2 + java.util.concurrent.ThreadLocalRandom.current().nextLong(pause / 2 + 1);
 				try {
-					TimeUnit.NANOSECONDS.sleep(pause);
+					TimeUnit.NANOSECONDS.sleep(ATTEMPT_BACKOFF.pauseNanos(n, 0, remaining));
 				}
 				catch (InterruptedException interrupted) {
 					Thread.currentThread().interrupt();
@@ -319,6 +321,12 @@ public class LockTemplate {
 				throw ex;
 			}
 		}
+	}
+
+	/** The acquisition observation of a request, not started yet. */
+	private Observation acquireObservation(Request request) {
+		return withResource(Observation.createNotStarted("distributed.lock.acquire", this.observations)
+			.lowCardinalityKeyValue("mode", request.mode.name().toLowerCase(java.util.Locale.ROOT)), request.resource);
 	}
 
 	/** The attempts of one {@link #executeInTransactionsOfItsOwn}: one acquisition observation for all of them. */
@@ -352,9 +360,7 @@ public class LockTemplate {
 	@Nullable
 	private <T> T executeWork(WorkLockProvider provider, Request request, LockCallback<T> action) {
 		WorkLockProvider.Outcome<T> outcome;
-		Observation observation = withResource(Observation.createNotStarted("distributed.lock.acquire", this.observations)
-			.lowCardinalityKeyValue("mode", request.mode.name().toLowerCase(java.util.Locale.ROOT)), request.resource)
-			.start();
+		Observation observation = acquireObservation(request).start();
 		try (Observation.Scope scope = observation.openScope()) {
 			outcome = provider.execute(lockRequest(request), (held) -> {
 				LockHandle handle = new WorkLockHandle(request.resource, request.mode, held.fencingToken());
@@ -669,9 +675,7 @@ public class LockTemplate {
 		if (request.provider instanceof WorkLockProvider) {
 			return acquireLocally(request); // refuses with a clear message
 		}
-		Observation observation = withResource(Observation.createNotStarted("distributed.lock.acquire", this.observations)
-			.lowCardinalityKeyValue("mode", request.mode.name().toLowerCase(java.util.Locale.ROOT)), request.resource)
-			.start();
+		Observation observation = acquireObservation(request).start();
 		try {
 			Attempt attempt = acquireLocally(request);
 			observation.lowCardinalityKeyValue("outcome", (attempt.handle != null) ? "acquired" : "timed_out");
