@@ -190,6 +190,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	 * at least one)
 	 * @param initialBackoff first pause between attempts while waiting, positive
 	 * @param maxBackoff longest pause between attempts while waiting, at least {@code initialBackoff}
+	 * @throws IllegalArgumentException unless {@code 0 < initialBackoff <= maxBackoff}
 	 */
 	public LeaseLockProvider(DataSource dataSource, LockTable table, @Nullable LockDialect dialect,
 			Duration statementTimeout, Duration initialBackoff, Duration maxBackoff) {

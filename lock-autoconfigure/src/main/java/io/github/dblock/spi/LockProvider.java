@@ -31,7 +31,8 @@ public interface LockProvider {
 	 * resource in this mode (a PESSIMISTIC holder lets the next local thread wait in the server's row lock queue, on
 	 * a connection of its own). When {@code false}, {@link io.github.dblock.LockTemplate} keeps that thread waiting
 	 * in the JVM until the holder has released. The default is {@code true}; a provider that caps its connections
-	 * answers from the cap. Thread-safe.
+	 * answers from the cap. Called on every acquisition of a resource this JVM holds in PESSIMISTIC mode, so it must
+	 * not touch the database; it throws nothing. Thread-safe.
 	 */
 	default boolean canWaitInDatabase() {
 		return true;
