@@ -279,8 +279,10 @@ public class LockTemplate {
 	 * row until the transaction ends and waiting would keep the LEASE holder from releasing. So while the wait time
 	 * lasts, an attempt that was not granted the lock ends its transaction (the transaction manager rolls it back on
 	 * the {@link LockNotAcquiredException}; it holds nothing but that attempt), and after a pause
-	 * ({@link #ATTEMPT_BACKOFF}) a new transaction tries again. The action runs only in the attempt that holds the
-	 * lock, so it never runs twice; a {@link LockNotAcquiredException} thrown by the action itself is not retried.
+	 * ({@link #ATTEMPT_BACKOFF}), announced in the row so that a LEASE holder's JVM holds its own threads back at its
+	 * next release ({@link LockProvider#announceNextAttempt}), a new transaction tries again. The action runs only in
+	 * the attempt that holds the lock, so it never runs twice; a {@link LockNotAcquiredException} thrown by the action
+	 * itself is not retried.
 	 */
 	@Nullable
 	private <T> T executeInTransactionsOfItsOwn(Request request, LockCallback<T> action) {
@@ -303,8 +305,12 @@ public class LockTemplate {
 					attempts.stop("timed_out", null);
 					throw ex;
 				}
+				long pause = ATTEMPT_BACKOFF.pauseNanos(n, 0, remaining);
+				// so that a LEASE holder's JVM lets this waiter in instead of passing the lock among its own threads
+				request.provider.announceNextAttempt(request.resource,
+						Duration.ofNanos(pause + ATTEMPT_BACKOFF.initial().toNanos()));
 				try {
-					TimeUnit.NANOSECONDS.sleep(ATTEMPT_BACKOFF.pauseNanos(n, 0, remaining));
+					TimeUnit.NANOSECONDS.sleep(pause);
 				}
 				catch (InterruptedException interrupted) {
 					Thread.currentThread().interrupt();

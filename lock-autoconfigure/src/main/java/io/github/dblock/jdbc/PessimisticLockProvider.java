@@ -176,6 +176,25 @@ public class PessimisticLockProvider implements LockProvider {
 		return this.transactions.execute((status) -> work.get());
 	}
 
+	/**
+	 * Announces the next attempt in the row ({@link LockRows#announceWaiter}) in an autocommit statement on a
+	 * connection taken directly from the data source; it changes a row only while a lease on it runs. A failure is
+	 * logged at debug level.
+	 */
+	@Override
+	public void announceNextAttempt(String resource, Duration nextAttemptWithin) {
+		try {
+			this.jdbc.execute("announce a waiter for lock '" + resource + "'", (connection) -> {
+				this.rows.announceWaiter(connection, resource, nextAttemptWithin.toNanos(),
+						this.jdbc.statementTimeoutSeconds());
+				return null;
+			});
+		}
+		catch (DataAccessException ex) {
+			logger.debug("Could not announce a waiter for lock '" + resource + "'", ex);
+		}
+	}
+
 	@Override
 	public AcquireResult acquire(LockRequest request) throws InterruptedException {
 		Connection transactional = boundTransactionalConnection();

@@ -39,6 +39,19 @@ public interface LockProvider {
 	}
 
 	/**
+	 * Tells other nodes that a waiter of this JVM will try again within {@code nextAttemptWithin}, between two
+	 * attempts of {@link io.github.dblock.LockTemplate#execute} that each ran in a transaction of their own and ended
+	 * at once on a row held under a lease (see {@link #inTransaction}); called outside any transaction. A LEASE holder's
+	 * JVM that keeps passing the lock among its own threads then holds them back at its next release until that
+	 * attempt, as it does for a waiter that announces itself while it waits. A hint: the default does nothing, and an
+	 * implementation logs a failure instead of throwing it. Thread-safe.
+	 * @param resource the resource name
+	 * @param nextAttemptWithin how soon the next attempt starts at the latest, positive
+	 */
+	default void announceNextAttempt(String resource, java.time.Duration nextAttemptWithin) {
+	}
+
+	/**
 	 * Runs work in a transaction on the lock data source when this mode's locks belong to transactions
 	 * ({@link LockMode#PESSIMISTIC}), joining one that is already active; other modes run the work directly.
 	 * {@link io.github.dblock.LockTemplate#execute} calls this around acquisition, work and release, so that
