@@ -29,7 +29,8 @@ public interface Contender extends AutoCloseable {
 		LEASE("LEASE", true), PESSIMISTIC("PESSIMISTIC", true), OPTIMISTIC("OPTIMISTIC", true),
 		SHEDLOCK("ShedLock JDBC", true), JDBC_LOCK_REGISTRY("JdbcLockRegistry", true),
 		SELECT_1("baseline: SELECT 1", false), TWO_WRITES("baseline: two writes", false),
-		PLAIN_PESSIMISTIC("baseline: JDBC row lock", false), SEMAPHORE("semaphore permit (N = 1)", false);
+		PLAIN_PESSIMISTIC("baseline: JDBC row lock", false), SEMAPHORE("semaphore permit (N = 1)", false),
+		PESSIMISTIC_EXECUTE("PESSIMISTIC, execute (Spring transaction)", false);
 
 		private final String label;
 

@@ -129,7 +129,8 @@ public final class Report {
 			.append(" `JdbcLockRegistry` with `DefaultLockRepository` defaults (TTL 10 s, 100 ms "
 					+ "between tries of a busy lock across JVMs) |\n");
 		md.append("| our modes | `LockTemplate` with the auto-configuration's defaults (lease 30 s, back-off 10 ms "
-				+ "doubling to 200 ms); `pessimistic.max-connections` 64, `optimistic.max-attempts` 1,000 |\n\n");
+				+ "doubling to 200 ms); `pessimistic.max-connections` 64, `optimistic.max-attempts` 1,000; LEASE "
+				+ "and PESSIMISTIC through `acquire`/`close`, OPTIMISTIC through `execute` |\n\n");
 		if (this.settings.name().equals("full")) {
 			md.append("This run was made on a shared, noisy 2-core machine while other test suites were running: "
 					+ "ratios from the same run are meaningful, absolute figures are not. Re-run on a quiet machine for "
@@ -167,7 +168,9 @@ public final class Report {
 		md.append("## 1. Uncontended acquire + release\n\nOne thread, a random one of 1,000 resources per operation "
 				+ "(rows exist), nothing inside the critical section. Latency in µs. " + this.settings.rounds()
 				+ " round(s), each over every contender in a rotated order; each figure is the median across rounds, "
-				+ "samples are summed.\n\n");
+				+ "samples are summed. LEASE and PESSIMISTIC are taken with `LockTemplate.acquire` and given back "
+				+ "with `close()`; OPTIMISTIC, which has no lock to hold, and the row \"PESSIMISTIC, execute\" run "
+				+ "through `LockTemplate.execute` (for PESSIMISTIC a transaction of `DataSourceTransactionManager`).\n\n");
 		md.append("![uncontended](benchmarks/uncontended.png)\n\n");
 		md.append("| contender | p50 µs | p99 µs | mean µs | samples | p50 / SELECT 1 | p50 / two writes |\n"
 				+ "|---|---|---|---|---|---|---|\n");
