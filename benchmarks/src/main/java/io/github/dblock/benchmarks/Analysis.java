@@ -26,7 +26,7 @@ final class Analysis {
 					+ "which outside a transaction send exactly the baseline's statements (`START TRANSACTION`, the "
 					+ "locking `UPDATE`, `COMMIT`); the rest is the JVM's work around them (owner UUID, holder "
 					+ "description, the JVM-local lock, the connection limit's semaphore). Through `execute` (the row "
-					+ "\"PESSIMISTIC, execute\") it pays one round trip more or less per cycle: the Spring transaction "
+					+ "\"PESSIMISTIC, execute\") it pays one round trip more per cycle: the Spring transaction "
 					+ "(`DataSourceTransactionManager`) begins with `setAutoCommit(false)` and ends with "
 					+ "`setAutoCommit(true)`, each a `SET autocommit` round trip that a statement counter does not see "
 					+ "(seen in a JDBC-call trace), where the plain loop sends one `START TRANSACTION`; a pool that hands "
