@@ -38,9 +38,10 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * the wait time has passed. Waiting is interruptible.
  * <p>
  * Outages: in {@link LockMode#LEASE}, and in {@link LockMode#PESSIMISTIC} outside a transaction ({@code acquire}
- * and {@code tryAcquire}; {@code execute} runs in one), a waiter whose connection breaks or cannot be had (server
- * restart, killed connection, failover) keeps trying until its wait time ends; only then does the database failure
- * surface. A LEASE holder learns of an outage that outlasts its lease through {@link LockHandle#onLost}; a
+ * and {@code tryAcquire} on a connection of their own; {@code execute} with nothing transactional bound to the
+ * thread, in a new transaction for each attempt until the action has started), a waiter whose connection breaks or
+ * cannot be had (server restart, killed connection, failover) keeps trying until its wait time ends; only then does
+ * the database failure surface. Otherwise a PESSIMISTIC attempt fails with the transaction's connection. A LEASE holder learns of an outage that outlasts its lease through {@link LockHandle#onLost}; a
  * PESSIMISTIC holder's transaction ends with its connection, and its release throws {@link LockLostException}.
  * <p>
  * Read/write locks: {@link LockOptions#withType(LockType)} with {@link LockType#READ} or {@link LockType#WRITE}
@@ -282,15 +283,18 @@ public class LockTemplate {
 	 * ({@link #ATTEMPT_BACKOFF}), announced in the row so that a LEASE holder's JVM holds its own threads back at its
 	 * next release ({@link LockProvider#announceNextAttempt}), a new transaction tries again. The action runs only in
 	 * the attempt that holds the lock, so it never runs twice; a {@link LockNotAcquiredException} thrown by the action
-	 * itself is not retried.
+	 * itself is not retried. A lost or unobtainable connection before the action started
+	 * ({@link LockProvider#isRetryableAttemptFailure}) is retried the same way, without the announcement.
 	 */
 	@Nullable
 	private <T> T executeInTransactionsOfItsOwn(Request request, LockCallback<T> action) {
 		long deadline = System.nanoTime() + saturatedNanos(request.waitTime);
 		Attempts attempts = new Attempts(acquireObservation(request).start());
 		Request attempt = request;
+		int outages = 0;
 		for (int n = 0;; n++) {
 			attempts.notAcquired = false;
+			attempts.actionStarted = false;
 			Request current = attempt;
 			try {
 				return request.provider.inTransaction(() -> executeHolding(current, action, request.waitTime, attempts));
@@ -306,26 +310,68 @@ public class LockTemplate {
 					throw ex;
 				}
 				long pause = ATTEMPT_BACKOFF.pauseNanos(n, 0, remaining);
-				// so that a LEASE holder's JVM lets this waiter in instead of passing the lock among its own threads
-				request.provider.announceNextAttempt(request.resource,
-						Duration.ofNanos(pause + ATTEMPT_BACKOFF.initial().toNanos()));
-				try {
-					TimeUnit.NANOSECONDS.sleep(pause);
+				if (pause < remaining) {
+					announceNextAttempt(request, pause + ATTEMPT_BACKOFF.initial().toNanos());
 				}
-				catch (InterruptedException interrupted) {
-					Thread.currentThread().interrupt();
-					LockInterruptedException failure = new LockInterruptedException(request.resource, interrupted);
-					attempts.stop("failed", failure);
-					throw failure;
-				}
-				remaining = Math.max(0, deadline - System.nanoTime());
-				attempt = new Request(request.resource, request.provider, request.mode, request.type,
-						Duration.ofNanos(remaining), request.leaseTime, request.renew, request.minHoldTime);
+				pauseBeforeNextAttempt(request, attempts, pause);
 			}
-			catch (RuntimeException | Error ex) {
-				attempts.stop("failed", ex); // no-op when the acquisition had already succeeded
+			catch (RuntimeException ex) {
+				long remaining = deadline - System.nanoTime();
+				if (attempts.actionStarted || remaining <= 0 || hidesAnError(ex)
+						|| !request.provider.isRetryableAttemptFailure(ex)) {
+					attempts.stop("failed", ex); // no-op when the acquisition had already succeeded
+					throw ex;
+				}
+				// a lost or unobtainable connection before the action started: the attempt's transaction died
+				// with it, so a new attempt is safe
+				if (outages++ == 0) {
+					logger.warn("Lost the connection to the lock database while acquiring '" + request.resource
+							+ "' (PESSIMISTIC); retrying until the wait time ends: "
+							+ org.springframework.core.NestedExceptionUtils.getMostSpecificCause(ex));
+				}
+				pauseBeforeNextAttempt(request, attempts, ATTEMPT_BACKOFF.pauseNanos(n, 0, remaining));
+			}
+			catch (Error ex) {
+				attempts.stop("failed", ex);
 				throw ex;
 			}
+			attempt = new Request(request.resource, request.provider, request.mode, request.type,
+					Duration.ofNanos(Math.max(0, deadline - System.nanoTime())), request.leaseTime, request.renew,
+					request.minHoldTime);
+		}
+	}
+
+	/**
+	 * Tells a LEASE holder's JVM that this waiter tries again soon, so that it lets the waiter in instead of passing
+	 * the lock among its own threads; only a hint, so a failure is logged.
+	 */
+	private static void announceNextAttempt(Request request, long withinNanos) {
+		try {
+			request.provider.announceNextAttempt(request.resource, Duration.ofNanos(withinNanos));
+		}
+		catch (RuntimeException ex) {
+			logger.debug("Could not announce the next attempt on lock '" + request.resource + "'", ex);
+		}
+	}
+
+	/**
+	 * Whether the failure is a rollback's, thrown in place of an {@link Error} from the attempt (see
+	 * {@code TransactionTemplate}): that must surface, not be retried as the rollback's connection failure.
+	 */
+	private static boolean hidesAnError(RuntimeException ex) {
+		return ex instanceof org.springframework.transaction.TransactionSystemException rollback
+				&& rollback.getApplicationException() instanceof Error;
+	}
+
+	private static void pauseBeforeNextAttempt(Request request, Attempts attempts, long pauseNanos) {
+		try {
+			TimeUnit.NANOSECONDS.sleep(pauseNanos);
+		}
+		catch (InterruptedException interrupted) {
+			Thread.currentThread().interrupt();
+			LockInterruptedException failure = new LockInterruptedException(request.resource, interrupted);
+			attempts.stop("failed", failure);
+			throw failure;
 		}
 	}
 
@@ -344,6 +390,9 @@ public class LockTemplate {
 
 		/** Set when the current attempt's acquisition (not its action) failed. */
 		boolean notAcquired;
+
+		/** Set when the current attempt holds the lock and its action is about to run. */
+		boolean actionStarted;
 
 		Attempts(Observation observation) {
 			this.observation = observation;
@@ -419,6 +468,7 @@ public class LockTemplate {
 		LockHandle lock = attempt.handle;
 		try {
 			if (attempts != null) {
+				attempts.actionStarted = true; // from here on a failure is not retried: the action may have run
 				attempts.stop("acquired", null); // inside the try: a failing observation handler still releases
 			}
 			result = action.doWithLock(lock);

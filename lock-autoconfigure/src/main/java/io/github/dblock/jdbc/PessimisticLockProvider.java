@@ -178,21 +178,27 @@ public class PessimisticLockProvider implements LockProvider {
 
 	/**
 	 * Announces the next attempt in the row ({@link LockRows#announceWaiter}) in an autocommit statement on a
-	 * connection taken directly from the data source; it changes a row only while a lease on it runs. A failure is
-	 * logged at debug level.
+	 * connection taken directly from the data source, with a query timeout of {@code nextAttemptWithin} rounded up to
+	 * whole seconds; it changes a row only while a lease on it runs. A failure is logged at debug level.
 	 */
 	@Override
 	public void announceNextAttempt(String resource, Duration nextAttemptWithin) {
 		try {
 			this.jdbc.execute("announce a waiter for lock '" + resource + "'", (connection) -> {
 				this.rows.announceWaiter(connection, resource, nextAttemptWithin.toNanos(),
-						this.jdbc.statementTimeoutSeconds());
+						this.jdbc.queryTimeoutSeconds(nextAttemptWithin.toNanos()));
 				return null;
 			});
 		}
 		catch (DataAccessException ex) {
 			logger.debug("Could not announce a waiter for lock '" + resource + "'", ex);
 		}
+	}
+
+	/** A lost or unobtainable connection ({@code JdbcLockSupport.isConnectionFailure}, anywhere in the causes). */
+	@Override
+	public boolean isRetryableAttemptFailure(RuntimeException failure) {
+		return JdbcLockSupport.isConnectionFailure(failure);
 	}
 
 	@Override

@@ -39,16 +39,29 @@ public interface LockProvider {
 	}
 
 	/**
-	 * Tells other nodes that a waiter of this JVM will try again within {@code nextAttemptWithin}, between two
-	 * attempts of {@link io.github.dblock.LockTemplate#execute} that each ran in a transaction of their own and ended
-	 * at once on a row held under a lease (see {@link #inTransaction}); called outside any transaction. A LEASE holder's
-	 * JVM that keeps passing the lock among its own threads then holds them back at its next release until that
-	 * attempt, as it does for a waiter that announces itself while it waits. A hint: the default does nothing, and an
-	 * implementation logs a failure instead of throwing it. Thread-safe.
+	 * Tells other nodes that a waiter of this JVM plans its next attempt within {@code nextAttemptWithin}, between two
+	 * attempts of {@link io.github.dblock.LockTemplate#execute} that each ran in a transaction of their own (see
+	 * {@link #inTransaction}) and did not get the lock; called outside any transaction. A LEASE holder's JVM that keeps
+	 * passing the lock among its own threads then holds them back at its next release until that attempt, as it does
+	 * for a waiter that announces itself while it waits. A hint: the default does nothing; an implementation should
+	 * bound its statement by {@code nextAttemptWithin} and log a failure rather than throw it (the caller logs one
+	 * that is thrown). Thread-safe.
 	 * @param resource the resource name
-	 * @param nextAttemptWithin how soon the next attempt starts at the latest, positive
+	 * @param nextAttemptWithin when the next attempt is planned, positive
 	 */
 	default void announceNextAttempt(String resource, java.time.Duration nextAttemptWithin) {
+	}
+
+	/**
+	 * Whether an attempt of {@link io.github.dblock.LockTemplate#execute} that ran in a transaction of its own (see
+	 * {@link #announceNextAttempt}) and failed with this exception before the lock was held may be made again in a
+	 * new transaction while the wait time lasts: a provider answers {@code true} for a lost or unobtainable connection,
+	 * whose transaction the server has rolled back. The default is {@code false}. Must not touch the database; throws
+	 * nothing. Thread-safe.
+	 * @param failure what the attempt (its transaction's begin, the acquisition or the rollback) threw
+	 */
+	default boolean isRetryableAttemptFailure(RuntimeException failure) {
+		return false;
 	}
 
 	/**

@@ -187,6 +187,60 @@ class DatabaseOutageTests {
 				TimeUnit.NANOSECONDS.toMillis(acquired[0] - restartedAt));
 	}
 
+	/**
+	 * A PESSIMISTIC {@code execute} outside a transaction makes each attempt a transaction of its own; while the
+	 * server is down every attempt's begin fails (the pool gives up after 2 s), and the attempts go on until the
+	 * server is back. The action runs once, in the attempt that got the lock.
+	 */
+	@Test
+	void aPessimisticExecuteKeepsTryingThroughARestartAndRunsItsActionOnce() throws Exception {
+		String resource = "outage-pessimistic-execute-" + UUID.randomUUID();
+		this.waiterPool = pool("waiter", 2);
+		LockTemplate waiterNode = node(LockMode.PESSIMISTIC, "waiter", this.waiterPool, Duration.ofSeconds(30));
+		AtomicLong runs = new AtomicLong();
+		server.stop();
+		CompletableFuture<long[]> waiter = CompletableFuture.supplyAsync(() -> waiterNode.execute(resource,
+				LockOptions.defaults().withWaitTime(Duration.ofSeconds(90)), (lock) -> {
+					runs.incrementAndGet();
+					return new long[] { System.nanoTime(), lock.fencingToken() };
+				}));
+		Thread.sleep(5_000); // two or more attempts fail at the pool's 2 s connection timeout meanwhile
+		assertThat(waiter).as("keeps trying while the server is down").isNotDone();
+		long restartedAt = System.nanoTime();
+		server.restart();
+		long[] acquired = waiter.get(60, TimeUnit.SECONDS);
+		assertThat(acquired[0]).isGreaterThan(restartedAt);
+		assertThat(acquired[1]).isPositive();
+		assertThat(runs).as("the action ran once").hasValue(1);
+		Reliability.count(LockMode.PESSIMISTIC.name(), "server restarts ridden out by execute (action ran once)", 1);
+	}
+
+	/**
+	 * Only failures before the action started are tried again: a connection killed while the action runs ends the
+	 * {@code execute} with the failure, the action having run once, and leaves nothing held.
+	 */
+	@Test
+	void aPessimisticExecuteWhoseConnectionIsKilledDuringTheActionFailsWithoutRunningItAgain() {
+		String resource = "outage-pessimistic-action-" + UUID.randomUUID();
+		this.waiterPool = pool("waiter", 2);
+		LockTemplate node = node(LockMode.PESSIMISTIC, "waiter", this.waiterPool, Duration.ofSeconds(30));
+		JdbcTemplate admin = new JdbcTemplate(DatabaseOutageTests.admin);
+		JdbcTemplate inTransaction = new JdbcTemplate(this.waiterPool);
+		AtomicLong runs = new AtomicLong();
+		assertThatExceptionOfType(RuntimeException.class).isThrownBy(() -> node.execute(resource,
+				LockOptions.defaults().withWaitTime(Duration.ofSeconds(30)), (lock) -> {
+					runs.incrementAndGet();
+					// the attempt's transaction runs on this connection (JdbcTemplate joins it)
+					admin.execute("KILL CONNECTION "
+							+ inTransaction.queryForObject("SELECT CONNECTION_ID()", Long.class));
+					return lock.fencingToken();
+				}));
+		assertThat(runs).as("the action ran once").hasValue(1);
+		assertThat(node.localHeldCount()).isZero();
+		assertThat(node.execute(resource, LockOptions.defaults().withWaitTime(Duration.ofSeconds(10)),
+				LockHandle::fencingToken)).as("nothing left held").isPositive();
+	}
+
 	@Test
 	void killingThePessimisticHoldersConnectionFreesTheLockAtOnceAndTheHolderLearnsItAtRelease() throws Exception {
 		String resource = "killed-connection-" + UUID.randomUUID();
