@@ -84,10 +84,10 @@ public final class Report {
 
 	private static void chart(Path file, String title, String yAxis, List<Series> series, List<String> labels)
 			throws IOException {
-		CategoryChart chart = new CategoryChartBuilder().width(1000).height(560).title(title).yAxisTitle(yAxis).build();
+		CategoryChart chart = new CategoryChartBuilder().width(1100).height(560).title(title).yAxisTitle(yAxis).build();
 		Styler styler = chart.getStyler();
 		styler.setLegendPosition(Styler.LegendPosition.InsideNE);
-		chart.getStyler().setXAxisLabelRotation(20);
+		chart.getStyler().setXAxisLabelRotation(30);
 		chart.getStyler().setLabelsVisible(true);
 		chart.getStyler().setLabelsFontColorAutomaticEnabled(false);
 		chart.getStyler().setDecimalPattern("#,##0");
