@@ -30,7 +30,7 @@ public interface Contender extends AutoCloseable {
 		SHEDLOCK("ShedLock JDBC", true), JDBC_LOCK_REGISTRY("JdbcLockRegistry", true),
 		SELECT_1("baseline: SELECT 1", false), TWO_WRITES("baseline: two writes", false),
 		PLAIN_PESSIMISTIC("baseline: JDBC row lock", false), SEMAPHORE("semaphore permit (N = 1)", false),
-		PESSIMISTIC_EXECUTE("PESSIMISTIC, execute", false);
+		PESSIMISTIC_EXECUTE("PESSIMISTIC, execute", true);
 
 		private final String label;
 

@@ -166,11 +166,13 @@ public final class Report {
 		Results.Latency select1 = this.results.uncontended(Contender.Kind.SELECT_1);
 		Results.Latency twoWrites = this.results.uncontended(Contender.Kind.TWO_WRITES);
 		md.append("## 1. Uncontended acquire + release\n\nOne thread, a random one of 1,000 resources per operation "
-				+ "(rows exist), nothing inside the critical section. Latency in µs. " + this.settings.rounds()
+				+ "(rows exist, and each contender has used every resource once before measuring), nothing inside the "
+				+ "critical section. Latency in µs. " + this.settings.rounds()
 				+ " round(s), each over every contender in a rotated order; each figure is the median across rounds, "
 				+ "samples are summed. LEASE and PESSIMISTIC are taken with `LockTemplate.acquire` and given back "
 				+ "with `close()`; OPTIMISTIC, which has no lock to hold, and the row \"PESSIMISTIC, execute\" run "
-				+ "through `LockTemplate.execute` (for PESSIMISTIC a transaction of `DataSourceTransactionManager`).\n\n");
+				+ "through `LockTemplate.execute` (for PESSIMISTIC a transaction of `DataSourceTransactionManager`), "
+				+ "which is also what `@DistributedLock(mode = PESSIMISTIC)` pays.\n\n");
 		md.append("![uncontended](benchmarks/uncontended.png)\n\n");
 		md.append("| contender | p50 µs | p99 µs | mean µs | samples | p50 / SELECT 1 | p50 / two writes |\n"
 				+ "|---|---|---|---|---|---|---|\n");
