@@ -41,8 +41,9 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * and {@code tryAcquire} on a connection of their own; {@code execute} with nothing transactional bound to the
  * thread, in a new transaction for each attempt until the action has started), a waiter whose connection breaks or
  * cannot be had (server restart, killed connection, failover) keeps trying until its wait time ends; only then does
- * the database failure surface. Otherwise a PESSIMISTIC attempt fails with the transaction's connection. A LEASE holder learns of an outage that outlasts its lease through {@link LockHandle#onLost}; a
- * PESSIMISTIC holder's transaction ends with its connection, and its release throws {@link LockLostException}.
+ * the database failure surface. Otherwise a PESSIMISTIC attempt fails with the transaction's connection. A LEASE
+ * holder learns of an outage that outlasts its lease through {@link LockHandle#onLost}; a PESSIMISTIC holder's
+ * transaction ends with its connection, and its release throws {@link LockLostException}.
  * <p>
  * Read/write locks: {@link LockOptions#withType(LockType)} with {@link LockType#READ} or {@link LockType#WRITE}
  * takes the shared or exclusive side of the resource's read/write lock ({@link LockMode#LEASE} only; a different
