@@ -13,7 +13,8 @@ import org.openjdk.jmh.annotations.TearDown;
 
 /**
  * Scenarios 1 and 5: one thread, acquire and release on a random one of the table's resources (no contention),
- * for each contender; on the small table every resource is used once before measuring. The pool and the tables are shared by every contender of the run.
+ * for each contender; on the small table every resource is used once before measuring. The pool and the tables
+ * are shared by every contender of the run.
  */
 @State(Scope.Benchmark)
 public class UncontendedBenchmark {
