@@ -336,9 +336,7 @@ public class LockTemplate {
 				attempts.stop("failed", ex);
 				throw ex;
 			}
-			attempt = new Request(request.resource, request.provider, request.mode, request.type,
-					Duration.ofNanos(Math.max(0, deadline - System.nanoTime())), request.leaseTime, request.renew,
-					request.minHoldTime);
+			attempt = request.withWaitTime(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
 		}
 	}
 
@@ -1230,6 +1228,12 @@ public class LockTemplate {
 
 	private record Request(String resource, LockProvider provider, LockMode mode, LockType type, Duration waitTime,
 			Duration leaseTime, boolean renew, Duration minHoldTime) {
+
+		Request withWaitTime(Duration waitTime) {
+			return new Request(this.resource, this.provider, this.mode, this.type, waitTime, this.leaseTime, this.renew,
+					this.minHoldTime);
+		}
+
 	}
 
 	/** A thread's read/write hold of a resource. */
