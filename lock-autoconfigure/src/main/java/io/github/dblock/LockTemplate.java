@@ -185,7 +185,7 @@ public class LockTemplate {
 		Request request = request(resource, options);
 		Attempt attempt = doAcquire(request);
 		if (attempt.handle == null) {
-			throw new LockNotAcquiredException(resource, request.waitTime, attempt.holder);
+			throw new LockNotAcquiredException(resource, request.waitTime, attempt.holder, attempt.cause);
 		}
 		return attempt.handle;
 	}
@@ -468,7 +468,7 @@ public class LockTemplate {
 			if (attempts != null) {
 				attempts.notAcquired = true;
 			}
-			throw new LockNotAcquiredException(request.resource, reportedWaitTime, attempt.holder);
+			throw new LockNotAcquiredException(request.resource, reportedWaitTime, attempt.holder, attempt.cause);
 		}
 		LockHandle lock = attempt.handle;
 		try {
@@ -849,7 +849,7 @@ public class LockTemplate {
 				result = askDatabase(entry, request, lockRequest);
 			}
 			if (result.lock() == null) {
-				return new Attempt(null, result.holder());
+				return new Attempt(null, result.holder(), result.cause());
 			}
 			Observation holding = withResource(Observation.createNotStarted("distributed.lock.held", this.observations)
 				.lowCardinalityKeyValue("mode", request.mode.name().toLowerCase(java.util.Locale.ROOT)), request.resource)
@@ -932,7 +932,7 @@ public class LockTemplate {
 		}
 		HeldLock held = result.lock();
 		if (held == null) {
-			return new Attempt(null, result.holder());
+			return new Attempt(null, result.holder(), result.cause());
 		}
 		state = new ReadWriteLockHandle.State(request.resource, request.mode, request.type, held, lockRequest.holder());
 		this.readWriteHolds.put(key, state);
@@ -1307,7 +1307,12 @@ public class LockTemplate {
 	private record ReadWriteKey(String resource, Thread owner) {
 	}
 
-	private record Attempt(@Nullable LockHandle handle, @Nullable String holder) {
+	private record Attempt(@Nullable LockHandle handle, @Nullable String holder, @Nullable Throwable cause) {
+
+		Attempt(@Nullable LockHandle handle, @Nullable String holder) {
+			this(handle, holder, null);
+		}
+
 	}
 
 }

@@ -185,7 +185,9 @@ class LeaseLifecycleTests {
 			@Override
 			public Connection getConnection() throws SQLException {
 				if (down.get()) {
-					throw new SQLTransientConnectionException("database unreachable (simulated)");
+					// as HikariCP reports a database it cannot connect to: its timeout, caused by the connection failure
+					throw new SQLTransientConnectionException("database unreachable (simulated)", "08001",
+							new java.net.ConnectException("Connection refused (simulated)"));
 				}
 				return super.getConnection();
 			}
