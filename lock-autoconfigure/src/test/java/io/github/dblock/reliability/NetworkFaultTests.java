@@ -26,6 +26,8 @@ import io.github.dblock.test.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.springframework.dao.DataAccessException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
@@ -188,29 +190,31 @@ class NetworkFaultTests {
 		}
 	}
 
-	@Test
-	void aBlackholedDatabaseEndsTheWaitWithinTheWaitTimeAndOneStatementTimeout() throws Exception {
+	@ParameterizedTest
+	@EnumSource(value = LockMode.class, names = { "LEASE", "PESSIMISTIC" })
+	void aBlackholedDatabaseEndsTheWaitWithinTheWaitTimeAndOneStatementTimeout(LockMode mode) throws Exception {
 		call(() -> {
-			this.node.acquire(this.resource, options(LockMode.LEASE, Duration.ZERO)).close(); // pool warmed
+			this.node.acquire(this.resource, options(mode, Duration.ZERO)).close(); // pool warmed
 			return null;
 		});
 		this.proxy.blackhole(FaultProxy.Direction.BOTH);
 		long start = System.nanoTime();
 		Throwable failure = catchThrowable(
-				() -> call(() -> this.node.acquire(this.resource, options(LockMode.LEASE, Duration.ofSeconds(2)))));
+				() -> call(() -> this.node.acquire(this.resource, options(mode, Duration.ofSeconds(2)))));
 		long millis = millisSince(start);
 		assertThat(failure).as("not acquired, or the database failure once the wait time ended")
 			.isInstanceOfAny(LockNotAcquiredException.class, DataAccessException.class);
 		assertThat(millis).as("wait time 2 s + one statement timeout + margin").isLessThan(2_000 + ONE_STATEMENT_MILLIS);
 	}
 
-	@Test
-	void aCallThatFindsThePoolExhaustedWaitsItsWaitTimeNotThePoolsConnectionTimeout() throws Exception {
+	@ParameterizedTest
+	@EnumSource(value = LockMode.class, names = { "LEASE", "PESSIMISTIC" })
+	void aCallThatFindsThePoolExhaustedWaitsItsWaitTimeNotThePoolsConnectionTimeout(LockMode mode) throws Exception {
 		this.faulty.setMaximumPoolSize(1);
 		try (Connection taken = this.faulty.getConnection()) {
 			long start = System.nanoTime();
 			Throwable failure = catchThrowable(
-					() -> call(() -> this.node.acquire(this.resource, options(LockMode.LEASE, Duration.ofSeconds(1)))));
+					() -> call(() -> this.node.acquire(this.resource, options(mode, Duration.ofSeconds(1)))));
 			long millis = millisSince(start);
 			assertThat(failure).isInstanceOf(LockNotAcquiredException.class)
 				.hasMessageContaining("did not answer in time")
