@@ -7,6 +7,7 @@ import java.util.List;
 import javax.sql.DataSource;
 
 import io.github.dblock.LockTemplate;
+import io.github.dblock.interceptor.LockAttributeSource;
 import io.github.dblock.jdbc.Backoff;
 import io.github.dblock.jdbc.LeaseLockProvider;
 import io.github.dblock.jdbc.LockDialect;
@@ -61,6 +62,16 @@ class LockJdbcConfiguration {
 							+ "DataSource beans: " + java.util.Arrays.toString(beanFactory.getBeanNamesForType(DataSource.class)));
 		}
 		return beanFactory.getBean(name, DataSource.class);
+	}
+
+	/** Checks the lock pool's size and timeouts against the lock settings once all singletons exist. */
+	@Bean
+	LockPoolChecks distributedLockPoolChecks(DistributedLockProperties properties, LockSchemaInitializer schema,
+			ObjectProvider<LockAttributeSource> attributes) {
+		return new LockPoolChecks(schema.getDataSource(), properties, () -> {
+			LockAttributeSource source = attributes.getIfAvailable();
+			return (source != null) ? source.getParsedAttributes() : List.of();
+		});
 	}
 
 	@Bean
