@@ -142,6 +142,38 @@ class StartupChecksTests {
 		assertThat(output.getOut()).doesNotContain("HikariCP pool", "validationTimeout", "pessimistic.max-connections");
 	}
 
+	// ------------------------------------------------------------ SpEL naming a parameter that does not exist
+
+	@Test
+	void aResourceNamingAParameterThatDoesNotExistStopsStartUpListingTheValidNames() {
+		withDatabase().withUserConfiguration(UnknownParameterConfiguration.class).run((context) -> {
+			assertThat(context).hasFailed();
+			Throwable root = NestedExceptionUtils.getMostSpecificCause(context.getStartupFailure());
+			assertThat(root).isInstanceOf(IllegalStateException.class);
+			assertThat(root.getMessage()).contains(UnknownParameter.class.getName() + ".book()",
+					"resource expression #{#orderId} refers to #orderId, which is not a parameter of the method",
+					"Valid parameter references: #id (or #p0), #seats (or #p1).");
+		});
+	}
+
+	@Test
+	void aSemaphoreNameNamingAParameterThatDoesNotExistStopsStartUp() {
+		withDatabase().withUserConfiguration(UnknownSemaphoreParameterConfiguration.class).run((context) -> {
+			assertThat(context).hasFailed();
+			Throwable root = NestedExceptionUtils.getMostSpecificCause(context.getStartupFailure());
+			assertThat(root.getMessage()).contains("@DistributedSemaphore", "refers to #tenant",
+					"The method has no parameters.");
+		});
+	}
+
+	@Test
+	void parameterNamesIndexesRootAndBeanReferencesAreAccepted() {
+		withDatabase().withUserConfiguration(KnownParametersConfiguration.class).run((context) -> {
+			assertThat(context).hasNotFailed();
+			assertThat(context.getBean(KnownParameters.class).book(7, 2)).isEqualTo("seat:7:2:7:7:book");
+		});
+	}
+
 	@Configuration(proxyBeanMethods = false)
 	static class BookingConfiguration {
 
@@ -194,6 +226,61 @@ class StartupChecksTests {
 			dataSource.setUsername(database.username());
 			dataSource.setPassword(database.password());
 			return dataSource;
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class UnknownParameterConfiguration {
+
+		@Bean
+		UnknownParameter unknownParameter() {
+			return new UnknownParameter();
+		}
+
+	}
+
+	static class UnknownParameter {
+
+		@DistributedLock(resource = "order:#{#orderId}")
+		public void book(long id, int seats) {
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class UnknownSemaphoreParameterConfiguration {
+
+		@Bean
+		UnknownSemaphoreParameter unknownSemaphoreParameter() {
+			return new UnknownSemaphoreParameter();
+		}
+
+	}
+
+	static class UnknownSemaphoreParameter {
+
+		@DistributedSemaphore(name = "partner-#{#tenant}")
+		public void call() {
+		}
+
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class KnownParametersConfiguration {
+
+		@Bean
+		KnownParameters knownParameters() {
+			return new KnownParameters();
+		}
+
+	}
+
+	static class KnownParameters {
+
+		@DistributedLock(resource = "seat:#{#id}:#{#seats}:#{#p0}:#{#a0}:#{#root.method.name}")
+		public String book(long id, int seats) {
+			return io.github.dblock.CurrentLock.get().map(io.github.dblock.LockHandle::resource).orElse("none");
 		}
 
 	}
