@@ -71,7 +71,7 @@ class LockJdbcConfiguration {
 		return new LockPoolChecks(schema.getDataSource(), properties, () -> {
 			LockAttributeSource source = attributes.getIfAvailable();
 			return (source != null) ? source.getParsedAttributes() : List.of();
-		});
+		}, !schema.getRefusedModes().containsKey(io.github.dblock.LockMode.PESSIMISTIC));
 	}
 
 	@Bean

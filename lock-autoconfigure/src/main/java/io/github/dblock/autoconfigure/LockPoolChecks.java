@@ -49,16 +49,21 @@ public class LockPoolChecks implements SmartInitializingSingleton {
 
 	private final Supplier<List<LockAttribute>> annotations;
 
+	private final boolean pessimisticAllowed;
+
 	/**
 	 * @param dataSource the lock data source, possibly wrapped
 	 * @param properties the lock settings
 	 * @param annotations supplies the parsed {@code @DistributedLock} annotations once all singletons exist
+	 * @param pessimisticAllowed {@code false} if the database refuses PESSIMISTIC locks (a Galera cluster), in which
+	 * case that refusal is reported instead and the cap is not checked
 	 */
 	public LockPoolChecks(DataSource dataSource, DistributedLockProperties properties,
-			Supplier<List<LockAttribute>> annotations) {
+			Supplier<List<LockAttribute>> annotations, boolean pessimisticAllowed) {
 		this.dataSource = dataSource;
 		this.properties = properties;
 		this.annotations = annotations;
+		this.pessimisticAllowed = pessimisticAllowed;
 	}
 
 	/**
@@ -97,7 +102,7 @@ public class LockPoolChecks implements SmartInitializingSingleton {
 					+ statementTimeout + "), so validating a connection can stretch a lock call beyond that bound. Lower "
 					+ "spring.datasource.hikari.validation-timeout (or the lock pool's validationTimeout) below it.");
 		}
-		String pessimistic = pessimisticUse();
+		String pessimistic = this.pessimisticAllowed ? pessimisticUse() : null;
 		int cap = this.properties.getPessimistic().getMaxConnections();
 		if (pessimistic != null && cap > pool.maximumPoolSize()) {
 			throw new InvalidConfigurationPropertyValueException(
