@@ -8,6 +8,7 @@ import javax.sql.DataSource;
 
 import io.github.dblock.LockTemplate;
 import io.github.dblock.interceptor.LockAttributeSource;
+import io.github.dblock.interceptor.SkippedOutcomeFilter;
 import io.github.dblock.jdbc.Backoff;
 import io.github.dblock.jdbc.LeaseLockProvider;
 import io.github.dblock.jdbc.LockDialect;
@@ -150,7 +151,11 @@ class LockJdbcConfiguration {
 		LockTemplate template = new LockTemplate(all, properties.getMode(), properties.getWaitTime(),
 				properties.getLeaseTime(), nodeName);
 		template.setInterruptOnLoss(properties.isInterruptOnLoss());
-		observations.ifAvailable(template::setObservationRegistry);
+		observations.ifAvailable((registry) -> {
+			// a busy lock under onFailure = SKIP is reported as outcome=skipped, not timed_out
+			registry.observationConfig().observationFilter(SkippedOutcomeFilter.INSTANCE);
+			template.setObservationRegistry(registry);
+		});
 		template.setResourceAsTag(properties.getMetrics().isResourceTag());
 		schema.getRefusedModes().forEach(template::refuseMode);
 		return template;
