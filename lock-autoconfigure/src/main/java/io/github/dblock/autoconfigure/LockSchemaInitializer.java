@@ -93,12 +93,12 @@ public class LockSchemaInitializer implements InitializingBean {
 	 * @throws IllegalStateException if the server is neither MySQL nor MariaDB, is read-only, a replica, or hands
 	 * out read-only connections (with enforcement on); if the migration lacks a privilege; or if the table is missing
 	 * or incomplete with migrations off
-	 * @throws CannotGetJdbcConnectionException if the database cannot be reached
+	 * @throws LockDatabaseUnavailableException if the database cannot be reached, naming its URL
 	 * @throws FlywayException if a migration fails for another reason
 	 */
 	@Override
 	public void afterPropertiesSet() {
-		this.server = DatabaseServer.detect(this.dataSource);
+		this.server = detectServer();
 		if (!this.server.isSupportedVersion()) {
 			logger.warn("Distributed locks are tested on MySQL 8.0+ and MariaDB 10.6+; the lock database is " + this.server);
 		}
@@ -110,6 +110,61 @@ public class LockSchemaInitializer implements InitializingBean {
 			migrate();
 		}
 		logger.debug("Lock table '" + this.table + "' ready on " + this.server);
+	}
+
+	/**
+	 * The server behind the lock data source: the first connection at start-up, so a database that cannot be reached
+	 * fails here, as a {@link LockDatabaseUnavailableException} naming the URL (reported by
+	 * {@link LockDatabaseUnavailableFailureAnalyzer}).
+	 */
+	private DatabaseServer detectServer() {
+		try {
+			return DatabaseServer.detect(this.dataSource);
+		}
+		catch (RuntimeException ex) {
+			if (!(ex instanceof CannotGetJdbcConnectionException) && !hasSqlCause(ex)) {
+				throw ex; // not a connection failure (a pool's own configuration error, say): as it is
+			}
+			throw new LockDatabaseUnavailableException(configuredUrl(this.dataSource), ex);
+		}
+	}
+
+	private static boolean hasSqlCause(Throwable ex) {
+		for (Throwable cause = ex; cause != null && cause.getCause() != cause; cause = cause.getCause()) {
+			if (cause instanceof SQLException) {
+				return true;
+			}
+		}
+		return false;
+	}
+
+	/**
+	 * The JDBC URL a data source is configured with ({@code getJdbcUrl()} of HikariCP, {@code getUrl()} of most
+	 * others), read without connecting, through Spring's {@code DelegatingDataSource} wrappers; {@code null} if none.
+	 */
+	static @Nullable String configuredUrl(DataSource dataSource) {
+		Object current = dataSource;
+		for (int depth = 0; depth < 10 && current != null; depth++) {
+			for (String getter : new String[] { "getJdbcUrl", "getUrl" }) {
+				java.lang.reflect.Method method = org.springframework.util.ReflectionUtils.findMethod(current.getClass(),
+						getter);
+				if (method != null && method.getReturnType() == String.class
+						&& java.lang.reflect.Modifier.isPublic(method.getModifiers())) {
+					try {
+						Object url = method.invoke(current);
+						if (url != null) {
+							return (String) url;
+						}
+					}
+					catch (ReflectiveOperationException | RuntimeException ex) {
+						// not readable: try a wrapped data source
+					}
+				}
+			}
+			current = (current instanceof org.springframework.jdbc.datasource.DelegatingDataSource delegating)
+					? delegating.getTargetDataSource() : null;
+		}
+		return null;
 	}
 
 	private void checkTopology() {
