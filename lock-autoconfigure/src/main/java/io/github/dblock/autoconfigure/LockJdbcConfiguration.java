@@ -36,6 +36,9 @@ import org.springframework.util.ReflectionUtils;
 @Configuration(proxyBeanMethods = false)
 class LockJdbcConfiguration {
 
+	private static final org.apache.commons.logging.Log logger = org.apache.commons.logging.LogFactory
+		.getLog(DistributedLockAutoConfiguration.class);
+
 	@Bean
 	@ConditionalOnMissingBean
 	LockSchemaInitializer distributedLockSchemaInitializer(DistributedLockProperties properties,
@@ -158,6 +161,11 @@ class LockJdbcConfiguration {
 		});
 		template.setResourceAsTag(properties.getMetrics().isResourceTag());
 		schema.getRefusedModes().forEach(template::refuseMode);
+		LockDialect dialect = (properties.getDialect() != null) ? properties.getDialect()
+				: LockDialect.of(schema.getServer());
+		logger.info("Distributed locks: mode " + properties.getMode() + ", table '" + schema.getTable() + "' ("
+				+ schema.getSchemaStatus() + "), node '" + nodeName + "', dialect " + dialect + ", server "
+				+ schema.getServer());
 		return template;
 	}
 

@@ -174,6 +174,36 @@ class StartupChecksTests {
 		});
 	}
 
+	// ------------------------------------------------------------ start-up cost and log
+
+	@Test
+	void aSchemaAlreadyAtTheLatestVersionSkipsFlywayAndOneLineSummarizesTheStartUp(CapturedOutput output) {
+		String table = "lock_up_" + java.util.UUID.randomUUID().toString().replace("-", "").substring(0, 10);
+		try {
+			withDatabase().withPropertyValues("distributed-lock.table-name=" + table, "distributed-lock.node-name=n1")
+				.run((context) -> assertThat(context).hasNotFailed());
+			assertThat(output.getOut()).contains("Distributed locks: mode LEASE, table '" + table
+					+ "' (schema migrated to v" + LockSchemaInitializer.LATEST_VERSION + "), node 'n1', dialect ");
+			int before = output.getOut().length();
+			withDatabase().withPropertyValues("distributed-lock.table-name=" + table, "distributed-lock.node-name=n1")
+				.run((context) -> assertThat(context).hasNotFailed());
+			String second = output.getOut().substring(before);
+			assertThat(second).contains("Distributed locks: mode LEASE, table '" + table + "' (schema v"
+					+ LockSchemaInitializer.LATEST_VERSION + ", up to date), node 'n1', dialect ",
+					", server ");
+			assertThat(second).as("Flyway did not run").doesNotContain("org.flywaydb");
+		}
+		finally {
+			TestDatabase.get().execute("DROP TABLE IF EXISTS `" + table + "`, `" + table + "_schema_history`, `" + table
+					+ "_sem`, `" + table + "_sem_hold`, `" + table + "_rw`, `" + table + "_rw_hold`, `" + table + "_idem`");
+		}
+	}
+
+	@Test
+	void theLatestVersionIsTheHighestMigrationScript() {
+		assertThat(LockSchemaInitializer.LATEST_VERSION).isEqualTo(6);
+	}
+
 	@Configuration(proxyBeanMethods = false)
 	static class BookingConfiguration {
 
