@@ -125,7 +125,7 @@ class LeaseLifecycleTests {
 	}
 
 	private static long renewals(CountingDataSource counting) {
-		return counting.executed().stream().filter((sql) -> sql.startsWith("UPDATE") && sql.contains("SET expires_at"))
+		return counting.statements().stream().filter((sql) -> sql.startsWith("UPDATE") && sql.contains("SET expires_at"))
 			.count();
 	}
 
