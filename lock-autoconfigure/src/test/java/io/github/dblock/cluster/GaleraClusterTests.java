@@ -87,8 +87,12 @@ class GaleraClusterTests {
 				+ "started BIGINT NOT NULL, ended BIGINT NOT NULL, KEY (name))");
 		first.execute(GaleraCluster.DATABASE,
 				"CREATE TABLE galera_row (id VARCHAR(100) PRIMARY KEY, holder VARCHAR(100) NULL)");
-		TopologyReport.setting("Galera", "MariaDB " + first.status("wsrep_provider_vendor") + " "
-				+ first.status("wsrep_provider_version") + ", " + cluster.size()
+		String version;
+		try (Connection c = first.connect(null)) {
+			version = versionOf(c);
+		}
+		TopologyReport.setting("Galera", "MariaDB " + version + ", Galera " + first.status("wsrep_provider_version")
+				+ ", " + cluster.size()
 				+ " nodes of the machine's mariadbd on 127.0.0.1, joined by rsync state transfer");
 		TopologyReport.figure(SECTION_SETUP, "nodes", cluster.size());
 		TopologyReport.figure(SECTION_SETUP, "time until all nodes Synced (ms)", cluster.startTime().toMillis());
@@ -115,6 +119,22 @@ class GaleraClusterTests {
 	@ParameterizedTest
 	@EnumSource(names = { "LEASE", "OPTIMISTIC" })
 	void leaseAndOptimisticKeepMutualExclusionAcrossClusterNodes(LockMode mode) throws Exception {
+		contend(mode, true);
+	}
+
+	/**
+	 * The same workload with every application node on cluster node 1, as a proxy with a single writer would
+	 * route it: for the README's advice to send lock statements to one node (fewer certification conflicts).
+	 */
+	@Order(4)
+	@ParameterizedTest
+	@EnumSource(names = { "LEASE", "OPTIMISTIC" })
+	@Tag("clusters")
+	void leaseAndOptimisticThroughOneClusterNode(LockMode mode) throws Exception {
+		contend(mode, false);
+	}
+
+	private void contend(LockMode mode, boolean spread) throws Exception {
 		String resource = "galera-" + mode + "-" + UUID.randomUUID();
 		cluster.node(0).execute(GaleraCluster.DATABASE, "INSERT INTO galera_counter (name, value) VALUES (?, 0)", resource);
 		int threads = 2;
@@ -122,7 +142,7 @@ class GaleraClusterTests {
 		long conflictsBefore = conflicts();
 		List<LockTemplate> apps = new ArrayList<>();
 		for (int n = 0; n < cluster.size(); n++) {
-			apps.add(LockNodes.node(provider(mode, pools.get(n)), "app" + (n + 1)));
+			apps.add(LockNodes.node(provider(mode, pools.get(spread ? n : 0)), "app" + (n + 1)));
 		}
 		ExecutorService executor = Executors.newFixedThreadPool(cluster.size() * threads);
 		long started = System.nanoTime();
@@ -130,7 +150,7 @@ class GaleraClusterTests {
 			List<Future<?>> futures = new ArrayList<>();
 			for (int n = 0; n < cluster.size(); n++) {
 				LockTemplate app = apps.get(n);
-				DataSource pool = pools.get(n);
+				DataSource pool = pools.get(spread ? n : 0);
 				String node = "app" + (n + 1);
 				for (int t = 0; t < threads; t++) {
 					futures.add(executor.submit(() -> {
@@ -162,7 +182,8 @@ class GaleraClusterTests {
 		}
 		long overlaps = overlaps(sections);
 		long conflicts = conflicts() - conflictsBefore;
-		String section = "Galera: " + mode + " under contention across the 3 nodes";
+		String section = "Galera: " + mode + " under contention, "
+				+ (spread ? "application nodes on the 3 cluster nodes" : "all application nodes on cluster node 1");
 		TopologyReport.figure(section, "application nodes x threads x critical sections",
 				cluster.size() + " x " + threads + " x " + iterations + " = " + expected);
 		TopologyReport.figure(section, "critical sections committed", sections.size());
@@ -177,7 +198,7 @@ class GaleraClusterTests {
 		TopologyReport.figure(section, "errors surfacing to the application", 0);
 		TopologyReport.figure(section, "duration (ms)", millis);
 		TopologyReport.figure(section, "throughput (critical sections/s)", expected * 1000L / Math.max(1, millis));
-		System.out.println("[lock tests] Galera " + mode + ": " + expected + " sections in " + millis + " ms, "
+		System.out.println("[lock tests] Galera " + mode + (spread ? " spread" : " one node") + ": " + expected + " sections in " + millis + " ms, "
 				+ conflicts + " certification conflicts, " + overlaps + " overlaps");
 		assertThat(sections).hasSize(expected);
 		assertThat(counter).isEqualTo(expected);
@@ -458,6 +479,13 @@ class GaleraClusterTests {
 	}
 
 	// ---- helpers
+
+	private static String versionOf(Connection c) throws SQLException {
+		try (PreparedStatement ps = c.prepareStatement("SELECT VERSION()"); ResultSet rs = ps.executeQuery()) {
+			rs.next();
+			return rs.getString(1);
+		}
+	}
 
 	private static LockProvider provider(LockMode mode, DataSource dataSource) {
 		return LockNodes.provider(mode, dataSource, dialect);
