@@ -326,7 +326,7 @@ class GaleraClusterTests {
 	 * its {@code onLost} listener runs, though later: only when a renewal attempt returns, after the pool's
 	 * connection time-out (5 s here; see the report). Waiters on
 	 * nodes 1 and 2 get the lock once the lease has expired and the cluster has evicted node 3, with higher tokens.
-	 * Run last but one: the cluster has two nodes afterwards.
+	 * Node 3 is restarted at the end and rejoins the cluster.
 	 */
 	@Order(10)
 	@Test
@@ -378,6 +378,11 @@ class GaleraClusterTests {
 			Thread.sleep(10);
 		}
 		Throwable release = catchThrowable(held::close);
+		long restartedAt = System.nanoTime();
+		cluster.restart(2); // rejoins by a full rsync state transfer: SIGKILL left no usable saved state
+		cluster.node(2).awaitConnectable(Duration.ofMinutes(3));
+		GaleraCluster.awaitState(cluster.node(2), cluster.size(), Duration.ofMinutes(1));
+		long rejoinMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - restartedAt);
 		long firstGrant = acquiredAt.stream().mapToLong(Long::longValue).min().orElseThrow();
 		String section = "Galera: a cluster node killed under a lease holder";
 		TopologyReport.figure(section, "holder", "app node 3 on cluster node 3 only, renewed lease of "
@@ -393,6 +398,8 @@ class GaleraClusterTests {
 				holderHeldWhenGranted.stream().filter(Boolean::booleanValue).count());
 		TopologyReport.figure(section, "holder's release afterwards",
 				release == null ? "no error" : release.getClass().getSimpleName());
+		TopologyReport.figure(section, "killed node restarted, Synced in the 3-node cluster again after (ms)",
+				rejoinMillis);
 		assertThat(acquiredAt).hasSize(2);
 		assertThat(holderHeldWhenGranted).as("the holder's isHeld() was false before anyone else was granted")
 			.containsOnly(false);
@@ -401,7 +408,7 @@ class GaleraClusterTests {
 	}
 
 	/**
-	 * Node 1 loses quorum: every other node is paused (SIGSTOP), so node 1 is alone in a non-primary component.
+	 * Node 1 loses quorum: the two other nodes are paused (SIGSTOP), so node 1 is alone in a non-primary component.
 	 * LEASE and OPTIMISTIC calls through it must fail rather than be granted; once the others resume, the cluster
 	 * re-forms and the same application node gets the lock again.
 	 */

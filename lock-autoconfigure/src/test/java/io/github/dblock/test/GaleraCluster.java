@@ -127,13 +127,36 @@ public final class GaleraCluster implements AutoCloseable {
 	}
 
 	/**
-	 * The joiner's rsync daemon runs as {@code nobody} when started by root; the data directory must be its own.
+	 * The joiner's rsync daemon runs as {@code nobody} when started by root; the data directory, and everything the
+	 * server has created in it since an earlier transfer, must be its own.
 	 */
 	private static void prepareForRsyncTransfer(Path dataDir) throws IOException {
 		if ("root".equals(System.getProperty("user.name"))) {
 			UserPrincipal nobody = dataDir.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByName("nobody");
-			Files.setOwner(dataDir, nobody);
+			try (var paths = Files.walk(dataDir)) {
+				for (Path path : (Iterable<Path>) paths::iterator) {
+					Files.setOwner(path, nobody);
+				}
+			}
 		}
+	}
+
+	/**
+	 * Starts a stopped or killed joiner (not the first node) again; it rejoins by state transfer. Returns at once;
+	 * see {@link #awaitState}.
+	 */
+	public void restart(int i) {
+		if (i == 0) {
+			throw new IllegalArgumentException("the first node bootstraps the cluster; restart another one");
+		}
+		MariaDbProcess node = this.nodes.get(i);
+		try {
+			prepareForRsyncTransfer(node.dataDir());
+		}
+		catch (IOException ex) {
+			throw new UncheckedIOException(ex);
+		}
+		node.start();
 	}
 
 	/**
