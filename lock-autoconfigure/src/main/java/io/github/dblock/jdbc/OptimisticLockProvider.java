@@ -39,7 +39,9 @@ import org.springframework.transaction.support.TransactionTemplate;
  * transaction rolls back.</li>
  * </ol>
  * A commit refused with a deadlock or serialization error (how Galera and group replication report a
- * certification conflict) counts as a conflict too.
+ * certification conflict) counts as a conflict too, and so does such an error thrown by a statement of the work:
+ * on Galera, another node's commit of rows this transaction has written aborts it, and its next statement fails
+ * with 1213 (measured in {@code GaleraClusterTests}). The server has rolled the transaction back in both cases.
  * <p>
  * After a conflict the attempt is repeated, after a pause with backoff and jitter, up to {@code maxAttempts}
  * times and not past the caller's wait time (at least two attempts are always made when {@code maxAttempts}
@@ -128,11 +130,13 @@ public class OptimisticLockProvider implements WorkLockProvider {
 				});
 			}
 			catch (RuntimeException ex) {
-				if (!workDone.get() || !isTransient(ex)) {
+				if (!(workDone.get() ? isTransient(ex) : isRolledBackConflict(ex))) {
 					throw ex;
 				}
-				// COMMIT failed with a deadlock/serialization error: a Galera or group replication certification
-				// conflict; the transaction rolled back, so this is a conflict like any other
+				// COMMIT failed with a deadlock/serialization error (a Galera or group replication certification
+				// conflict), or a statement of the work did because another node's commit of the same rows aborted
+				// this transaction (Galera's brute-force abort): the transaction rolled back, so this is a conflict
+				// like any other
 				result = new Attempt<>(null, false);
 			}
 			if (result.committed) {
@@ -181,6 +185,19 @@ public class OptimisticLockProvider implements WorkLockProvider {
 		finally {
 			DataSourceUtils.releaseConnection(connection, this.dataSource);
 		}
+	}
+
+	/**
+	 * A deadlock (1213) or serialization failure (SQLState 40001) anywhere in the cause chain: the server rolled the
+	 * whole transaction back. Not a lock wait timeout, which rolls back only the statement.
+	 */
+	private static boolean isRolledBackConflict(Throwable ex) {
+		for (Throwable cause = ex; cause != null && cause.getCause() != cause; cause = cause.getCause()) {
+			if (cause instanceof SQLException sql && (sql.getErrorCode() == 1213 || "40001".equals(sql.getSQLState()))) {
+				return true;
+			}
+		}
+		return false;
 	}
 
 	private static boolean isTransient(Throwable ex) {

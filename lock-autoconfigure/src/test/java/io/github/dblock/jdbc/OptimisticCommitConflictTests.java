@@ -93,6 +93,40 @@ class OptimisticCommitConflictTests {
 	}
 
 	/**
+	 * On Galera another node's commit aborts the work's transaction and the work's next statement fails with 1213
+	 * (seen in {@code GaleraClusterTests}); injected here as the work's own exception: the work runs again. A lock
+	 * wait timeout (1205) thrown by the work rolls back only its statement, so it surfaces.
+	 */
+	@Test
+	void aWorkStatementFailingWithADeadlockRunsTheWorkAgainButALockWaitTimeoutSurfaces() {
+		LockTemplate node = LockNodes.node(new OptimisticLockProvider(pool, LockNodes.TABLE,
+				new JdbcTransactionManager(pool), Duration.ofSeconds(5),
+				new Backoff(Duration.ofMillis(5), Duration.ofMillis(20)), 5), "optimistic");
+		String resource = "optimistic-work-deadlock-" + UUID.randomUUID();
+		AtomicInteger runs = new AtomicInteger();
+		String result = node.execute(resource, (lock) -> {
+			int run = runs.incrementAndGet();
+			new JdbcTemplate(pool).update("INSERT INTO lock_test_item (id, note) VALUES (?, ?)", resource, "run " + run);
+			if (run == 1) {
+				throw new IllegalStateException("the work's statement failed", new SQLTransactionRollbackException(
+						"Deadlock found when trying to get lock; try restarting transaction", "40001", 1213));
+			}
+			return "committed on run " + run;
+		});
+		assertThat(result).isEqualTo("committed on run 2");
+		assertThat(jdbc.queryForList("SELECT note FROM lock_test_item WHERE id = ?", String.class, resource))
+			.as("the aborted run rolled back").containsExactly("run 2");
+
+		AtomicInteger timedOut = new AtomicInteger();
+		assertThatRuntimeException().isThrownBy(() -> node.execute("optimistic-work-timeout-" + UUID.randomUUID(),
+				LockOptions.defaults(), (lock) -> {
+					timedOut.incrementAndGet();
+					throw new IllegalStateException(new SQLException("Lock wait timeout exceeded", "HY000", 1205));
+				})).withStackTraceContaining("Lock wait timeout");
+		assertThat(timedOut).hasValue(1);
+	}
+
+	/**
 	 * Hands out real connections whose first {@code n} commits roll back and throw instead of committing, as a
 	 * server refusing the commit does. Single-threaded.
 	 */
