@@ -38,7 +38,9 @@ import java.util.regex.Pattern;
  * <li>{@linkplain #refuseNewConnections(boolean) refuse} new connections (accepted and reset at once);</li>
  * <li>{@linkplain #dropReplyToNext(Predicate) drop the reply}: deliver the next client request that matches a
  * predicate (for example {@link #isQuery(String) isQuery("COMMIT")}), then drop the server's reply and discard the
- * connection's traffic in both directions from then on (a lost {@code COMMIT} reply).</li>
+ * connection's traffic in both directions from then on (a lost {@code COMMIT} reply);</li>
+ * <li>{@linkplain #holdReplyToNext(Predicate) hold the reply}: the same, but the connection's traffic is held, not
+ * dropped, until the test lets it {@linkplain #passThrough() pass} again (a late {@code COMMIT} reply).</li>
  * </ul>
  * A setting made on the proxy applies to every current connection and to every connection accepted later; a
  * setting made on one {@link Link} applies to that connection until the next setting on the proxy.
@@ -254,7 +256,21 @@ public final class FaultProxy implements AutoCloseable {
 	 * @return a latch that opens when the trap fires
 	 */
 	public CountDownLatch dropReplyToNext(Predicate<byte[]> request) {
-		Trap trap = new Trap(Objects.requireNonNull(request));
+		Trap trap = new Trap(Objects.requireNonNull(request), false);
+		this.armed.set(trap);
+		return trap.fired;
+	}
+
+	/**
+	 * Arms a one-shot trap on all connections like {@link #dropReplyToNext(Predicate)}, except that the connection's
+	 * traffic in both directions is held from the matching request on (the request itself is delivered) until the
+	 * connection (or the proxy) is switched to {@link #passThrough()}: the reply then arrives as late as the test
+	 * wants.
+	 * @param request tested on each chunk the client sends; called on proxy threads
+	 * @return a latch that opens when the trap fires
+	 */
+	public CountDownLatch holdReplyToNext(Predicate<byte[]> request) {
+		Trap trap = new Trap(Objects.requireNonNull(request), true);
 		this.armed.set(trap);
 		return trap.fired;
 	}
@@ -417,10 +433,14 @@ public final class FaultProxy implements AutoCloseable {
 
 		final Predicate<byte[]> request;
 
+		/** Hold the traffic after the request (a late reply) instead of dropping it (a lost reply). */
+		final boolean hold;
+
 		final CountDownLatch fired = new CountDownLatch(1);
 
-		Trap(Predicate<byte[]> request) {
+		Trap(Predicate<byte[]> request, boolean hold) {
 			this.request = request;
+			this.hold = hold;
 		}
 
 	}
@@ -519,7 +539,15 @@ public final class FaultProxy implements AutoCloseable {
 
 		/** As {@link FaultProxy#dropReplyToNext(Predicate)}, for this connection only. */
 		public CountDownLatch dropReplyToNext(Predicate<byte[]> request) {
-			Trap armedTrap = new Trap(Objects.requireNonNull(request));
+			return arm(new Trap(Objects.requireNonNull(request), false));
+		}
+
+		/** As {@link FaultProxy#holdReplyToNext(Predicate)}, for this connection only. */
+		public CountDownLatch holdReplyToNext(Predicate<byte[]> request) {
+			return arm(new Trap(Objects.requireNonNull(request), true));
+		}
+
+		private CountDownLatch arm(Trap armedTrap) {
 			synchronized (this) {
 				this.trap = armedTrap;
 			}
@@ -601,7 +629,7 @@ public final class FaultProxy implements AutoCloseable {
 			}
 		}
 
-		/** Tests the connection's trap, then the proxy's; a match switches this connection to discard both ways. */
+		/** Tests the connection's trap, then the proxy's; a match switches this connection to discard or hold. */
 		private Trap checkTraps(byte[] chunk) {
 			Trap own;
 			synchronized (this) {
@@ -620,9 +648,10 @@ public final class FaultProxy implements AutoCloseable {
 			if (fired != null) {
 				synchronized (this) {
 					this.trap = null;
-					this.replyDropped = true;
-					this.up = Flow.DROP; // after this chunk, which is still delivered
-					this.down = Flow.DROP; // set before the request is forwarded: its reply cannot slip through
+					Flow after = fired.hold ? Flow.HOLD : Flow.DROP;
+					this.replyDropped = !fired.hold;
+					this.up = after; // after this chunk, which is still delivered
+					this.down = after; // set before the request is forwarded: its reply cannot slip through
 					notifyAll();
 				}
 			}

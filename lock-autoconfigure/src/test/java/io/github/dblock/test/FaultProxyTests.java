@@ -237,6 +237,40 @@ class FaultProxyTests {
 	}
 
 	@Test
+	void holdReplyDeliversTheCommitAndItsReplyOnlyWhenLifted() throws Exception {
+		String id = UUID.randomUUID().toString();
+		try (Connection c = viaProxy()) {
+			FaultProxy.Link link = this.proxy.latest();
+			CountDownLatch fired = this.proxy.holdReplyToNext(FaultProxy.isQuery("COMMIT"));
+			try (Statement s = c.createStatement()) {
+				s.execute("START TRANSACTION");
+			}
+			try (PreparedStatement ps = c.prepareStatement("INSERT INTO " + TABLE + " (id, v) VALUES (?, 4)")) {
+				ps.setString(1, id);
+				ps.executeUpdate();
+			}
+			CompletableFuture<Void> commit = CompletableFuture.runAsync(() -> {
+				try (Statement s = c.createStatement()) {
+					s.setQueryTimeout(1);
+					s.execute("COMMIT");
+				}
+				catch (SQLException ex) {
+					throw new IllegalStateException(ex);
+				}
+			});
+			assertThat(fired.await(5, TimeUnit.SECONDS)).isTrue();
+			assertThatExceptionOfType(TimeoutException.class).isThrownBy(() -> commit.get(2, TimeUnit.SECONDS));
+			assertThat(rowExists(id)).as("the COMMIT reached the server").isTrue();
+			assertThat(link.replyDropped()).isFalse();
+			link.passThrough();
+			// the reply arrives after the query timeout: Connector/J reports a timeout for a statement that committed
+			assertThatExceptionOfType(ExecutionException.class).isThrownBy(() -> commit.get(10, TimeUnit.SECONDS))
+				.withRootCauseInstanceOf(java.sql.SQLTimeoutException.class);
+			assertThat(selectOne(c)).as("the connection works on").isEqualTo(1);
+		}
+	}
+
+	@Test
 	void aClientClosingBehindAnUpstreamBlackholeLeavesTheServerSessionOpen() throws Exception {
 		String id = UUID.randomUUID().toString();
 		Connection c = viaProxy();
