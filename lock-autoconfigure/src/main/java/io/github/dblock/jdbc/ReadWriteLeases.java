@@ -50,8 +50,15 @@ import org.springframework.dao.DataAccessException;
  * UTC_TIMESTAMP(6)}; release is {@code DELETE} of the holder's row on the same condition (or, with a minimum hold
  * time, an {@code UPDATE} of its expiry). A crashed holder's row stops counting when its lease ends; the cleanup
  * job deletes such rows later. Deadlocks and lock wait timeouts are retried; broken connections are retried until
- * the deadline with the same owner token, and an attempt after an outage first looks for a holder row of its own
- * that an unacknowledged commit left.
+ * the deadline with the same owner token.
+ * <p>
+ * An attempt whose outcome is unknown (its connection broke, or a statement timed out: a {@code COMMIT} whose reply
+ * came after the query timeout did commit) may have left a holder row of this owner. The next attempt, and when the
+ * deadline has passed one last look on a fresh connection, first looks for that row by owner token and, if its lease
+ * still runs, returns it as the lock, valid for the row's remaining lease on the server's clock (an expired one is
+ * deleted); so an unknown outcome is never reported as busy while its lease stays behind. Renewal starts only
+ * once a grant is known committed, so that no renewal outlives an attempt nobody holds the result of. If even the
+ * last look fails, the row ends with its lease, unrenewed.
  * <p>
  * Thread-safe.
  */
@@ -161,6 +168,7 @@ final class ReadWriteLeases {
 		String kind = (type == LockType.READ) ? READ : WRITE;
 		String owner = UUID.randomUUID().toString();
 		boolean intentSet = false;
+		// whether an earlier attempt may have committed a grant without our hearing of it
 		boolean recovering = false;
 		int outages = 0;
 		try {
@@ -172,7 +180,7 @@ final class ReadWriteLeases {
 				intentSet |= mayWait;
 				try {
 					result = attemptOnce(request, kind, owner, recovering, mayWait);
-					recovering = false;
+					recovering = result.outcomeUnknown;
 				}
 				catch (org.springframework.dao.PessimisticLockingFailureException ex) {
 					// deadlocks (gap locks of a neighbouring resource's acquisition) that outlasted the retries, or a
@@ -180,7 +188,15 @@ final class ReadWriteLeases {
 					result = Attempt.NONE;
 				}
 				catch (DataAccessException ex) {
-					if (!JdbcLockSupport.isConnectionFailure(ex) || request.remainingNanos() <= 0) {
+					if (!JdbcLockSupport.isConnectionFailure(ex)) {
+						throw ex;
+					}
+					if (request.remainingNanos() <= 0) {
+						HeldLock own = lastLookForOwnHold(request, kind, owner);
+						if (own != null) {
+							intentSet = false; // the grant cleared it
+							return acquired(request, own);
+						}
 						throw ex;
 					}
 					if (outages++ == 0) {
@@ -193,10 +209,15 @@ final class ReadWriteLeases {
 				intentSet |= result.intentSet;
 				if (result.lock != null) {
 					intentSet = false; // the grant cleared it
-					return AcquireResult.acquired(result.lock);
+					return acquired(request, result.lock);
 				}
 				long remaining = request.remainingNanos();
 				if (remaining <= 0) {
+					HeldLock own = recovering ? lastLookForOwnHold(request, kind, owner) : null;
+					if (own != null) {
+						intentSet = false;
+						return acquired(request, own);
+					}
 					return AcquireResult.busy(result.holderDescription);
 				}
 				if (Thread.interrupted()) {
@@ -234,7 +255,9 @@ final class ReadWriteLeases {
 									(c) -> decide(c, request, key, kind, owner, leaseMicros, mayWait, timeout, sentAt));
 						}
 						catch (SQLTimeoutException ex) {
-							return new Attempt(null, "a transaction holding the read/write row lock", 0, false);
+							// waited for the row lock the whole query timeout, or a COMMIT whose reply came late: the
+							// outcome is unknown, and the next attempt (or the last look) looks for our own row first
+							return new Attempt(null, "a transaction holding the read/write row lock", 0, false, true);
 						}
 						if (attempt != null) {
 							return attempt;
@@ -316,7 +339,11 @@ final class ReadWriteLeases {
 		return new Attempt(null, holder, holderRemaining, false);
 	}
 
-	/** After an outage: the holder row an unacknowledged commit of this owner left, if its lease still runs. */
+	/**
+	 * After an attempt whose outcome is unknown: the holder row an unacknowledged commit of this owner left, if its
+	 * lease still runs, as a lock valid for the row's remaining lease (not yet renewed); an expired one is deleted.
+	 * @return the lock, or {@code null} if this owner has no live row
+	 */
 	@Nullable
 	private Attempt ownHold(Connection connection, LockRequest request, byte[] key, String owner, String kind,
 			int timeout, long sentAt) throws SQLException {
@@ -377,14 +404,41 @@ final class ReadWriteLeases {
 		}
 	}
 
-	/** A lock just taken: starts its renewal if the request asks for it. */
-	private HeldLock leased(LockRequest request, String owner, String kind, long token, long validUntilNanos) {
-		Lease lease = new Lease(request.resource(), owner, kind, token, request.leaseTime().toNanos(),
-				request.minHoldMicros(), validUntilNanos);
-		if (request.renew()) {
-			lease.startRenewal(this.renewals.get());
+	/**
+	 * The last look, when the deadline has passed after an attempt whose outcome is unknown: one query on a fresh
+	 * connection for this owner's live holder row.
+	 * @return the lock if the row is there, else {@code null} (also if the database cannot be asked: the row, if
+	 * any, then ends with its lease, unrenewed)
+	 */
+	@Nullable
+	private HeldLock lastLookForOwnHold(LockRequest request, String kind, String owner) {
+		try {
+			Attempt own = this.jdbc.execute("look for the unacknowledged " + (kind.equals(READ) ? "read" : "write")
+					+ " lock '" + request.resource() + "'", (connection) -> ownHold(connection, request,
+							LockRows.bytes(request.resource()), owner, kind, this.jdbc.queryTimeoutSeconds(0),
+							System.nanoTime()));
+			return (own != null) ? own.lock : null;
 		}
-		return lease;
+		catch (RuntimeException ex) {
+			logger.warn("Could not look for a read/write lock of '" + request.resource() + "' whose grant may have "
+					+ "committed unacknowledged; if it did, it ends with its lease (" + request.leaseTime().toMillis()
+					+ " ms), unrenewed: " + ex);
+			return null;
+		}
+	}
+
+	/** A grant known to be committed: starts its renewal if the request asks for it. */
+	private AcquireResult acquired(LockRequest request, HeldLock lock) {
+		if (request.renew()) {
+			((Lease) lock).startRenewal(this.renewals.get());
+		}
+		return AcquireResult.acquired(lock);
+	}
+
+	/** A lock just taken (or found again), not renewed yet: renewal starts once its grant is known committed. */
+	private HeldLock leased(LockRequest request, String owner, String kind, long token, long validUntilNanos) {
+		return new Lease(request.resource(), owner, kind, token, request.leaseTime().toNanos(), request.minHoldMicros(),
+				validUntilNanos);
 	}
 
 	private int update(String task, String sql, Lease lease, long micros) {
@@ -410,11 +464,17 @@ final class ReadWriteLeases {
 	 * @param holderDescription what kept it, when busy and known
 	 * @param leaseRemainingNanos how long that holder's lease still runs, 0 if unknown
 	 * @param intentSet whether the attempt set this owner's writer intent
+	 * @param outcomeUnknown whether the attempt may have committed a grant it did not hear of
 	 */
 	private record Attempt(@Nullable HeldLock lock, @Nullable String holderDescription, long leaseRemainingNanos,
-			boolean intentSet) {
+			boolean intentSet, boolean outcomeUnknown) {
 
-		static final Attempt NONE = new Attempt(null, null, 0, false);
+		Attempt(@Nullable HeldLock lock, @Nullable String holderDescription, long leaseRemainingNanos,
+				boolean intentSet) {
+			this(lock, holderDescription, leaseRemainingNanos, intentSet, false);
+		}
+
+		static final Attempt NONE = new Attempt(null, null, 0, false, false);
 
 	}
 

@@ -1,0 +1,207 @@
+package io.github.dblock.jdbc;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.github.dblock.LockMode;
+import io.github.dblock.LockType;
+import io.github.dblock.spi.AcquireResult;
+import io.github.dblock.spi.HeldLock;
+import io.github.dblock.spi.LockRequest;
+import io.github.dblock.test.FaultProxy;
+import io.github.dblock.test.LockNodes;
+import io.github.dblock.test.TestDatabase;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Issue 23, parts 1 to 3: read/write and semaphore acquisitions whose {@code COMMIT} reply is late or lost, forced
+ * with a {@link FaultProxy} between one "node" and the real database; a second node and plain reads go to the
+ * database directly.
+ */
+class ReplyLossTests {
+
+	private static final Duration STATEMENT_TIMEOUT = Duration.ofSeconds(5);
+
+	private FaultProxy proxy;
+
+	private HikariDataSource proxied;
+
+	private HikariDataSource direct;
+
+	@BeforeEach
+	void setUp() {
+		TestDatabase db = TestDatabase.get();
+		this.direct = db.newDataSource(6);
+		LockNodes.migrateOnce(this.direct);
+		this.proxy = FaultProxy.forJdbcUrl(db.jdbcUrl());
+	}
+
+	@AfterEach
+	void tearDown() {
+		this.proxy.close();
+		if (this.proxied != null) {
+			this.proxied.close();
+		}
+		this.direct.close();
+	}
+
+	/** A pool through the proxy; a positive socket timeout (ms) makes a lost reply a communications error. */
+	private HikariDataSource proxiedPool(int socketTimeoutMillis) {
+		TestDatabase db = TestDatabase.get();
+		String url = this.proxy.jdbcUrl(db.jdbcUrl()) + ((socketTimeoutMillis > 0) ? "&socketTimeout=" + socketTimeoutMillis : "");
+		this.proxied = db.newDataSource(4, (config) -> {
+			config.setJdbcUrl(url);
+			config.setConnectionTimeout(2_000);
+			config.setPoolName("reply-loss");
+		});
+		return this.proxied;
+	}
+
+	private static LockRequest request(String resource, Duration lease, boolean renew, Duration wait) {
+		return new LockRequest(resource, lease, renew, Duration.ZERO, System.nanoTime() + wait.toNanos(), "reply-loss-test");
+	}
+
+	/** Lets the held connection's traffic pass {@code millis} after the trap fired. */
+	private CompletableFuture<Void> liftAfter(CountDownLatch fired, long millis) {
+		return CompletableFuture.runAsync(() -> {
+			try {
+				if (fired.await(20, TimeUnit.SECONDS)) {
+					Thread.sleep(millis);
+				}
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+			}
+			this.proxy.passThrough();
+		});
+	}
+
+	private LeaseLockProvider leaseProvider(javax.sql.DataSource dataSource) {
+		return (LeaseLockProvider) LockNodes.provider(LockMode.LEASE, dataSource);
+	}
+
+	private JdbcSemaphoreProvider semaphoreProvider(javax.sql.DataSource dataSource, LeaseLockProvider renewals) {
+		return new JdbcSemaphoreProvider(dataSource, LockNodes.TABLE, STATEMENT_TIMEOUT,
+				new Backoff(Duration.ofMillis(5), Duration.ofMillis(50)), renewals, Map.of());
+	}
+
+	/** Live holder rows of a read/write resource on the server's clock. */
+	private int liveReadWriteHolders(String resource) throws SQLException {
+		return count("SELECT COUNT(*) FROM " + LockNodes.TABLE.quoted("_rw_hold")
+				+ " WHERE resource = ? AND expires_at > UTC_TIMESTAMP(6)", resource);
+	}
+
+	/** Live permit rows of a semaphore on the server's clock. */
+	private int livePermits(String name) throws SQLException {
+		return count("SELECT COUNT(*) FROM " + JdbcSemaphoreProvider.holdTable(LockNodes.TABLE)
+				+ " WHERE name = ? AND expires_at > UTC_TIMESTAMP(6)", name);
+	}
+
+	private int count(String sql, String key) throws SQLException {
+		try (Connection c = this.direct.getConnection(); PreparedStatement ps = c.prepareStatement(sql)) {
+			ps.setBytes(1, LockRows.bytes(key));
+			try (ResultSet rs = ps.executeQuery()) {
+				rs.next();
+				return rs.getInt(1);
+			}
+		}
+	}
+
+	// ---- part 1: read/write renewal started before COMMIT
+
+	@Test
+	void aWriteLockWhoseCommitReplyIsLateIsNotRenewedByNobody() throws Exception {
+		LeaseLockProvider node = leaseProvider(proxiedPool(4_000));
+		LeaseLockProvider other = leaseProvider(this.direct);
+		String resource = "reply-late-w-" + UUID.randomUUID();
+		// creates the resource's row, so that the next COMMIT through the proxy is the grant's
+		other.acquire(request(resource, Duration.ofSeconds(2), false, Duration.ZERO), LockType.WRITE).lock().release();
+		CountDownLatch commitTrapped = this.proxy.holdReplyToNext(FaultProxy.isQuery("COMMIT"));
+		CompletableFuture<CountDownLatch> lookTrap = CompletableFuture.supplyAsync(() -> {
+			try {
+				commitTrapped.await(20, TimeUnit.SECONDS);
+				// then the look for our own row (if the code makes one) gets no reply either: the outcome stays unknown
+				CountDownLatch lookTrapped = this.proxy
+					.dropReplyToNext(FaultProxy.isQueryContaining("SELECT fencing_token, TIMESTAMPDIFF"));
+				Thread.sleep(2_500); // past the 1 s query timeout of a wait of 0
+				for (FaultProxy.Link link : this.proxy.connections()) {
+					link.passThrough(); // the late reply arrives; the proxy-wide trap stays armed
+				}
+				return lookTrapped;
+			}
+			catch (InterruptedException ex) {
+				throw new IllegalStateException(ex);
+			}
+		});
+		AcquireResult result = node.acquire(request(resource, Duration.ofSeconds(2), true, Duration.ZERO), LockType.WRITE);
+		lookTrap.get(30, TimeUnit.SECONDS);
+		assertThat(commitTrapped.getCount()).as("the grant's COMMIT was trapped").isZero();
+		assertThat(result.lock()).as("nothing to hand out: the outcome could not be learned").isNull();
+		// nobody holds a handle: what the grant left must end with its 2 s lease, not be renewed for ever
+		Thread.sleep(4_500);
+		assertThat(liveReadWriteHolders(resource)).as("live holder rows 4.5 s after a 2 s lease nobody holds").isZero();
+		HeldLock next = other.acquire(request(resource, Duration.ofSeconds(2), false, Duration.ZERO), LockType.READ)
+			.lock();
+		assertThat(next).as("a reader after the lease ended").isNotNull();
+		next.release();
+		node.close();
+		other.close();
+	}
+
+	// ---- part 2: an unknown outcome reported as busy
+
+	@Test
+	void aWriteLockWhoseCommitReplyIsLateIsFoundAndHeld() throws Exception {
+		LeaseLockProvider node = leaseProvider(proxiedPool(0));
+		LeaseLockProvider other = leaseProvider(this.direct);
+		String resource = "reply-late-w2-" + UUID.randomUUID();
+		other.acquire(request(resource, Duration.ofSeconds(2), false, Duration.ZERO), LockType.WRITE).lock().release();
+		CountDownLatch fired = this.proxy.holdReplyToNext(FaultProxy.isQuery("COMMIT"));
+		CompletableFuture<Void> lifted = liftAfter(fired, 2_500);
+		AcquireResult result = node.acquire(request(resource, Duration.ofSeconds(20), false, Duration.ZERO),
+				LockType.WRITE);
+		lifted.get(30, TimeUnit.SECONDS);
+		assertThat(fired.getCount()).isZero();
+		HeldLock lock = result.lock();
+		assertThat(lock).as("the committed grant, found by its owner token (holder: %s)", result.holder()).isNotNull();
+		assertThat(lock.isLost()).isFalse();
+		assertThat(liveReadWriteHolders(resource)).isEqualTo(1);
+		assertThat(lock.release()).isTrue();
+		assertThat(liveReadWriteHolders(resource)).isZero();
+		node.close();
+		other.close();
+	}
+
+	@Test
+	void aWriteLockWhoseCommitReplyIsLostAtTheEndOfTheWaitIsFoundAndHeld() throws Exception {
+		LeaseLockProvider node = leaseProvider(proxiedPool(1_500));
+		LeaseLockProvider other = leaseProvider(this.direct);
+		String resource = "reply-lost-w-" + UUID.randomUUID();
+		other.acquire(request(resource, Duration.ofSeconds(2), false, Duration.ZERO), LockType.WRITE).lock().release();
+		CountDownLatch fired = this.proxy.dropReplyToNext(FaultProxy.isQuery("COMMIT"));
+		AcquireResult result = node.acquire(request(resource, Duration.ofSeconds(20), false, Duration.ZERO),
+				LockType.WRITE);
+		assertThat(fired.getCount()).isZero();
+		HeldLock lock = result.lock();
+		assertThat(lock).as("the committed grant, found by its owner token").isNotNull();
+		assertThat(liveReadWriteHolders(resource)).isEqualTo(1);
+		assertThat(lock.release()).isTrue();
+		assertThat(liveReadWriteHolders(resource)).isZero();
+		node.close();
+		other.close();
+	}
+
+}
