@@ -53,8 +53,12 @@ import org.springframework.dao.DataAccessException;
  * is created from the configured initial count the first time it is needed (a plain {@code INSERT}; a
  * duplicate-key error means another node created it first), never overwritten by it.
  * <p>
- * A take whose {@code COMMIT} reply is lost with its connection is found again by the next attempt of the same
- * acquisition (one owner token serves the whole wait), so it does not leave an unknown permit behind.
+ * A take whose outcome is unknown (its connection broke, or a statement timed out: a {@code COMMIT} whose reply came
+ * after the query timeout did commit) is looked for by the next attempt of the same acquisition (one owner token
+ * serves the whole wait), and when the deadline has passed by one last query on a fresh connection: a live holder
+ * row of this owner is the permit, valid for the row's remaining lease on the server's clock, not for a full lease
+ * from the retry. So an unknown outcome is never reported as busy while its permit stays taken; if even the last
+ * look fails, the row ends with its lease, unrenewed (renewal starts only once a take is known committed).
  * Deadlocks and lock wait timeouts are retried; other errors surface as {@link DataAccessException}. Thread-safe.
  */
 public class JdbcSemaphoreProvider implements SemaphoreProvider {
@@ -78,7 +82,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 
 	private final String countSql;
 
-	private final String ownTokenSql;
+	private final String ownPermitSql;
 
 	private final String deleteExpiredSql;
 
@@ -126,7 +130,8 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		this.lockPoolSql = "SELECT permits FROM " + pools + " WHERE name = ? FOR UPDATE";
 		this.countSql = "SELECT COUNT(*), COALESCE(SUM(expires_at <= " + now + "), 0), COALESCE(MAX(owner_token = ? AND"
 				+ " expires_at > " + now + "), 0) FROM " + holds + " WHERE name = ? FOR UPDATE";
-		this.ownTokenSql = "SELECT fencing_token FROM " + holds + " WHERE name = ? AND owner_token = ?";
+		this.ownPermitSql = "SELECT fencing_token, TIMESTAMPDIFF(MICROSECOND, " + now + ", expires_at) FROM " + holds
+				+ " WHERE name = ? AND owner_token = ? AND expires_at > " + now;
 		this.deleteExpiredSql = "DELETE FROM " + holds + " WHERE name = ? AND expires_at <= " + now;
 		this.nextTokenSql = "UPDATE " + pools + " SET fencing_token = LAST_INSERT_ID(GREATEST(fencing_token + 1, "
 				+ LockRows.SERVER_MICROS + ")) WHERE name = ?";
@@ -187,6 +192,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	public AcquireResult acquire(LockRequest request) throws InterruptedException {
 		// One owner token for the whole wait: a take whose COMMIT reply was lost is found again by it.
 		String owner = UUID.randomUUID().toString();
+		// whether an earlier attempt may have committed a take without our hearing of it
 		boolean uncertain = false;
 		int outages = 0;
 		for (int attempt = 0;; attempt++) {
@@ -195,6 +201,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 			try {
 				result = this.jdbc.execute("acquire a permit of semaphore '" + request.resource() + "'",
 						(connection) -> attemptOnce(connection, request, owner, checkOwn));
+				uncertain = result.outcomeUnknown;
 			}
 			catch (org.springframework.dao.PessimisticLockingFailureException ex) {
 				// deadlocks (gap locks of a neighbouring pool's acquisition) that outlasted the retries, or a lock wait
@@ -202,7 +209,14 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 				result = new Attempt(null, null);
 			}
 			catch (DataAccessException ex) {
-				if (!JdbcLockSupport.isConnectionFailure(ex) || request.remainingNanos() <= 0) {
+				if (!JdbcLockSupport.isConnectionFailure(ex)) {
+					throw ex;
+				}
+				if (request.remainingNanos() <= 0) {
+					Permit own = lastLookForOwnPermit(request, owner);
+					if (own != null) {
+						return acquired(request, own);
+					}
 					throw ex;
 				}
 				if (outages++ == 0) {
@@ -213,11 +227,12 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 				result = new Attempt(null, null);
 			}
 			if (result.permit != null) {
-				return AcquireResult.acquired(result.permit);
+				return acquired(request, result.permit);
 			}
 			long remaining = request.remainingNanos();
 			if (remaining <= 0) {
-				return AcquireResult.busy(result.busy);
+				Permit own = uncertain ? lastLookForOwnPermit(request, owner) : null;
+				return (own != null) ? acquired(request, own) : AcquireResult.busy(result.busy);
 			}
 			if (Thread.interrupted()) {
 				throw new InterruptedException();
@@ -259,11 +274,15 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 				}
 			}
 			if (own && checkOwn) {
-				// an earlier attempt of this acquisition committed, but its reply was lost with the connection
-				Long token = queryLong(connection, this.ownTokenSql, timeout, name, owner);
+				// an earlier attempt of this acquisition committed, but its reply was lost or late
+				Permit found = ownPermit(connection, request, owner, timeout, sentAt);
 				JdbcLockSupport.endTransaction(connection, autoCommit, true, timeout);
 				ended = true;
-				return new Attempt(permit(request, owner, (token != null) ? token : 0, sentAt), null);
+				if (found != null) {
+					return new Attempt(found, null);
+				}
+				// it expired between the two reads: the next attempt takes a new one
+				return new Attempt(null, "the permit of an unacknowledged take expired", true);
 			}
 			if (expired > 0) {
 				try (PreparedStatement ps = connection.prepareStatement(this.deleteExpiredSql)) {
@@ -297,11 +316,16 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 			}
 			JdbcLockSupport.endTransaction(connection, autoCommit, true, timeout);
 			ended = true;
-			return new Attempt(permit(request, owner, token, sentAt), null);
+			return new Attempt(permit(request, owner, token, sentAt + request.leaseTime().toNanos()), null);
 		}
 		catch (SQLException ex) {
-			if (ex instanceof java.sql.SQLTimeoutException || ex.getErrorCode() == 1205) {
-				// the pool row stayed locked for the whole query timeout (a stuck transaction): busy, not a fault
+			if (ex instanceof java.sql.SQLTimeoutException) {
+				// the pool row stayed locked for the whole query timeout (a stuck transaction), or a COMMIT's reply
+				// came after it (the take committed): busy for now, and the next attempt looks for our own row first
+				return new Attempt(null, "a transaction holding the row lock of semaphore '" + name + "'", true);
+			}
+			if (ex.getErrorCode() == 1205) {
+				// a lock wait timeout rolled the attempt back: busy, not a fault
 				return new Attempt(null, "a transaction holding the row lock of semaphore '" + name + "'");
 			}
 			throw ex;
@@ -441,14 +465,64 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		});
 	}
 
-	/** A permit just taken: starts its renewal if the request asks for it. */
-	private Permit permit(LockRequest request, String owner, long token, long sentAt) {
-		Permit permit = new Permit(request.resource(), owner, token, request.leaseTime().toNanos(),
-				sentAt + request.leaseTime().toNanos());
+	/** A permit just taken (or found again), not renewed yet: renewal starts once its take is known committed. */
+	private Permit permit(LockRequest request, String owner, long token, long validUntilNanos) {
+		return new Permit(request.resource(), owner, token, request.leaseTime().toNanos(), validUntilNanos);
+	}
+
+	/** A take known to be committed: starts its renewal if the request asks for it. */
+	private AcquireResult acquired(LockRequest request, Permit permit) {
 		if (request.renew()) {
 			permit.startRenewal(this.renewals.renewals());
 		}
-		return permit;
+		return AcquireResult.acquired(permit);
+	}
+
+	/**
+	 * This owner's live holder row, as a permit valid for the row's remaining lease on the server's clock (counted
+	 * from {@code sentAt}, taken before the query, so that it errs early).
+	 * @return the permit, or {@code null} if this owner has no live row
+	 */
+	@Nullable
+	private Permit ownPermit(Connection connection, LockRequest request, String owner, int timeout, long sentAt)
+			throws SQLException {
+		try (PreparedStatement ps = connection.prepareStatement(this.ownPermitSql)) {
+			ps.setQueryTimeout(timeout);
+			ps.setBytes(1, LockRows.bytes(request.resource()));
+			ps.setString(2, owner);
+			try (ResultSet rs = ps.executeQuery()) {
+				if (!rs.next()) {
+					return null;
+				}
+				long remainingNanos = TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(2)));
+				return permit(request, owner, rs.getLong(1), sentAt + remainingNanos);
+			}
+		}
+	}
+
+	/**
+	 * The last look, when the deadline has passed after an attempt whose outcome is unknown: one query on a fresh
+	 * connection for this owner's live holder row.
+	 * @return the permit if the row is there, else {@code null} (also if the database cannot be asked: the row, if
+	 * any, then ends with its lease, unrenewed)
+	 */
+	@Nullable
+	private Permit lastLookForOwnPermit(LockRequest request, String owner) {
+		try {
+			return this.jdbc.execute("look for the unacknowledged permit of semaphore '" + request.resource() + "'",
+					(connection) -> {
+						Permit found = ownPermit(connection, request, owner, this.jdbc.queryTimeoutSeconds(0),
+								System.nanoTime());
+						JdbcLockSupport.commitIfNeeded(connection);
+						return found;
+					});
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Could not look for a permit of semaphore '" + request.resource() + "' whose take may have "
+					+ "committed unacknowledged; if it did, it ends with its lease (" + request.leaseTime().toMillis()
+					+ " ms), unrenewed: " + ex);
+			return null;
+		}
 	}
 
 	private int ownerStatement(String sql, String task, Permit permit, long leaseMicros) {
@@ -468,8 +542,18 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		});
 	}
 
-	/** The outcome of one attempt: a permit, or a description of the full pool. */
-	private record Attempt(@Nullable Permit permit, @Nullable String busy) {
+	/**
+	 * The outcome of one attempt.
+	 * @param permit the permit, when taken
+	 * @param busy a description of the full pool, when not
+	 * @param outcomeUnknown whether the attempt may have committed a take it did not hear of
+	 */
+	private record Attempt(@Nullable Permit permit, @Nullable String busy, boolean outcomeUnknown) {
+
+		Attempt(@Nullable Permit permit, @Nullable String busy) {
+			this(permit, busy, false);
+		}
+
 	}
 
 	/** One held permit: a lease on a holder row, renewed on the shared scheduler. */

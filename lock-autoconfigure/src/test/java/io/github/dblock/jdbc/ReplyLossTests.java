@@ -204,4 +204,77 @@ class ReplyLossTests {
 		other.close();
 	}
 
+	@Test
+	void aPermitWhoseCommitReplyIsLateIsFoundAndHeld() throws Exception {
+		LeaseLockProvider renewals = leaseProvider(proxiedPool(0));
+		JdbcSemaphoreProvider node = semaphoreProvider(this.proxied, renewals);
+		JdbcSemaphoreProvider other = semaphoreProvider(this.direct, renewals);
+		String name = "reply-late-p-" + UUID.randomUUID();
+		other.setPermits(name, 1);
+		CountDownLatch fired = this.proxy.holdReplyToNext(FaultProxy.isQuery("COMMIT"));
+		CompletableFuture<Void> lifted = liftAfter(fired, 2_500);
+		AcquireResult result = node.acquire(request(name, Duration.ofSeconds(20), false, Duration.ZERO));
+		lifted.get(30, TimeUnit.SECONDS);
+		assertThat(fired.getCount()).isZero();
+		HeldLock permit = result.lock();
+		assertThat(permit).as("the committed permit, found by its owner token (busy: %s)", result.holder()).isNotNull();
+		assertThat(livePermits(name)).isEqualTo(1);
+		assertThat(permit.release()).isTrue();
+		assertThat(livePermits(name)).isZero();
+		HeldLock next = other.acquire(request(name, Duration.ofSeconds(2), false, Duration.ZERO)).lock();
+		assertThat(next).as("the single permit is free again").isNotNull();
+		next.release();
+		renewals.close();
+	}
+
+	@Test
+	void aPermitWhoseCommitReplyIsLostAtTheEndOfTheWaitIsFoundAndHeld() throws Exception {
+		LeaseLockProvider renewals = leaseProvider(proxiedPool(1_500));
+		JdbcSemaphoreProvider node = semaphoreProvider(this.proxied, renewals);
+		JdbcSemaphoreProvider other = semaphoreProvider(this.direct, renewals);
+		String name = "reply-lost-p-" + UUID.randomUUID();
+		other.setPermits(name, 1);
+		CountDownLatch fired = this.proxy.dropReplyToNext(FaultProxy.isQuery("COMMIT"));
+		AcquireResult result = node.acquire(request(name, Duration.ofSeconds(20), false, Duration.ZERO));
+		assertThat(fired.getCount()).isZero();
+		HeldLock permit = result.lock();
+		assertThat(permit).as("the committed permit, found by its owner token").isNotNull();
+		assertThat(permit.release()).isTrue();
+		assertThat(livePermits(name)).isZero();
+		renewals.close();
+	}
+
+	// ---- part 3: the semaphore's recovery path counts a full lease
+
+	@Test
+	void aPermitFoundAfterALostCommitReplyEndsWithTheRowsLease() throws Exception {
+		LeaseLockProvider renewals = leaseProvider(proxiedPool(2_000));
+		JdbcSemaphoreProvider node = semaphoreProvider(this.proxied, renewals);
+		JdbcSemaphoreProvider other = semaphoreProvider(this.direct, renewals);
+		String name = "reply-lost-p3-" + UUID.randomUUID();
+		other.setPermits(name, 1);
+		CountDownLatch fired = this.proxy.dropReplyToNext(FaultProxy.isQuery("COMMIT"));
+		// the take commits, its reply is lost, the driver gives up after 2 s, and the retry finds the row with about
+		// 2 s of its 4 s lease left
+		HeldLock permit = node.acquire(request(name, Duration.ofSeconds(4), false, Duration.ofSeconds(10))).lock();
+		assertThat(fired.getCount()).isZero();
+		assertThat(permit).isNotNull();
+		HeldLock next = null;
+		long giveUp = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+		while (next == null && System.nanoTime() - giveUp < 0) {
+			next = other.acquire(request(name, Duration.ofSeconds(30), false, Duration.ZERO)).lock();
+			if (next == null) {
+				Thread.sleep(20);
+			}
+		}
+		assertThat(next).as("another owner admitted when the first permit's row expired").isNotNull();
+		boolean firstStillValid = System.nanoTime() - permit.validUntilNanos() < 0;
+		assertThat(firstStillValid).as("the first permit still counted as held while another owner holds the single "
+				+ "permit, %d ms after its row expired", TimeUnit.NANOSECONDS.toMillis(permit.validUntilNanos()
+						- System.nanoTime()))
+			.isFalse();
+		next.release();
+		renewals.close();
+	}
+
 }
