@@ -12,6 +12,7 @@ import java.util.concurrent.TimeUnit;
 
 import javax.sql.DataSource;
 
+import io.github.dblock.LockLostException;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
@@ -42,7 +43,12 @@ import org.springframework.dao.DataAccessException;
  * Every statement uses the primary key of its table (step 2 and 3 a prefix of it), every value is a bind parameter.
  * <p>
  * Release is {@code DELETE ... WHERE name = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)}: no row
- * means the lease had expired (and the permit may have gone to another owner), reported as {@code false}.
+ * means the lease had expired (and the permit may have gone to another owner), reported as {@code false}. A release
+ * statement that fails (other than a broken connection while the lease is still valid, which
+ * {@link RenewableLease#release()} retries) is followed by a plain read of the holder row: a row still live is the
+ * failure it is ({@link DataAccessException}); a row gone or expired is a lease that is over, which counts as
+ * released if the release began while the lease was valid by this JVM's clock, and as lost
+ * ({@link LockLostException}, with the failure as its cause) if it began later.
  * Renewal, when the request asks for it, runs on the {@link LeaseLockProvider}'s shared scheduler every third of
  * the lease with {@code UPDATE ... SET expires_at = UTC_TIMESTAMP(6) + lease WHERE name = ? AND owner_token = ? AND
  * expires_at > UTC_TIMESTAMP(6)}; a renewal matching no row, or a database unreachable until the lease must be
@@ -104,6 +110,8 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 
 	private final String renewSql;
 
+	private final String ownRemainingSql;
+
 	/**
 	 * Creates a provider.
 	 * @param dataSource the data source holding the lock table; a {@code TransactionAwareDataSourceProxy} is
@@ -147,6 +155,9 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		this.releaseSql = "DELETE FROM " + holds + " WHERE name = ? AND owner_token = ? AND expires_at > " + now;
 		this.renewSql = "UPDATE " + holds + " SET expires_at = " + now + " + INTERVAL ? MICROSECOND"
 				+ " WHERE name = ? AND owner_token = ? AND expires_at > " + now;
+		// a plain (non-locking) read: it answers even while the holder row is locked
+		this.ownRemainingSql = "SELECT TIMESTAMPDIFF(MICROSECOND, " + now + ", expires_at) FROM " + holds
+				+ " WHERE name = ? AND owner_token = ?";
 	}
 
 	/** The quoted name of the pool table of a lock table. */
@@ -525,6 +536,21 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		}
 	}
 
+	/**
+	 * How long a permit's holder row still runs on the server's clock, by a plain read.
+	 * @return microseconds (0 or less: expired), or {@code null} if the row is gone
+	 */
+	@Nullable
+	private Long ownRemainingMicros(Permit permit) {
+		return this.jdbc.execute("look for the holder row of a permit of semaphore '" + permit.resource + "'",
+				(connection) -> {
+					Long remaining = queryLong(connection, this.ownRemainingSql, this.jdbc.statementTimeoutSeconds(),
+							permit.resource, permit.ownerToken);
+					JdbcLockSupport.commitIfNeeded(connection);
+					return remaining;
+				});
+	}
+
 	private int ownerStatement(String sql, String task, Permit permit, long leaseMicros) {
 		return this.jdbc.execute(task + " a permit of semaphore '" + permit.resource + "'", (connection) -> {
 			try (PreparedStatement ps = connection.prepareStatement(sql)) {
@@ -574,9 +600,54 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 					TimeUnit.NANOSECONDS.toMicros(this.leaseNanos)) == 1;
 		}
 
+		/** When the first release statement was sent ({@link System#nanoTime()}); 0 before. */
+		private volatile long releaseStartedNanos;
+
+		/**
+		 * One release statement; see the class comment for a failing one.
+		 * @throws LockLostException if the statement failed and the lease is known to have ended before the release
+		 * began
+		 * @throws DataAccessException if it failed otherwise
+		 */
 		@Override
 		boolean releaseInDatabase() {
-			return ownerStatement(JdbcSemaphoreProvider.this.releaseSql, "release", this, -1) == 1;
+			long sentAt = System.nanoTime();
+			if (this.releaseStartedNanos == 0) {
+				this.releaseStartedNanos = sentAt;
+			}
+			try {
+				return ownerStatement(JdbcSemaphoreProvider.this.releaseSql, "release", this, -1) == 1;
+			}
+			catch (DataAccessException ex) {
+				if (JdbcLockSupport.isConnectionFailure(ex) && System.nanoTime() - this.validUntilNanos < 0) {
+					throw ex; // retried by release() while the lease is valid
+				}
+				return afterFailedRelease(ex);
+			}
+		}
+
+		private boolean afterFailedRelease(DataAccessException failure) {
+			Long remainingMicros;
+			try {
+				remainingMicros = ownRemainingMicros(this);
+			}
+			catch (RuntimeException checkFailed) {
+				failure.addSuppressed(checkFailed);
+				throw failure;
+			}
+			if (remainingMicros != null && remainingMicros > 0) {
+				throw failure; // still ours and running: not released, ends with its lease
+			}
+			if (this.releaseStartedNanos - this.validUntilNanos < 0) {
+				// let go in time: released by the failed statement after all, or ended with the lease since
+				logger.warn("The release of " + describe() + " failed, but its lease is over: counted as released ("
+						+ failure.getMostSpecificCause() + ")");
+				return true;
+			}
+			throw new LockLostException(this.resource, this.fencingToken, "Permit of semaphore '" + this.resource
+					+ "' (fencing token " + this.fencingToken + ") was no longer held at release: its lease had ended "
+					+ "before it was released, and another owner may have been admitted in its place (the release "
+					+ "statement failed: " + failure.getMostSpecificCause() + ")", failure);
 		}
 
 	}

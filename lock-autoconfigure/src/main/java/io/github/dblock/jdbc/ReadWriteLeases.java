@@ -11,6 +11,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
+import io.github.dblock.LockLostException;
 import io.github.dblock.LockType;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
@@ -51,6 +52,12 @@ import org.springframework.dao.DataAccessException;
  * time, an {@code UPDATE} of its expiry). A crashed holder's row stops counting when its lease ends; the cleanup
  * job deletes such rows later. Deadlocks and lock wait timeouts are retried; broken connections are retried until
  * the deadline with the same owner token.
+ * <p>
+ * A release statement that fails (other than a broken connection while the lease is still valid, which
+ * {@link RenewableLease#release()} retries) is followed by a plain read of the holder row: a row still live is the
+ * failure it is ({@link DataAccessException}); a row gone or expired is a lease that is over, which counts as
+ * released if the release began while the lease was valid by this JVM's clock, and as lost
+ * ({@link LockLostException}, with the failure as its cause) if it began later.
  * <p>
  * An attempt whose outcome is unknown (its connection broke, or a statement timed out: a {@code COMMIT} whose reply
  * came after the query timeout did commit) may have left a holder row of this owner. The next attempt, and when the
@@ -108,6 +115,8 @@ final class ReadWriteLeases {
 
 	private final String releaseKeepingSql;
 
+	private final String ownRemainingSql;
+
 	/**
 	 * @param jdbc the lock data source's statement support
 	 * @param table the lock table; the read/write tables are named after it
@@ -150,6 +159,9 @@ final class ReadWriteLeases {
 		this.releaseKeepingSql = "UPDATE " + hold + " SET expires_at = GREATEST(UTC_TIMESTAMP(6),"
 				+ " acquired_at + INTERVAL ? MICROSECOND) WHERE resource = ? AND owner_token = ?"
 				+ " AND expires_at > UTC_TIMESTAMP(6)";
+		// a plain (non-locking) read: it answers even while the holder row is locked
+		this.ownRemainingSql = "SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM " + hold
+				+ " WHERE resource = ? AND owner_token = ?";
 	}
 
 	/** How long a waiting writer's intent keeps new readers out without being refreshed. */
@@ -441,6 +453,26 @@ final class ReadWriteLeases {
 				validUntilNanos);
 	}
 
+	/**
+	 * How long a lease's holder row still runs on the server's clock, by a plain read.
+	 * @return microseconds (0 or less: expired), or {@code null} if the row is gone
+	 */
+	@Nullable
+	private Long ownRemainingMicros(Lease lease) {
+		return this.jdbc.execute("look for the holder row of '" + lease.resource + "'", (connection) -> {
+			try (PreparedStatement ps = connection.prepareStatement(this.ownRemainingSql)) {
+				ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
+				ps.setBytes(1, LockRows.bytes(lease.resource));
+				ps.setString(2, lease.ownerToken);
+				try (ResultSet rs = ps.executeQuery()) {
+					Long remaining = rs.next() ? rs.getLong(1) : null;
+					JdbcLockSupport.commitIfNeeded(connection);
+					return remaining;
+				}
+			}
+		});
+	}
+
 	private int update(String task, String sql, Lease lease, long micros) {
 		return this.jdbc.execute(task + " '" + lease.resource + "'", (connection) -> {
 			try (PreparedStatement ps = connection.prepareStatement(sql)) {
@@ -497,10 +529,55 @@ final class ReadWriteLeases {
 			return update("renew", renewSql, this, TimeUnit.NANOSECONDS.toMicros(this.leaseNanos)) == 1;
 		}
 
+		/** When the first release statement was sent ({@link System#nanoTime()}); 0 before. */
+		private volatile long releaseStartedNanos;
+
+		/**
+		 * One release statement; see the class comment for a failing one.
+		 * @throws LockLostException if the statement failed and the lease is known to have ended before the release
+		 * began
+		 * @throws DataAccessException if it failed otherwise
+		 */
 		@Override
 		boolean releaseInDatabase() {
-			return (this.minHoldMicros > 0) ? update("release", releaseKeepingSql, this, this.minHoldMicros) == 1
-					: update("release", releaseSql, this, -1) == 1;
+			long sentAt = System.nanoTime();
+			if (this.releaseStartedNanos == 0) {
+				this.releaseStartedNanos = sentAt;
+			}
+			try {
+				return (this.minHoldMicros > 0) ? update("release", releaseKeepingSql, this, this.minHoldMicros) == 1
+						: update("release", releaseSql, this, -1) == 1;
+			}
+			catch (DataAccessException ex) {
+				if (JdbcLockSupport.isConnectionFailure(ex) && System.nanoTime() - this.validUntilNanos < 0) {
+					throw ex; // retried by release() while the lease is valid
+				}
+				return afterFailedRelease(ex);
+			}
+		}
+
+		private boolean afterFailedRelease(DataAccessException failure) {
+			Long remainingMicros;
+			try {
+				remainingMicros = ownRemainingMicros(this);
+			}
+			catch (RuntimeException checkFailed) {
+				failure.addSuppressed(checkFailed);
+				throw failure;
+			}
+			if (remainingMicros != null && remainingMicros > 0) {
+				throw failure; // still ours and running: not released, ends with its lease
+			}
+			if (this.releaseStartedNanos - this.validUntilNanos < 0) {
+				// let go in time: released by the failed statement after all, or ended with the lease since
+				logger.warn("The release of " + describe() + " failed, but its lease is over: counted as released ("
+						+ failure.getMostSpecificCause() + ")");
+				return true;
+			}
+			throw new LockLostException(this.resource, this.fencingToken, "The " + kindName() + " lock '" + this.resource
+					+ "' (fencing token " + this.fencingToken + ") was no longer held at release: its lease had ended "
+					+ "before it was released, and another owner may have taken it (the release statement failed: "
+					+ failure.getMostSpecificCause() + ")", failure);
 		}
 
 		@Override
