@@ -10,14 +10,17 @@ import java.util.UUID;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.dblock.jdbc.Backoff;
+import io.github.dblock.jdbc.IdempotencyStore;
 import io.github.dblock.jdbc.JdbcSemaphoreProvider;
 import io.github.dblock.jdbc.LeaseLockProvider;
+import io.github.dblock.test.IdempotencyNodes;
 import io.github.dblock.test.LockNodes;
 import io.github.dblock.test.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.dao.DataAccessException;
+import tools.jackson.databind.json.JsonMapper;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
@@ -153,6 +156,42 @@ class LostLeaseReportTests {
 		finally {
 			rollbackAndClose(blocker);
 		}
+	}
+
+	@Test
+	void anIdempotentCallWhoseClaimWasTakenOverThrowsLockLostWithTheDatabaseFailureAttached() throws Exception {
+		IdempotencyStore store = new IdempotencyStore(this.pool, LockNodes.TABLE, STATEMENT_TIMEOUT, BACKOFF,
+				this.leases);
+		IdempotencyTemplate first = new IdempotencyTemplate(store, JsonMapper.shared(), Duration.ofHours(1),
+				Duration.ofSeconds(30), Duration.ofSeconds(1), OnDuplicate.RETURN_OUTCOME, "first");
+		String key = "lost-report-i-" + UUID.randomUUID();
+		Connection[] blocker = new Connection[1];
+		try (IdempotencyNodes.Node second = IdempotencyNodes.node(this.pool, "second", Duration.ofSeconds(5))) {
+			assertThatExceptionOfType(LockLostException.class).isThrownBy(() -> first.execute(key, String.class, (claim) -> {
+				try {
+					this.leases.close(); // the first caller's renewal stops, as when its node stalls
+					Thread.sleep(1_500);
+					assertThat(claim.isHeld()).isFalse();
+					// the second caller takes the key over and records its outcome
+					assertThat(second.template().execute(key, String.class, (again) -> "second")).isEqualTo("second");
+					blocker[0] = blocker("SELECT 1 FROM `" + LockNodes.TABLE.name() + "_idem` WHERE idem_key = ? FOR UPDATE",
+							key);
+				}
+				catch (InterruptedException | SQLException ex) {
+					throw new IllegalStateException(ex);
+				}
+				return "first";
+			})).satisfies((ex) -> assertThat(ex.getCause()).isInstanceOf(DataAccessException.class));
+		}
+		finally {
+			if (blocker[0] != null) {
+				rollbackAndClose(blocker[0]);
+			}
+		}
+		assertThat(first.find(key)).hasValueSatisfying((record) -> {
+			assertThat(record.status()).isEqualTo(IdempotencyStatus.SUCCEEDED);
+			assertThat(record.outcomeJson()).isEqualTo("\"second\"");
+		});
 	}
 
 }
