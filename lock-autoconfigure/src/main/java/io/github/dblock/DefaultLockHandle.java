@@ -23,13 +23,17 @@ final class DefaultLockHandle implements LockHandle {
 	/** The PESSIMISTIC acquisition this hold belongs to, {@code null} for a LEASE hold. */
 	private final LocalLocks.@Nullable Gateless gateless;
 
+	/** The LEASE acquisition this hold belongs to, {@code null} for a PESSIMISTIC hold. */
+	private final LocalLocks.@Nullable LeaseHold lease;
+
 	DefaultLockHandle(LockTemplate template, LocalLocks.Entry entry, HeldLock lock, LockMode mode,
-			LocalLocks.@Nullable Gateless gateless) {
+			LocalLocks.@Nullable Gateless gateless, LocalLocks.@Nullable LeaseHold lease) {
 		this.template = template;
 		this.entry = entry;
 		this.lock = lock;
 		this.mode = mode;
 		this.gateless = gateless;
+		this.lease = lease;
 		this.owner = Thread.currentThread();
 	}
 
@@ -77,7 +81,7 @@ final class DefaultLockHandle implements LockHandle {
 		}
 		this.closed = true;
 		CurrentLock.pop(this);
-		this.template.release(this.entry, this.lock, this.gateless);
+		this.template.release(this.entry, this.lock, this.gateless, this.lease);
 	}
 
 	@Override

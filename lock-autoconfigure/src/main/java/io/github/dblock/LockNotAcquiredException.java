@@ -17,8 +17,23 @@ public class LockNotAcquiredException extends DistributedLockException {
 	private final String holder;
 
 	public LockNotAcquiredException(String resource, Duration waitTime, @Nullable String holder) {
+		this(resource, waitTime, holder, (Throwable) null);
+	}
+
+	/**
+	 * The lock could not be acquired within the wait time because the database answered too slowly (or another owner
+	 * held it).
+	 * @param resource the resource name
+	 * @param waitTime the wait time that elapsed
+	 * @param holder the holder's description, when known
+	 * @param cause the timeout that ended the wait (a statement, a reply or a pooled connection that did not come in
+	 * time), or {@code null} when the lock was simply held
+	 */
+	public LockNotAcquiredException(String resource, Duration waitTime, @Nullable String holder,
+			@Nullable Throwable cause) {
 		super(resource, "Could not acquire lock '" + resource + "' within " + waitTime + "; "
-				+ ((holder != null) ? "held by " + holder : "holder unknown"), null);
+				+ ((holder != null) ? "held by " + holder : "holder unknown")
+				+ ((cause != null) ? " (the database answered too slowly: " + cause.getMessage() + ")" : ""), cause);
 		this.waitTime = waitTime;
 		this.holder = holder;
 	}

@@ -33,6 +33,12 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * its hold count returns to zero. Other threads of the same JVM are other owners; they wait in a fair local
  * queue rather than polling the database, so at most one thread per JVM asks the database for a resource.
  * <p>
+ * Expired holds: a LEASE hold lasts only as long as its lease (by this JVM's clock, which errs early; a renewed lease
+ * until a renewal is overdue or finds it lost). Once it is over, the holding thread cannot re-enter it (the call is a
+ * new acquisition from the database, with a new fencing token, or busy like any other owner's), the other threads of
+ * this JVM no longer wait for it (the first of them asks the database), and its handles' last {@code close()} throws
+ * {@link LockLostException} without touching the next holder's lock. The same holds for read and write holds.
+ * <p>
  * Waiting: a wait time of zero makes a single attempt; a positive wait time retries (with backoff and jitter in
  * {@link LockMode#LEASE}; in the server's lock queue, in whole seconds, in {@link LockMode#PESSIMISTIC}) until
  * the wait time has passed. Waiting is interruptible.
@@ -179,7 +185,7 @@ public class LockTemplate {
 		Request request = request(resource, options);
 		Attempt attempt = doAcquire(request);
 		if (attempt.handle == null) {
-			throw new LockNotAcquiredException(resource, request.waitTime, attempt.holder);
+			throw new LockNotAcquiredException(resource, request.waitTime, attempt.holder, attempt.cause);
 		}
 		return attempt.handle;
 	}
@@ -462,7 +468,7 @@ public class LockTemplate {
 			if (attempts != null) {
 				attempts.notAcquired = true;
 			}
-			throw new LockNotAcquiredException(request.resource, reportedWaitTime, attempt.holder);
+			throw new LockNotAcquiredException(request.resource, reportedWaitTime, attempt.holder, attempt.cause);
 		}
 		LockHandle lock = attempt.handle;
 		try {
@@ -553,7 +559,8 @@ public class LockTemplate {
 			String holder = entry.holder;
 			if (held != null && mode != null) {
 				LocalLocks.Gateless gateless = entry.gateless;
-				int holdCount = (gateless != null) ? gateless.holds : entry.holds;
+				LocalLocks.LeaseHold lease = entry.lease;
+				int holdCount = (gateless != null) ? gateless.holds : (lease != null) ? lease.holds : 0;
 				holds.add(new LocalHold(entry.resource, mode, holdCount, held.fencingToken(),
 						(holder != null) ? holder : this.nodeName));
 			}
@@ -776,33 +783,50 @@ public class LockTemplate {
 							+ "' (fencing token " + own.lock.fencingToken() + ") is already lost; it cannot be re-entered");
 				}
 				own.holds++;
-				DefaultLockHandle handle = new DefaultLockHandle(this, entry, own.lock, LockMode.PESSIMISTIC, own);
+				DefaultLockHandle handle = new DefaultLockHandle(this, entry, own.lock, LockMode.PESSIMISTIC, own, null);
 				acquired = true;
 				CurrentLock.push(handle);
 				return new Attempt(handle, null);
 			}
-			if (entry.gate.isHeldByCurrentThread()) {
-				HeldLock outer = entry.held;
-				if (outer != null && outer.isLost()) {
-					// re-entering would run more work without exclusion
-					throw new LockLostException(request.resource, outer.fencingToken(), "Lock '" + request.resource
-							+ "' (fencing token " + outer.fencingToken() + ") is already lost; it cannot be re-entered");
+			long deadline = System.nanoTime() + saturatedNanos(request.waitTime);
+			if (entry.isGateOwner()) {
+				// this thread holds the resource under a lease: it re-enters while the lease lasts; once the lease is
+				// over (by this JVM's clock, or found lost) re-entering would run more work without exclusion, so the
+				// outer hold counts as lost and this call acquires anew, keeping the gate
+				LocalLocks.LeaseHold outer;
+				LocalLocks.LeaseHold stale = null;
+				synchronized (entry) {
+					outer = entry.lease;
+					if (outer != null && outer.isOver()) {
+						stale = entry.supersede(outer);
+						outer = null;
+					}
 				}
-				entry.gate.lock(); // a LEASE holder counts its holds on the gate too
 				gateHeld = true;
-				DefaultLockHandle handle = new DefaultLockHandle(this, entry, entry.held, entry.mode, null);
-				acquired = true;
-				entry.holds++;
-				CurrentLock.push(handle);
-				return new Attempt(handle, null);
+				if (stale != null) {
+					superseded(request.resource, stale);
+				}
+				if (outer != null) {
+					outer.holds++;
+					DefaultLockHandle handle = new DefaultLockHandle(this, entry, outer.lock, LockMode.LEASE, null, outer);
+					acquired = true;
+					CurrentLock.push(handle);
+					return new Attempt(handle, null);
+				}
 			}
-			long waitNanos = saturatedNanos(request.waitTime);
-			long deadline = System.nanoTime() + waitNanos;
-			if (!entry.gate.tryLock(waitNanos, TimeUnit.NANOSECONDS)) {
-				String localHolder = entry.holder;
-				return new Attempt(null, (localHolder != null) ? localHolder + " (this JVM)" : "another thread of this JVM");
+			else {
+				LocalLocks.LeaseHold[] stale = new LocalLocks.LeaseHold[1];
+				boolean owned = entry.acquireGate(deadline, stale);
+				if (stale[0] != null) {
+					superseded(request.resource, stale[0]);
+				}
+				if (!owned) {
+					String localHolder = entry.holder;
+					return new Attempt(null,
+							(localHolder != null) ? localHolder + " (this JVM)" : "another thread of this JVM");
+				}
+				gateHeld = true;
 			}
-			gateHeld = true;
 			LockRequest lockRequest = lockRequest(request, deadline);
 			AcquireResult result = null;
 			HeldLock parked = entry.parked;
@@ -825,7 +849,7 @@ public class LockTemplate {
 				result = askDatabase(entry, request, lockRequest);
 			}
 			if (result.lock() == null) {
-				return new Attempt(null, result.holder());
+				return new Attempt(null, result.holder(), result.cause());
 			}
 			Observation holding = withResource(Observation.createNotStarted("distributed.lock.held", this.observations)
 				.lowCardinalityKeyValue("mode", request.mode.name().toLowerCase(java.util.Locale.ROOT)), request.resource)
@@ -834,13 +858,18 @@ public class LockTemplate {
 			// server's row lock queue and is granted the row at our commit (no round trip between the two holders)
 			LocalLocks.Gateless gateless = (request.mode == LockMode.PESSIMISTIC)
 					? new LocalLocks.Gateless(result.lock()) : null;
-			claim(entry, result.lock(), request.mode, lockRequest.holder(), holding, gateless);
+			LocalLocks.LeaseHold lease = (gateless == null) ? new LocalLocks.LeaseHold(result.lock()) : null;
+			claim(entry, result.lock(), request.mode, lockRequest.holder(), holding, gateless, lease);
 			acquired = true;
 			if (gateless != null) {
-				entry.gate.unlock();
+				entry.releaseGate();
 				gateHeld = false;
 			}
-			DefaultLockHandle handle = new DefaultLockHandle(this, entry, result.lock(), request.mode, gateless);
+			else {
+				// a local waiter takes the gate once this lease is found lost, without waiting for its end by the clock
+				result.lock().onLost(entry::wakeWaiters);
+			}
+			DefaultLockHandle handle = new DefaultLockHandle(this, entry, result.lock(), request.mode, gateless, lease);
 			if (this.interruptOnLoss) {
 				Thread owner = Thread.currentThread();
 				result.lock().onLost(owner::interrupt);
@@ -856,7 +885,7 @@ public class LockTemplate {
 		finally {
 			if (!acquired) {
 				if (gateHeld) {
-					entry.gate.unlock();
+					entry.releaseGate();
 				}
 				leave(entry);
 			}
@@ -870,14 +899,22 @@ public class LockTemplate {
 	private Attempt acquireReadWrite(Request request) {
 		ReadWriteKey key = new ReadWriteKey(request.resource, Thread.currentThread());
 		ReadWriteLockHandle.State state = this.readWriteHolds.get(key);
+		if (state != null && (state.held.isLost() || System.nanoTime() - state.held.validUntilNanos() >= 0)) {
+			// the thread's hold is over (its lease ended, or it was found lost): re-entering would run more work
+			// without exclusion, so that hold counts as lost (its handles' last close() throws LockLostException) and
+			// this call acquires anew
+			this.readWriteHolds.remove(key, state);
+			Observation holding = state.holding;
+			state.holding = null;
+			if (holding != null) {
+				holding.event(LOST);
+				holding.stop();
+			}
+			state = null;
+		}
 		if (state != null) {
 			if (state.type == LockType.READ && request.type == LockType.WRITE) {
 				throw new LockUpgradeException(request.resource);
-			}
-			if (state.held.isLost()) {
-				throw new LockLostException(request.resource, state.held.fencingToken(), "The " + state.type
-						+ " lock '" + request.resource + "' (fencing token " + state.held.fencingToken()
-						+ ") is already lost; it cannot be re-entered");
 			}
 			state.holds++;
 			ReadWriteLockHandle handle = new ReadWriteLockHandle(this, state, request.type);
@@ -895,7 +932,7 @@ public class LockTemplate {
 		}
 		HeldLock held = result.lock();
 		if (held == null) {
-			return new Attempt(null, result.holder());
+			return new Attempt(null, result.holder(), result.cause());
 		}
 		state = new ReadWriteLockHandle.State(request.resource, request.mode, request.type, held, lockRequest.holder());
 		this.readWriteHolds.put(key, state);
@@ -1040,11 +1077,11 @@ public class LockTemplate {
 	 * stopped here, and it no longer clears anything (see {@link LocalLocks.Entry#gateless}).
 	 */
 	private static void claim(LocalLocks.Entry entry, HeldLock lock, LockMode mode, String holder, Observation holding,
-			LocalLocks.@Nullable Gateless gateless) {
+			LocalLocks.@Nullable Gateless gateless, LocalLocks.@Nullable LeaseHold lease) {
 		Observation previous;
 		synchronized (entry) {
 			previous = (entry.gateless != null) ? entry.holding : null;
-			entry.holds = 1;
+			entry.lease = lease;
 			entry.held = lock;
 			entry.mode = mode;
 			entry.holder = holder;
@@ -1082,42 +1119,56 @@ public class LockTemplate {
 	/**
 	 * Called by {@link DefaultLockHandle#close()} on the acquiring thread.
 	 * @param gateless the PESSIMISTIC acquisition the handle belongs to, {@code null} for a LEASE hold
+	 * @param lease the LEASE acquisition the handle belongs to, {@code null} for a PESSIMISTIC hold
 	 */
-	void release(LocalLocks.Entry entry, HeldLock lock, LocalLocks.@Nullable Gateless gateless) {
+	void release(LocalLocks.Entry entry, HeldLock lock, LocalLocks.@Nullable Gateless gateless,
+			LocalLocks.@Nullable LeaseHold lease) {
 		if (gateless != null) {
 			releaseGateless(entry, gateless);
 			return;
 		}
-		entry.holds--;
-		if (entry.gate.getHoldCount() > 1) {
-			entry.gate.unlock();
+		Objects.requireNonNull(lease, "a LEASE handle has its hold");
+		boolean superseded;
+		synchronized (entry) {
+			superseded = lease.superseded;
+			if (!superseded && lease.holds == 1) {
+				lease.closing = true; // from here on no local waiter takes the gate from this hold
+			}
+		}
+		if (--lease.holds > 0) {
 			leave(entry);
 			return;
 		}
-		if (lock.isTransactionBound() && TransactionSynchronizationManager.isSynchronizationActive()) {
-			// The database lock ends with the transaction; keep this JVM's side until then, so that the thread
-			// can re-enter and other local threads keep waiting.
-			afterTransaction(() -> {
-				if (entry.gate.getHoldCount() == 1) {
-					entry.held = null;
-					entry.holder = null;
-					stopHolding(entry);
-				}
-				entry.gate.unlock();
+		if (superseded) {
+			// its lease was over and another hold has the gate now: release only this hold's own lease (an owner-checked
+			// statement, which changes nothing once the lease has ended) and touch nothing of the entry's
+			boolean released;
+			try {
+				released = lock.release();
+			}
+			finally {
 				leave(entry);
-			});
+			}
+			if (!released) {
+				throw new LockLostException(entry.resource, lock.fencingToken(), "Lock '" + entry.resource
+						+ "' (fencing token " + lock.fencingToken() + ") was no longer held at release (its lease had "
+						+ "ended before it was closed) and another owner may have taken it");
+			}
 			return;
 		}
-		entry.held = null;
-		entry.holder = null;
+		synchronized (entry) {
+			entry.lease = null;
+			entry.held = null;
+			entry.holder = null;
+		}
 		stopHolding(entry);
-		boolean queued = entry.gate.hasQueuedThreads();
+		boolean queued = entry.hasQueuedThreads();
 		if (queued) {
 			HeldLock successor = lock.handOff();
 			if (successor != null) {
 				// a local thread waits: pass the lock on in memory instead of releasing and re-taking it in the database
 				entry.parked = successor;
-				entry.gate.unlock();
+				entry.releaseGate();
 				leave(entry);
 				return;
 			}
@@ -1133,7 +1184,7 @@ public class LockTemplate {
 			}
 		}
 		finally {
-			entry.gate.unlock();
+			entry.releaseGate();
 			leave(entry);
 		}
 		if (!released) {
@@ -1141,6 +1192,22 @@ public class LockTemplate {
 					+ "' (fencing token " + lock.fencingToken() + ") was no longer held at release (its lease had "
 					+ "expired, or its connection failed) and another owner may have taken it");
 		}
+	}
+
+	/**
+	 * Ends the hold observation of a LEASE hold that was superseded because its lease was over, with a {@code lost}
+	 * event, and says so in the log: the holder had not closed it in time.
+	 */
+	private static void superseded(String resource, LocalLocks.LeaseHold stale) {
+		Observation holding = stale.holding;
+		stale.holding = null;
+		if (holding != null) {
+			holding.event(LOST);
+			holding.stop();
+		}
+		logger.warn("The lease of lock '" + resource + "' (fencing token " + stale.lock.fencingToken() + ", thread "
+				+ stale.thread.getName() + ") ended before it was closed; the next local owner acquires anew, and the "
+				+ "stale hold's close() will throw LockLostException");
 	}
 
 	/**
@@ -1240,7 +1307,12 @@ public class LockTemplate {
 	private record ReadWriteKey(String resource, Thread owner) {
 	}
 
-	private record Attempt(@Nullable LockHandle handle, @Nullable String holder) {
+	private record Attempt(@Nullable LockHandle handle, @Nullable String holder, @Nullable Throwable cause) {
+
+		Attempt(@Nullable LockHandle handle, @Nullable String holder) {
+			this(handle, holder, null);
+		}
+
 	}
 
 }

@@ -23,11 +23,29 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * own transaction, with a query timeout; transient errors (deadlock 1213, lock wait timeout 1205, SQLSTATE
  * 40001) are retried a bounded number of times; every other error is translated to a
  * {@link DataAccessException}.
+ * <p>
+ * Bounds that hold whatever the network does: the wait for a pooled connection is bounded per call (see
+ * {@link BoundedConnections}), and every read of a reply is bounded on the client by the connection's network timeout
+ * ({@link Connection#setNetworkTimeout}, the driver's socket read timeout), set to the longest statement's timeout
+ * plus {@link #NETWORK_MARGIN_MILLIS}. A server-side bound ({@code max_statement_time}) or the driver's query timeout
+ * (which Connector/J enforces with {@code KILL QUERY} over another connection) ends a statement that runs too long,
+ * but neither ends a read whose reply never comes (a silent peer, a dropped route); the network timeout does, the
+ * driver then closes the connection and the pool evicts it. The previous network timeout is restored before the
+ * connection goes back to the pool.
  */
 final class JdbcLockSupport {
 
 	/** How often one operation is retried after a deadlock or lock wait timeout before the error surfaces. */
 	static final int MAX_TRANSIENT_RETRIES = 8;
+
+	/**
+	 * How much longer than a statement's own timeout the client waits for its reply before it counts the connection
+	 * as dead: 2 s, room for the server's own timeout to answer first.
+	 */
+	static final int NETWORK_MARGIN_MILLIS = 2_000;
+
+	/** Runs the driver's network timeout change on the calling thread (Connector/J only sets a socket option). */
+	private static final java.util.concurrent.Executor DIRECT = Runnable::run;
 
 	private final DataSource dataSource;
 
@@ -83,14 +101,53 @@ final class JdbcLockSupport {
 		return this.statementTimeoutSeconds;
 	}
 
+	/** The network timeout, in milliseconds, for a connection whose longest statement has the given timeout. */
+	static int networkTimeoutMillis(int statementTimeoutSeconds) {
+		return (int) Math.min(Integer.MAX_VALUE, statementTimeoutSeconds * 1_000L + NETWORK_MARGIN_MILLIS);
+	}
+
 	/**
-	 * Runs work on a fresh connection of the lock data source. If the pool hands out connections with
-	 * autocommit off, each statement is committed by {@link #commitIfNeeded(Connection)}.
+	 * Bounds every read on the connection to the given statement timeout plus {@link #NETWORK_MARGIN_MILLIS}.
+	 * @return the connection's previous network timeout, for {@link #restoreReads}
+	 */
+	static int boundReads(Connection connection, int statementTimeoutSeconds) throws SQLException {
+		int previous = connection.getNetworkTimeout();
+		connection.setNetworkTimeout(DIRECT, networkTimeoutMillis(statementTimeoutSeconds));
+		return previous;
+	}
+
+	/** Restores the network timeout {@link #boundReads} replaced, unless the connection is closed by now. */
+	static void restoreReads(@Nullable Connection connection, int previous) {
+		if (connection == null) {
+			return;
+		}
+		try {
+			if (!connection.isClosed()) {
+				connection.setNetworkTimeout(DIRECT, previous);
+			}
+		}
+		catch (SQLException ex) {
+			// a broken connection is discarded by the pool; nothing to restore
+		}
+	}
+
+	/**
+	 * Runs work on a fresh connection of the lock data source, taken within one statement timeout. If the pool hands
+	 * out connections with autocommit off, each statement is committed by {@link #commitIfNeeded(Connection)}.
 	 */
 	<T> T execute(String task, ConnectionWork<T> work) {
+		return execute(task, TimeUnit.SECONDS.toNanos(this.statementTimeoutSeconds), work);
+	}
+
+	/**
+	 * Runs work on a fresh connection of the lock data source, taken within {@code connectionTimeoutNanos} (at most the
+	 * pool's own timeout); every read on it is bounded by the statement timeout plus {@link #NETWORK_MARGIN_MILLIS}.
+	 */
+	<T> T execute(String task, long connectionTimeoutNanos, ConnectionWork<T> work) {
 		int transientFailures = 0;
 		while (true) {
-			try (Connection connection = this.dataSource.getConnection()) {
+			try (Connection connection = BoundedConnections.get(this.dataSource, connectionTimeoutNanos)) {
+				int previous = boundReads(connection, this.statementTimeoutSeconds);
 				try {
 					return work.run(connection);
 				}
@@ -101,6 +158,9 @@ final class JdbcLockSupport {
 				catch (RuntimeException ex) {
 					rollbackQuietly(connection);
 					throw ex;
+				}
+				finally {
+					restoreReads(connection, previous);
 				}
 			}
 			catch (SQLException ex) {
@@ -113,9 +173,44 @@ final class JdbcLockSupport {
 		}
 	}
 
-	/** A connection straight from the (unwrapped) lock data source; the caller closes it. */
-	Connection rawConnection() throws SQLException {
-		return this.dataSource.getConnection();
+	/**
+	 * A connection straight from the (unwrapped) lock data source, taken within {@code connectionTimeoutNanos}; the
+	 * caller bounds its reads ({@link #boundReads}), restores them and closes it.
+	 */
+	Connection rawConnection(long connectionTimeoutNanos) throws SQLException {
+		return BoundedConnections.get(this.dataSource, connectionTimeoutNanos);
+	}
+
+	/** The wait for a connection of an acquisition with the given time left: that time, but at least 1 s. */
+	static long connectionTimeoutNanos(long remainingNanos) {
+		return Math.max(TimeUnit.SECONDS.toNanos(1), remainingNanos);
+	}
+
+	/**
+	 * Whether a failure means the database answered too slowly rather than not at all: a statement or lock wait that
+	 * timed out (query timeout, MariaDB's {@code max_statement_time} 1969, MySQL's {@code max_execution_time} 3024,
+	 * lock wait timeout 1205), a reply that did not come within the network timeout, or a pool that had no connection
+	 * free in time (without a connection failure as its cause).
+	 */
+	static boolean isTimeout(Throwable ex) {
+		for (Throwable t = ex; t != null; t = t.getCause()) {
+			if (t instanceof java.sql.SQLTimeoutException || t instanceof java.net.SocketTimeoutException) {
+				return true;
+			}
+			if (t instanceof SQLException sql) {
+				int code = sql.getErrorCode();
+				if (code == 1969 || code == 3024 || code == 1205) {
+					return true;
+				}
+			}
+			if (t instanceof java.sql.SQLTransientConnectionException && t.getCause() == null) {
+				return true; // HikariCP: no connection free in time, none failed
+			}
+			if (t.getCause() == t) {
+				break;
+			}
+		}
+		return false;
 	}
 
 	/**

@@ -240,12 +240,21 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 					result = attemptOnce(request, owner, this.contended.contains(request.resource()));
 				}
 				catch (DataAccessException ex) {
-					if (!JdbcLockSupport.isConnectionFailure(ex) || request.remainingNanos() <= 0) {
+					boolean slow = JdbcLockSupport.isTimeout(ex);
+					if (!slow && !JdbcLockSupport.isConnectionFailure(ex)) {
+						throw ex;
+					}
+					if (request.remainingNanos() <= 0) {
+						if (slow) {
+							// the database answered too slowly for the wait time: not acquired, with the cause
+							return AcquireResult.timedOut(null, ex);
+						}
 						throw ex;
 					}
 					if (outages++ == 0) {
 						logger.warn("Lost the connection to the lock database while acquiring '" + request.resource()
-								+ "'; retrying until the wait time ends: " + ex.getMostSpecificCause());
+								+ "', or it answered too slowly; retrying until the wait time ends: "
+								+ ex.getMostSpecificCause());
 					}
 					result = Attempt.NONE;
 				}
@@ -304,7 +313,8 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	/** @param contended whether another node wanted the lock lately (a take then gets the short hand-off budget) */
 	private Attempt attemptOnce(LockRequest request, String owner, boolean contended) {
 		long leaseMicros = TimeUnit.NANOSECONDS.toMicros(request.leaseTime().toNanos());
-		return this.jdbc.execute("acquire lock '" + request.resource() + "'", (connection) -> {
+		return this.jdbc.execute("acquire lock '" + request.resource() + "'",
+				JdbcLockSupport.connectionTimeoutNanos(request.remainingNanos()), (connection) -> {
 			int timeout = this.jdbc.queryTimeoutSeconds(request.remainingNanos());
 			Attempt last = Attempt.NONE;
 			for (int race = 0; race < MAX_RACES_PER_ATTEMPT; race++) {
@@ -367,18 +377,28 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 
 	/**
 	 * A waiter that was next in line gives up: a lease handed to it meanwhile is freed at once, instead of holding
-	 * the lock up until it runs out. A failure is logged; the lease or announcement then runs out on its own.
+	 * the lock up until it runs out. Runs on a background thread, so that the caller's wait time is not overrun by a
+	 * clean-up (a slow pool or a silent connection); a failure is logged, and the lease or announcement then runs out
+	 * on its own within about a second.
 	 */
 	private void withdraw(LockRequest request, String owner) {
+		Runnable withdrawal = () -> {
+			try {
+				this.jdbc.execute("withdraw a waiter for lock '" + request.resource() + "'", (connection) -> {
+					this.rows.withdraw(connection, request.resource(), owner, this.jdbc.statementTimeoutSeconds());
+					return null;
+				});
+			}
+			catch (DataAccessException ex) {
+				logger.warn("Could not withdraw a waiter for lock '" + request.resource() + "'; a lease handed to it "
+						+ "ends within about a second: " + ex.getMostSpecificCause());
+			}
+		};
 		try {
-			this.jdbc.execute("withdraw a waiter for lock '" + request.resource() + "'", (connection) -> {
-				this.rows.withdraw(connection, request.resource(), owner, this.jdbc.statementTimeoutSeconds());
-				return null;
-			});
+			RenewableLease.BACKGROUND.execute(withdrawal);
 		}
-		catch (DataAccessException ex) {
-			logger.warn("Could not withdraw a waiter for lock '" + request.resource() + "'; a lease handed to it ends "
-					+ "within about a second: " + ex.getMostSpecificCause());
+		catch (java.util.concurrent.RejectedExecutionException ex) {
+			withdrawal.run();
 		}
 	}
 

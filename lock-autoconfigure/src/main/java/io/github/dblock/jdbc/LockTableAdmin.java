@@ -14,6 +14,7 @@ import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 
 import javax.sql.DataSource;
 
@@ -183,8 +184,10 @@ public final class LockTableAdmin {
 	public Optional<ForceRelease> forceRelease(String resource, String requestedBy) {
 		LockTemplate.validateResource(resource);
 		String task = "force-release '" + resource + "' in " + this.table;
-		try (Connection connection = this.jdbc.rawConnection()) {
+		try (Connection connection = this.jdbc.rawConnection(
+				TimeUnit.SECONDS.toNanos(this.jdbc.statementTimeoutSeconds()))) {
 			boolean autoCommit = connection.getAutoCommit();
+			int previousReads = JdbcLockSupport.boundReads(connection, this.jdbc.statementTimeoutSeconds());
 			try {
 				connection.setAutoCommit(false);
 				Optional<ForceRelease> result = forceRelease(connection, resource);
@@ -203,6 +206,7 @@ public final class LockTableAdmin {
 			}
 			finally {
 				connection.setAutoCommit(autoCommit);
+				JdbcLockSupport.restoreReads(connection, previousReads);
 			}
 		}
 		catch (SQLException ex) {

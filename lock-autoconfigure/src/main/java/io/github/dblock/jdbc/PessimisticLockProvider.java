@@ -235,13 +235,21 @@ public class PessimisticLockProvider implements LockProvider {
 			String owner = UUID.randomUUID().toString();
 			Locking result;
 			try {
-				result = lockRow(connection, request, owner, true); // ensureRow made sure the row exists
+				// the caller's connection: its reads are bounded for our statements only
+				int previousReads = JdbcLockSupport.boundReads(connection,
+						waitSeconds(request) + this.jdbc.statementTimeoutSeconds());
+				try {
+					result = lockRow(connection, request, owner, true); // ensureRow made sure the row exists
+				}
+				finally {
+					JdbcLockSupport.restoreReads(connection, previousReads);
+				}
 			}
 			catch (SQLException ex) {
 				throw this.jdbc.translate("lock '" + request.resource() + "' in the current transaction", ex);
 			}
 			if (result.token != null) {
-				return AcquireResult.acquired(new RowLock(null, owner, result.token));
+				return AcquireResult.acquired(new RowLock(null, owner, result.token, 0));
 			}
 			if (result.rowLocked) {
 				return AcquireResult.busy(describeBusy(request));
@@ -272,7 +280,14 @@ public class PessimisticLockProvider implements LockProvider {
 				return acquireOnOwnConnectionOnce(request);
 			}
 			catch (DataAccessException ex) {
-				if (!JdbcLockSupport.isConnectionFailure(ex) || request.remainingNanos() <= 0) {
+				boolean slow = JdbcLockSupport.isTimeout(ex);
+				if (!slow && !JdbcLockSupport.isConnectionFailure(ex)) {
+					throw ex;
+				}
+				if (request.remainingNanos() <= 0) {
+					if (slow) {
+						return AcquireResult.timedOut(null, ex); // the database answered too slowly for the wait time
+					}
 					throw ex;
 				}
 				if (outages == 0) {
@@ -290,8 +305,11 @@ public class PessimisticLockProvider implements LockProvider {
 		}
 		Connection connection = null;
 		boolean held = false;
+		int previousReads = 0;
 		try {
-			connection = this.jdbc.rawConnection();
+			connection = this.jdbc.rawConnection(JdbcLockSupport.connectionTimeoutNanos(request.remainingNanos()));
+			// every statement of the acquisition waits at most the caller's wait plus one statement timeout
+			previousReads = JdbcLockSupport.boundReads(connection, waitSeconds(request) + this.jdbc.statementTimeoutSeconds());
 			int lockedRetries = 0;
 			int freeRetries = 0;
 			for (int attempt = 0;; attempt++) {
@@ -301,7 +319,7 @@ public class PessimisticLockProvider implements LockProvider {
 				if (result.token != null) {
 					held = true;
 					this.knownRows.add(request.resource());
-					return AcquireResult.acquired(new RowLock(connection, owner, result.token));
+					return AcquireResult.acquired(new RowLock(connection, owner, result.token, previousReads));
 				}
 				execute(connection, "ROLLBACK");
 				if (result.rowLocked) {
@@ -338,7 +356,7 @@ public class PessimisticLockProvider implements LockProvider {
 		}
 		finally {
 			if (!held) {
-				closeQuietly(connection, true);
+				closeQuietly(connection, true, previousReads);
 				this.connections.release();
 			}
 		}
@@ -549,9 +567,17 @@ public class PessimisticLockProvider implements LockProvider {
 		if (this.knownRows.contains(request.resource())) {
 			return true;
 		}
-		try (Connection connection = this.jdbc.rawConnection()) {
-			if (this.rows.peek(connection, request.resource(), this.jdbc.statementTimeoutSeconds()) == null) {
-				return createRow(connection, request);
+		try (Connection connection = this.jdbc.rawConnection(
+				JdbcLockSupport.connectionTimeoutNanos(request.remainingNanos()))) {
+			int previousReads = JdbcLockSupport.boundReads(connection,
+					waitSeconds(request) + this.jdbc.statementTimeoutSeconds());
+			try {
+				if (this.rows.peek(connection, request.resource(), this.jdbc.statementTimeoutSeconds()) == null) {
+					return createRow(connection, request);
+				}
+			}
+			finally {
+				JdbcLockSupport.restoreReads(connection, previousReads);
 			}
 		}
 		catch (SQLException ex) {
@@ -584,7 +610,7 @@ public class PessimisticLockProvider implements LockProvider {
 		}
 	}
 
-	private static void closeQuietly(@Nullable Connection connection, boolean rollback) {
+	private static void closeQuietly(@Nullable Connection connection, boolean rollback, int previousReads) {
 		if (connection == null) {
 			return;
 		}
@@ -596,6 +622,7 @@ public class PessimisticLockProvider implements LockProvider {
 		catch (SQLException ex) {
 			// the connection is discarded below; the server ends its transaction
 		}
+		JdbcLockSupport.restoreReads(connection, previousReads);
 		try {
 			connection.close();
 		}
@@ -627,10 +654,14 @@ public class PessimisticLockProvider implements LockProvider {
 
 		private final long token;
 
-		RowLock(@Nullable Connection connection, String owner, long token) {
+		/** The network timeout of {@link #connection} before the acquisition bounded it, restored at release. */
+		private final int previousReads;
+
+		RowLock(@Nullable Connection connection, String owner, long token, int previousReads) {
 			this.connection = connection;
 			this.owner = owner;
 			this.token = token;
+			this.previousReads = previousReads;
 		}
 
 		@Override
@@ -659,15 +690,18 @@ public class PessimisticLockProvider implements LockProvider {
 				return true;
 			}
 			try {
+				// the COMMIT's reply is awaited for one statement timeout plus the margin, not for as long as the
+				// network stays silent
+				JdbcLockSupport.boundReads(this.connection, PessimisticLockProvider.this.jdbc.statementTimeoutSeconds());
 				execute(this.connection, "COMMIT");
-				closeQuietly(this.connection, false);
+				closeQuietly(this.connection, false, this.previousReads);
 				return true;
 			}
 			catch (SQLException ex) {
 				// The connection failed while the lock was held: the server ended the transaction when it noticed,
 				// so another owner may have taken the lock since.
 				logger.warn("Pessimistic lock connection failed before release; the lock was lost", ex);
-				closeQuietly(this.connection, false);
+				closeQuietly(this.connection, false, this.previousReads);
 				return false;
 			}
 			finally {

@@ -12,19 +12,29 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.dao.DataAccessException;
 
 /**
- * The JVM side of one owner's lease in a lock table, shared by the exclusive and the read/write leases: renewal on a
- * shared scheduler every third of the lease, loss detection, and a release that is retried after a broken
- * connection.
+ * The JVM side of one owner's lease in a lock table, shared by the exclusive and the read/write leases, the semaphore
+ * permits and the idempotency claims: renewal every third of the lease, loss detection, and a release that is retried
+ * after a broken connection.
  * <ul>
- * <li>A renewal whose statement matches nothing (the lease expired, or another owner took it), or that cannot reach
- * the database before this JVM must presume the lease over ({@link #validUntilNanos}, measured from before the
- * statement was sent, so it errs early), marks the lease lost: renewal stops and {@link #onLost(String)} is told
- * once.</li>
- * <li>Release stops renewal; a lost lease changes nothing in the database. A release whose connection broke is
- * retried while the lease is still valid; finding the row no longer ours then means the first release did
- * commit.</li>
+ * <li>The scheduler's threads never wait for the database: each renewal runs on a background thread
+ * ({@link #BACKGROUND}), at most one per lease at a time, so a renewal stuck on a silent connection delays neither
+ * another lease's renewal nor this lease's release.</li>
+ * <li>The loss is driven by time, not by a renewal call returning: once {@link #validUntilNanos} (measured from before
+ * the last confirmed renewal's statement was sent, so it errs early) passes without a newer confirmed renewal, the
+ * lease is marked lost and {@link #onLost(String)} is told once, at that moment (within the scheduler's delay), even
+ * while a renewal is still waiting for its reply. A renewal whose statement matches nothing (the lease expired, or
+ * another owner took it) marks it lost at once. A lost lease stays lost: a renewal confirmed after the loss was
+ * declared does not revive it (the row then simply runs out).</li>
+ * <li>Release stops renewal without waiting for a renewal in flight; a lost lease changes nothing in the database. A
+ * renewal that still lands after the release was sent, and that finds the lease ours again (a release that keeps the
+ * row for a minimum hold), is followed by the release once more, so it cannot extend a released lease. A release
+ * whose connection broke is retried for at most {@link #RELEASE_RETRY_NANOS} while the lease is still valid; finding
+ * the row no longer ours then means the first release did commit.</li>
  * </ul>
- * Thread-safe: renewal runs on the scheduler's threads, release on the owner's.
+ * Every statement is bounded on the client by the connection's network timeout (see {@link JdbcLockSupport}), so a
+ * renewal or a release ends within one statement timeout plus the margin whatever the network does.
+ * <p>
+ * Thread-safe: renewal runs on the scheduler's and the background threads, release on the owner's.
  */
 abstract class RenewableLease {
 
@@ -33,30 +43,57 @@ abstract class RenewableLease {
 	/** Re-attempts of a release whose connection broke, while the lease is still valid. */
 	private static final int MAX_RELEASE_RETRIES = 5;
 
+	/** How long after its first attempt a release whose connection broke is attempted again: 2 s. */
+	static final long RELEASE_RETRY_NANOS = TimeUnit.SECONDS.toNanos(2);
+
+	/**
+	 * Runs the renewal statements (and other clean-up that no caller waits for): daemon threads, created as needed and
+	 * ended after a minute idle. Each task is bounded by the network timeout, so the threads in use are bounded by the
+	 * renewals and clean-ups in flight.
+	 */
+	static final java.util.concurrent.ExecutorService BACKGROUND = newBackground();
+
 	final String resource;
 
 	final String ownerToken;
 
 	final long leaseNanos;
 
-	/** Until when this JVM may consider the lease valid; moved forward by each successful renewal. */
+	/** Until when this JVM may consider the lease valid; moved forward by each confirmed renewal. */
 	volatile long validUntilNanos;
 
 	volatile boolean lost;
 
 	volatile boolean released;
 
+	/** Set by {@link #release()} (not by {@link #finish()}): a renewal landing later releases again. */
+	private volatile boolean releaseSent;
+
+	/** Whether a renewal statement is waiting for its reply. */
+	private final java.util.concurrent.atomic.AtomicBoolean renewing = new java.util.concurrent.atomic.AtomicBoolean();
+
 	@Nullable
 	private volatile ScheduledFuture<?> renewal;
 
-	/** Held while a renewal or release statement runs, so that the two never race. */
-	private final Object statements = new Object();
+	@Nullable
+	private volatile ScheduledExecutorService scheduler;
 
 	RenewableLease(String resource, String ownerToken, long leaseNanos, long validUntilNanos) {
 		this.resource = resource;
 		this.ownerToken = ownerToken;
 		this.leaseNanos = leaseNanos;
 		this.validUntilNanos = validUntilNanos;
+	}
+
+	private static java.util.concurrent.ExecutorService newBackground() {
+		java.util.concurrent.atomic.AtomicInteger count = new java.util.concurrent.atomic.AtomicInteger();
+		java.util.concurrent.ThreadPoolExecutor executor = new java.util.concurrent.ThreadPoolExecutor(0,
+				Integer.MAX_VALUE, 60, TimeUnit.SECONDS, new java.util.concurrent.SynchronousQueue<>(), (task) -> {
+					Thread thread = new Thread(task, "distributed-lock-background-" + count.incrementAndGet());
+					thread.setDaemon(true);
+					return thread;
+				});
+		return executor;
 	}
 
 	/**
@@ -72,12 +109,13 @@ abstract class RenewableLease {
 	 */
 	abstract boolean releaseInDatabase();
 
-	/** Told once, on the scheduler's thread, when the lease is found lost; renewal has stopped. */
+	/** Told once, on a scheduler or background thread, when the lease is found lost; renewal has stopped. */
 	abstract void onLost(String reason);
 
 	/** Renews every third of the lease on the given scheduler until released or lost. */
 	final void startRenewal(ScheduledExecutorService scheduler) {
 		long period = Math.max(1, this.leaseNanos / 3);
+		this.scheduler = scheduler;
 		this.renewal = scheduler.scheduleWithFixedDelay(this::renew, period, period, TimeUnit.NANOSECONDS);
 	}
 
@@ -87,52 +125,108 @@ abstract class RenewableLease {
 	}
 
 	/**
-	 * One renewal, on the scheduler's thread. It runs under the lease's statement lock, so that a release (or
-	 * {@link #finish()}) waits for a renewal in flight instead of racing it: a renewal landing after a release that
-	 * keeps the row for a minimum hold would otherwise extend the released lease by a whole lease time.
+	 * One renewal tick, on the scheduler's thread; never waits for the database. Declares the loss once the lease has
+	 * run out by this JVM's clock; otherwise sends a renewal on a background thread unless one is still in flight, and
+	 * while one is, makes sure the loss is checked again when the lease runs out.
 	 */
 	final void renew() {
-		String lostReason = null;
-		synchronized (this.statements) {
+		if (this.released || this.lost) {
+			return;
+		}
+		long sentAt = System.nanoTime();
+		if (sentAt - this.validUntilNanos >= 0) {
+			declareLost("its lease ran out before a renewal was confirmed");
+			return;
+		}
+		if (!this.renewing.compareAndSet(false, true)) {
+			checkLossAtLeaseEnd(); // the previous renewal still waits for its reply
+			return;
+		}
+		try {
+			BACKGROUND.execute(() -> renewNow(sentAt));
+		}
+		catch (java.util.concurrent.RejectedExecutionException ex) {
+			this.renewing.set(false);
+			checkLossAtLeaseEnd();
+		}
+	}
+
+	/** One renewal statement, on a background thread. */
+	private void renewNow(long sentAt) {
+		try {
+			boolean renewed = renewInDatabase();
+			if (this.releaseSent) {
+				if (renewed) {
+					releaseAgainQuietly(); // landed after the release: the release must have the last word
+				}
+				return;
+			}
 			if (this.released || this.lost) {
 				return;
 			}
-			long sentAt = System.nanoTime();
-			if (sentAt - this.validUntilNanos >= 0) {
-				lostReason = "its lease ran out before it could be renewed";
+			if (!renewed) {
+				declareLost("the database shows its lease expired or taken over");
+				return;
 			}
-			else {
-				try {
-					boolean renewed = renewInDatabase();
-					if (this.released) {
-						return;
-					}
-					if (renewed) {
-						this.validUntilNanos = sentAt + this.leaseNanos;
-					}
-					else {
-						lostReason = "the database shows its lease expired or taken over";
-					}
-				}
-				catch (RuntimeException ex) {
-					if (this.released) {
-						return;
-					}
-					logger.warn("Could not renew " + describe() + "; retrying until its lease must be presumed expired",
-							ex);
-					if (System.nanoTime() - this.validUntilNanos >= 0) {
-						lostReason = "the database was unreachable until its lease ran out";
-					}
+			synchronized (this) {
+				if (!this.lost && sentAt - this.validUntilNanos < 0) {
+					this.validUntilNanos = Math.max(this.validUntilNanos, sentAt + this.leaseNanos);
 				}
 			}
-			if (lostReason == null) {
+		}
+		catch (RuntimeException ex) {
+			if (this.released || this.lost) {
+				return;
+			}
+			logger.warn("Could not renew " + describe() + "; retrying until its lease must be presumed expired: "
+					+ ex.getMessage());
+			checkLossAtLeaseEnd();
+		}
+		finally {
+			this.renewing.set(false);
+		}
+	}
+
+	/** Schedules a one-off loss check for when the lease runs out by this JVM's clock. */
+	private void checkLossAtLeaseEnd() {
+		ScheduledExecutorService executor = this.scheduler;
+		if (executor == null) {
+			return;
+		}
+		long delay = Math.max(0, this.validUntilNanos - System.nanoTime()) + 1;
+		try {
+			executor.schedule(() -> {
+				if (!this.released && !this.lost && System.nanoTime() - this.validUntilNanos >= 0) {
+					declareLost(this.renewing.get() ? "its lease ran out while a renewal still waited for the database"
+							: "the database was unreachable until its lease ran out");
+				}
+			}, delay, TimeUnit.NANOSECONDS);
+		}
+		catch (java.util.concurrent.RejectedExecutionException ex) {
+			// shut down: the lease ends on its own
+		}
+	}
+
+	/** Marks the lease lost once, stops renewal and tells {@link #onLost(String)}. */
+	private void declareLost(String reason) {
+		synchronized (this) {
+			if (this.lost || this.released) {
 				return;
 			}
 			this.lost = true;
 		}
-		// outside the statement lock: listeners are the application's code
 		stopRenewal();
-		onLost(lostReason);
+		onLost(reason); // the application's listeners: no lock held
+	}
+
+	private void releaseAgainQuietly() {
+		try {
+			releaseInDatabase();
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Could not release " + describe() + " again after a late renewal; it ends with its lease: "
+					+ ex.getMessage());
+		}
 	}
 
 	private void stopRenewal() {
@@ -144,34 +238,34 @@ abstract class RenewableLease {
 
 	/**
 	 * Stops renewal without a release statement, for an owner that ends its lease with a statement of its own (an
-	 * idempotency claim recording its outcome). A renewal racing this call ignores its result.
+	 * idempotency claim recording its outcome, whose renewal matches only a running claim). A renewal in flight
+	 * ignores its result.
 	 */
 	final void finish() {
 		this.released = true;
 		stopRenewal();
-		synchronized (this.statements) {
-			// waits for a renewal in flight, which then ignores its result
-		}
 	}
 
 	/**
-	 * Gives the lease back. Must be called at most once.
+	 * Gives the lease back. Must be called at most once. Does not wait for a renewal in flight.
 	 * @return {@code true} if released; {@code false} if it was no longer this owner's (lost or expired)
 	 * @throws DataAccessException if the database stayed unreachable (the lease then ends on its own)
 	 */
 	public final boolean release() {
-		this.released = true;
-		stopRenewal();
-		synchronized (this.statements) {
-			return releaseAfterRenewals();
+		synchronized (this) {
+			this.released = true;
 		}
-	}
-
-	private boolean releaseAfterRenewals() {
+		stopRenewal();
 		if (this.lost) {
 			return false; // known lost: another owner may hold it now, so change nothing
 		}
+		this.releaseSent = true;
+		return releaseWithRetries();
+	}
+
+	private boolean releaseWithRetries() {
 		boolean retried = false;
+		long firstSentAt = System.nanoTime();
 		for (int failures = 0;; failures++) {
 			long sentAt = System.nanoTime();
 			try {
@@ -182,13 +276,14 @@ abstract class RenewableLease {
 				return released || (retried && sentAt - this.validUntilNanos < 0);
 			}
 			catch (DataAccessException ex) {
-				if (!JdbcLockSupport.isConnectionFailure(ex) || System.nanoTime() - this.validUntilNanos >= 0
-						|| failures >= MAX_RELEASE_RETRIES) {
+				long now = System.nanoTime();
+				if (!JdbcLockSupport.isConnectionFailure(ex) || now - this.validUntilNanos >= 0
+						|| failures >= MAX_RELEASE_RETRIES || now - firstSentAt >= RELEASE_RETRY_NANOS) {
 					throw ex;
 				}
 				retried = true;
 				try {
-					TimeUnit.MILLISECONDS.sleep(Math.min(1_000, 50L << failures));
+					TimeUnit.MILLISECONDS.sleep(Math.min(200, 50L << failures));
 				}
 				catch (InterruptedException interrupted) {
 					Thread.currentThread().interrupt();

@@ -1,75 +1,137 @@
 package io.github.dblock.jdbc;
 
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The ordering contract of {@link RenewableLease} between the scheduler's renewal and the owner's release, with
- * real threads: a release never sends its statement while a renewal is in flight, and a renewal that started
- * before the release is not followed by another. (The statements themselves are tested against the database by
- * the providers' tests; here they are stand-ins that record overlap.)
+ * The timing contract of {@link RenewableLease}, with real threads and stand-in statements (the statements themselves
+ * are tested against the database by the providers' tests): a renewal stuck on a silent connection hides no loss
+ * (the loss is declared when the lease runs out by the clock), delays no other lease's renewal and no release, and a
+ * renewal that lands after the release cannot leave the lease extended.
  */
 class RenewableLeaseTests {
 
-	@Test
-	void aReleaseWaitsForTheRenewalInFlightAndNoRenewalFollowsIt() throws Exception {
-		CountDownLatch renewalSent = new CountDownLatch(1);
-		CountDownLatch renewalMayFinish = new CountDownLatch(1);
-		AtomicBoolean renewing = new AtomicBoolean();
-		AtomicBoolean overlapped = new AtomicBoolean();
-		AtomicInteger renewalsAfterRelease = new AtomicInteger();
-		AtomicBoolean releasedInDatabase = new AtomicBoolean();
-		RenewableLease lease = new RenewableLease("r", "owner", TimeUnit.SECONDS.toNanos(30),
-				System.nanoTime() + TimeUnit.SECONDS.toNanos(30)) {
+	private final CountDownLatch unblock = new CountDownLatch(1);
 
-			@Override
-			boolean renewInDatabase() {
-				if (releasedInDatabase.get()) {
-					renewalsAfterRelease.incrementAndGet();
-				}
-				renewing.set(true);
-				renewalSent.countDown();
+	private final ScheduledThreadPoolExecutor scheduler = new ScheduledThreadPoolExecutor(1);
+
+	@AfterEach
+	void stop() {
+		this.unblock.countDown();
+		this.scheduler.shutdownNow();
+	}
+
+	/** A lease whose renewals block until {@link #unblock} when {@code stuck}, counting statements. */
+	private final class StandIn extends RenewableLease {
+
+		final boolean stuck;
+
+		final AtomicInteger renewals = new AtomicInteger();
+
+		final AtomicInteger releases = new AtomicInteger();
+
+		final CountDownLatch renewalSent = new CountDownLatch(1);
+
+		final AtomicLong lostAt = new AtomicLong();
+
+		final CountDownLatch lostSignal = new CountDownLatch(1);
+
+		volatile String lostReason;
+
+		StandIn(long leaseMillis, boolean stuck) {
+			super("r", "owner", TimeUnit.MILLISECONDS.toNanos(leaseMillis),
+					System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(leaseMillis));
+			this.stuck = stuck;
+		}
+
+		@Override
+		boolean renewInDatabase() {
+			this.renewals.incrementAndGet();
+			this.renewalSent.countDown();
+			if (this.stuck) {
 				try {
-					renewalMayFinish.await(10, TimeUnit.SECONDS);
+					RenewableLeaseTests.this.unblock.await(30, TimeUnit.SECONDS);
 				}
 				catch (InterruptedException ex) {
 					Thread.currentThread().interrupt();
 				}
-				renewing.set(false);
-				return true;
 			}
+			return true;
+		}
 
-			@Override
-			boolean releaseInDatabase() {
-				overlapped.compareAndSet(false, renewing.get());
-				releasedInDatabase.set(true);
-				return true;
-			}
+		@Override
+		boolean releaseInDatabase() {
+			this.releases.incrementAndGet();
+			return true;
+		}
 
-			@Override
-			void onLost(String reason) {
-			}
+		@Override
+		void onLost(String reason) {
+			this.lostReason = reason;
+			this.lostAt.set(System.nanoTime());
+			this.lostSignal.countDown();
+		}
 
-		};
-		CompletableFuture<Void> renewal = CompletableFuture.runAsync(lease::renew);
-		assertThat(renewalSent.await(10, TimeUnit.SECONDS)).isTrue();
-		CompletableFuture<Boolean> release = CompletableFuture.supplyAsync(lease::release);
-		Thread.sleep(200);
-		assertThat(release).as("the release waits while the renewal is in flight").isNotDone();
-		renewalMayFinish.countDown();
-		renewal.get(10, TimeUnit.SECONDS);
-		assertThat(release.get(10, TimeUnit.SECONDS)).isTrue();
-		lease.renew(); // a renewal the scheduler started late
-		assertThat(overlapped).as("release statement sent during a renewal").isFalse();
-		assertThat(renewalsAfterRelease).as("renewals sent after the release").hasValue(0);
-		assertThat(lease.released).isTrue();
+	}
+
+	@Test
+	void aStuckRenewalDoesNotHideTheLossWhichIsDeclaredWhenTheLeaseRunsOut() throws Exception {
+		long start = System.nanoTime();
+		StandIn lease = new StandIn(600, true);
+		lease.startRenewal(this.scheduler);
+		assertThat(lease.lostSignal.await(10, TimeUnit.SECONDS)).as("told of the loss while the renewal is stuck").isTrue();
+		long millis = TimeUnit.NANOSECONDS.toMillis(lease.lostAt.get() - start);
+		assertThat(millis).as("not before the lease ran out").isGreaterThanOrEqualTo(600)
+			.as("when it ran out, not when the renewal returns").isLessThan(600 + 1_000);
+		assertThat(lease.renewals).as("one renewal in flight at a time").hasValue(1);
+		assertThat(lease.lostReason).contains("renewal still waited");
+		assertThat(lease.lost).isTrue();
+		assertThat(lease.release()).as("a lost lease changes nothing at release").isFalse();
+		assertThat(lease.releases).hasValue(0);
+	}
+
+	@Test
+	void aStuckRenewalDelaysNeitherAnotherLeasesRenewalNorTheRelease() throws Exception {
+		StandIn stuck = new StandIn(900, true);
+		StandIn healthy = new StandIn(900, false);
+		stuck.startRenewal(this.scheduler); // one scheduler thread for both
+		healthy.startRenewal(this.scheduler);
+		assertThat(stuck.renewalSent.await(10, TimeUnit.SECONDS)).isTrue();
+		Thread.sleep(2_000);
+		assertThat(healthy.renewals.get()).as("the healthy lease kept being renewed").isGreaterThanOrEqualTo(4);
+		assertThat(healthy.lost).as("and was never presumed lost").isFalse();
+		assertThat(stuck.lost).isTrue();
+		long before = System.nanoTime();
+		assertThat(healthy.release()).isTrue();
+		assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - before)).isLessThan(1_000);
+	}
+
+	@Test
+	void aReleaseDoesNotWaitForARenewalInFlightAndAReleaseFollowsARenewalThatLandsAfterIt() throws Exception {
+		StandIn lease = new StandIn(30_000, true);
+		lease.renew(); // as the scheduler would: the statement runs on a background thread
+		assertThat(lease.renewalSent.await(10, TimeUnit.SECONDS)).isTrue();
+		long before = System.nanoTime();
+		assertThat(lease.release()).isTrue();
+		assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - before)).as("no wait for the renewal").isLessThan(1_000);
+		assertThat(lease.releases).hasValue(1);
+		this.unblock.countDown(); // the renewal lands after the release and finds the lease (it kept a minimum hold)
+		long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+		while (lease.releases.get() < 2 && System.nanoTime() < until) {
+			Thread.sleep(10);
+		}
+		assertThat(lease.releases).as("released again, so the late renewal cannot keep the lease").hasValue(2);
+		lease.renew(); // a renewal the scheduler started late sends nothing
+		Thread.sleep(100);
+		assertThat(lease.renewals).hasValue(1);
 	}
 
 }
