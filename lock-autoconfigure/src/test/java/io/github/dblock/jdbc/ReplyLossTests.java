@@ -12,7 +12,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.dblock.LockMode;
 import io.github.dblock.LockType;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
@@ -33,7 +32,14 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class ReplyLossTests {
 
+	/**
+	 * The statement timeout of the nodes whose reply is held (late): their network timeout (statement timeout + 2 s)
+	 * must outlast the hold.
+	 */
 	private static final Duration STATEMENT_TIMEOUT = Duration.ofSeconds(5);
+
+	/** The statement timeout of the nodes whose reply is dropped: the network timeout ends the read after 3 s. */
+	private static final Duration SHORT_STATEMENT_TIMEOUT = Duration.ofSeconds(1);
 
 	private FaultProxy proxy;
 
@@ -58,10 +64,13 @@ class ReplyLossTests {
 		this.direct.close();
 	}
 
-	/** A pool through the proxy; a positive socket timeout (ms) makes a lost reply a communications error. */
-	private HikariDataSource proxiedPool(int socketTimeoutMillis) {
+	/**
+	 * A pool through the proxy. A lost reply ends with the lock connections' network timeout (the statement timeout
+	 * plus 2 s, set by the library on every lock connection).
+	 */
+	private HikariDataSource proxiedPool() {
 		TestDatabase db = TestDatabase.get();
-		String url = this.proxy.jdbcUrl(db.jdbcUrl()) + ((socketTimeoutMillis > 0) ? "&socketTimeout=" + socketTimeoutMillis : "");
+		String url = this.proxy.jdbcUrl(db.jdbcUrl());
 		this.proxied = db.newDataSource(4, (config) -> {
 			config.setJdbcUrl(url);
 			config.setConnectionTimeout(2_000);
@@ -89,12 +98,14 @@ class ReplyLossTests {
 		});
 	}
 
-	private LeaseLockProvider leaseProvider(javax.sql.DataSource dataSource) {
-		return (LeaseLockProvider) LockNodes.provider(LockMode.LEASE, dataSource);
+	private static LeaseLockProvider leaseProvider(javax.sql.DataSource dataSource, Duration statementTimeout) {
+		return new LeaseLockProvider(dataSource, LockNodes.TABLE, LockNodes.dialect(dataSource), statementTimeout,
+				Duration.ofMillis(5), Duration.ofMillis(50));
 	}
 
-	private JdbcSemaphoreProvider semaphoreProvider(javax.sql.DataSource dataSource, LeaseLockProvider renewals) {
-		return new JdbcSemaphoreProvider(dataSource, LockNodes.TABLE, STATEMENT_TIMEOUT,
+	private static JdbcSemaphoreProvider semaphoreProvider(javax.sql.DataSource dataSource, LeaseLockProvider renewals,
+			Duration statementTimeout) {
+		return new JdbcSemaphoreProvider(dataSource, LockNodes.TABLE, statementTimeout,
 				new Backoff(Duration.ofMillis(5), Duration.ofMillis(50)), renewals, Map.of());
 	}
 
@@ -124,8 +135,8 @@ class ReplyLossTests {
 
 	@Test
 	void aWriteLockWhoseCommitReplyIsLateIsNotRenewedByNobody() throws Exception {
-		LeaseLockProvider node = leaseProvider(proxiedPool(4_000));
-		LeaseLockProvider other = leaseProvider(this.direct);
+		LeaseLockProvider node = leaseProvider(proxiedPool(), STATEMENT_TIMEOUT);
+		LeaseLockProvider other = leaseProvider(this.direct, STATEMENT_TIMEOUT);
 		String resource = "reply-late-w-" + UUID.randomUUID();
 		// creates the resource's row, so that the next COMMIT through the proxy is the grant's
 		other.acquire(request(resource, Duration.ofSeconds(2), false, Duration.ZERO), LockType.WRITE).lock().release();
@@ -165,8 +176,8 @@ class ReplyLossTests {
 
 	@Test
 	void aWriteLockWhoseCommitReplyIsLateIsFoundAndHeld() throws Exception {
-		LeaseLockProvider node = leaseProvider(proxiedPool(0));
-		LeaseLockProvider other = leaseProvider(this.direct);
+		LeaseLockProvider node = leaseProvider(proxiedPool(), STATEMENT_TIMEOUT);
+		LeaseLockProvider other = leaseProvider(this.direct, STATEMENT_TIMEOUT);
 		String resource = "reply-late-w2-" + UUID.randomUUID();
 		other.acquire(request(resource, Duration.ofSeconds(2), false, Duration.ZERO), LockType.WRITE).lock().release();
 		CountDownLatch fired = this.proxy.holdReplyToNext(FaultProxy.isQuery("COMMIT"));
@@ -187,8 +198,8 @@ class ReplyLossTests {
 
 	@Test
 	void aWriteLockWhoseCommitReplyIsLostAtTheEndOfTheWaitIsFoundAndHeld() throws Exception {
-		LeaseLockProvider node = leaseProvider(proxiedPool(1_500));
-		LeaseLockProvider other = leaseProvider(this.direct);
+		LeaseLockProvider node = leaseProvider(proxiedPool(), SHORT_STATEMENT_TIMEOUT);
+		LeaseLockProvider other = leaseProvider(this.direct, STATEMENT_TIMEOUT);
 		String resource = "reply-lost-w-" + UUID.randomUUID();
 		other.acquire(request(resource, Duration.ofSeconds(2), false, Duration.ZERO), LockType.WRITE).lock().release();
 		CountDownLatch fired = this.proxy.dropReplyToNext(FaultProxy.isQuery("COMMIT"));
@@ -206,9 +217,9 @@ class ReplyLossTests {
 
 	@Test
 	void aPermitWhoseCommitReplyIsLateIsFoundAndHeld() throws Exception {
-		LeaseLockProvider renewals = leaseProvider(proxiedPool(0));
-		JdbcSemaphoreProvider node = semaphoreProvider(this.proxied, renewals);
-		JdbcSemaphoreProvider other = semaphoreProvider(this.direct, renewals);
+		LeaseLockProvider renewals = leaseProvider(proxiedPool(), STATEMENT_TIMEOUT);
+		JdbcSemaphoreProvider node = semaphoreProvider(this.proxied, renewals, STATEMENT_TIMEOUT);
+		JdbcSemaphoreProvider other = semaphoreProvider(this.direct, renewals, STATEMENT_TIMEOUT);
 		String name = "reply-late-p-" + UUID.randomUUID();
 		other.setPermits(name, 1);
 		CountDownLatch fired = this.proxy.holdReplyToNext(FaultProxy.isQuery("COMMIT"));
@@ -229,9 +240,9 @@ class ReplyLossTests {
 
 	@Test
 	void aPermitWhoseCommitReplyIsLostAtTheEndOfTheWaitIsFoundAndHeld() throws Exception {
-		LeaseLockProvider renewals = leaseProvider(proxiedPool(1_500));
-		JdbcSemaphoreProvider node = semaphoreProvider(this.proxied, renewals);
-		JdbcSemaphoreProvider other = semaphoreProvider(this.direct, renewals);
+		LeaseLockProvider renewals = leaseProvider(proxiedPool(), SHORT_STATEMENT_TIMEOUT);
+		JdbcSemaphoreProvider node = semaphoreProvider(this.proxied, renewals, SHORT_STATEMENT_TIMEOUT);
+		JdbcSemaphoreProvider other = semaphoreProvider(this.direct, renewals, STATEMENT_TIMEOUT);
 		String name = "reply-lost-p-" + UUID.randomUUID();
 		other.setPermits(name, 1);
 		CountDownLatch fired = this.proxy.dropReplyToNext(FaultProxy.isQuery("COMMIT"));
@@ -248,15 +259,15 @@ class ReplyLossTests {
 
 	@Test
 	void aPermitFoundAfterALostCommitReplyEndsWithTheRowsLease() throws Exception {
-		LeaseLockProvider renewals = leaseProvider(proxiedPool(2_000));
-		JdbcSemaphoreProvider node = semaphoreProvider(this.proxied, renewals);
-		JdbcSemaphoreProvider other = semaphoreProvider(this.direct, renewals);
+		LeaseLockProvider renewals = leaseProvider(proxiedPool(), SHORT_STATEMENT_TIMEOUT);
+		JdbcSemaphoreProvider node = semaphoreProvider(this.proxied, renewals, SHORT_STATEMENT_TIMEOUT);
+		JdbcSemaphoreProvider other = semaphoreProvider(this.direct, renewals, STATEMENT_TIMEOUT);
 		String name = "reply-lost-p3-" + UUID.randomUUID();
 		other.setPermits(name, 1);
 		CountDownLatch fired = this.proxy.dropReplyToNext(FaultProxy.isQuery("COMMIT"));
-		// the take commits, its reply is lost, the driver gives up after 2 s, and the retry finds the row with about
-		// 2 s of its 4 s lease left
-		HeldLock permit = node.acquire(request(name, Duration.ofSeconds(4), false, Duration.ofSeconds(10))).lock();
+		// the take commits, its reply is lost, the driver gives up after its 3 s network timeout, and the retry finds
+		// the row with about 3 s of its 6 s lease left
+		HeldLock permit = node.acquire(request(name, Duration.ofSeconds(6), false, Duration.ofSeconds(10))).lock();
 		assertThat(fired.getCount()).isZero();
 		assertThat(permit).isNotNull();
 		HeldLock next = null;
