@@ -12,6 +12,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import com.zaxxer.hikari.HikariDataSource;
+import io.github.dblock.IdempotencyStatus;
 import io.github.dblock.LockType;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
@@ -285,6 +286,47 @@ class ReplyLossTests {
 						- System.nanoTime()))
 			.isFalse();
 		next.release();
+		renewals.close();
+	}
+
+	// ---- part 5: a release or completion whose reply is late committed after all
+
+	@Test
+	void aPermitReleaseWhoseReplyIsLateCountsAsReleased() throws Exception {
+		LeaseLockProvider renewals = leaseProvider(proxiedPool(), Duration.ofSeconds(2));
+		JdbcSemaphoreProvider node = semaphoreProvider(this.proxied, renewals, Duration.ofSeconds(2));
+		String name = "reply-late-rel-" + UUID.randomUUID();
+		node.setPermits(name, 1);
+		HeldLock permit = node.acquire(request(name, Duration.ofSeconds(20), false, Duration.ZERO)).lock();
+		assertThat(permit).isNotNull();
+		CountDownLatch fired = this.proxy.holdReplyToNext(FaultProxy.isQueryContaining("DELETE FROM"));
+		CompletableFuture<Void> lifted = liftAfter(fired, 3_000); // past the 2 s query timeout, within the 4 s network one
+		assertThat(permit.release()).as("the delete committed; only its reply was late").isTrue();
+		lifted.get(30, TimeUnit.SECONDS);
+		assertThat(fired.getCount()).isZero();
+		assertThat(livePermits(name)).isZero();
+		renewals.close();
+	}
+
+	@Test
+	void anIdempotencyOutcomeWhoseReplyIsLateCountsAsRecorded() throws Exception {
+		LeaseLockProvider renewals = leaseProvider(proxiedPool(), Duration.ofSeconds(2));
+		IdempotencyStore store = new IdempotencyStore(this.proxied, LockNodes.TABLE, Duration.ofSeconds(2),
+				new Backoff(Duration.ofMillis(5), Duration.ofMillis(50)), renewals);
+		String key = "reply-late-idem-" + UUID.randomUUID();
+		IdempotencyStore.Claim claim = store
+			.claim(key, "reply-loss-test", Duration.ofSeconds(20), Duration.ofHours(1), System.nanoTime())
+			.claim();
+		assertThat(claim).isNotNull();
+		CountDownLatch fired = this.proxy.holdReplyToNext(FaultProxy.isQueryContaining("SET status = 'SUCCEEDED'"));
+		CompletableFuture<Void> lifted = liftAfter(fired, 3_000);
+		claim.succeed("\"done\"", String.class.getName(), null); // no exception: the record is ours and SUCCEEDED
+		lifted.get(30, TimeUnit.SECONDS);
+		assertThat(fired.getCount()).isZero();
+		assertThat(store.find(key)).hasValueSatisfying((record) -> {
+			assertThat(record.status()).isEqualTo(IdempotencyStatus.SUCCEEDED);
+			assertThat(record.outcomeJson()).isEqualTo("\"done\"");
+		});
 		renewals.close();
 	}
 
