@@ -33,7 +33,7 @@ public class LockNotAcquiredException extends DistributedLockException {
 			@Nullable Throwable cause) {
 		super(resource, "Could not acquire lock '" + resource + "' within " + waitTime + "; "
 				+ ((holder != null) ? "held by " + holder : "holder unknown")
-				+ ((cause != null) ? " (the database answered too slowly: " + cause.getMessage() + ")" : ""), cause);
+				+ ((cause != null) ? " (the database did not answer in time: " + cause.getMessage() + ")" : ""), cause);
 		this.waitTime = waitTime;
 		this.holder = holder;
 	}

@@ -167,7 +167,10 @@ public class LockTemplate {
 	 * @param options wait time, lease time and mode; unset ones take the configured defaults
 	 * @return the held lock; close it to release
 	 * @throws LockNotAcquiredException if another owner held the lock for the whole wait time; it names the
-	 * resource, the wait time and the holder when known
+	 * resource, the wait time and the holder when known. Also when the database was reached but did not answer in
+	 * time (a statement, a reply or a pooled connection that did not come before the wait ended): its cause is that
+	 * timeout. The call returns within the wait time plus the statement timeout plus about 2 s, whatever the network
+	 * does (see the README's Limits)
 	 * @throws LockInterruptedException if the thread was interrupted while waiting
 	 * @throws LockLimitExceededException in PESSIMISTIC mode, outside a transaction, when this JVM already holds
 	 * or awaits {@code distributed-lock.pessimistic.max-connections} such locks
@@ -178,8 +181,8 @@ public class LockTemplate {
 	 * resource; nothing changes
 	 * @throws IllegalStateException if the mode is refused on this database (PESSIMISTIC on a Galera cluster or a
 	 * multi-primary group), naming what was found; nothing is held then
-	 * @throws org.springframework.dao.DataAccessException on a database failure other than a broken connection, or
-	 * when the database stayed unreachable until the wait time ended
+	 * @throws org.springframework.dao.DataAccessException on a database failure other than a broken connection or a
+	 * timeout, or when the database could not be connected to until the wait time ended
 	 */
 	public LockHandle acquire(String resource, LockOptions options) {
 		Request request = request(resource, options);

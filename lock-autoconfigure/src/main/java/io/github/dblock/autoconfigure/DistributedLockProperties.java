@@ -384,12 +384,28 @@ public class DistributedLockProperties implements InitializingBean {
 		 */
 		private int maxConnections = 5;
 
+		/**
+		 * How long the server keeps a PESSIMISTIC holder's transaction (and the row lock) while the holder's session
+		 * sends nothing, as when the holder hung or died without its connection closing; applied as the session's
+		 * wait_timeout while the lock is held. Unset: the server's own wait_timeout (8 hours by default). A holder
+		 * silent for longer loses the lock.
+		 */
+		private Duration idleTimeout;
+
 		public int getMaxConnections() {
 			return this.maxConnections;
 		}
 
 		public void setMaxConnections(int maxConnections) {
 			this.maxConnections = maxConnections;
+		}
+
+		public Duration getIdleTimeout() {
+			return this.idleTimeout;
+		}
+
+		public void setIdleTimeout(Duration idleTimeout) {
+			this.idleTimeout = idleTimeout;
 		}
 
 	}

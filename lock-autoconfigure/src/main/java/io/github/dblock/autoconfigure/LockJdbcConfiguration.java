@@ -80,9 +80,11 @@ class LockJdbcConfiguration {
 		DataSource dataSource = schema.getDataSource();
 		LockDialect dialect = (properties.getDialect() != null) ? properties.getDialect()
 				: LockDialect.of(schema.getServer());
-		return new PessimisticLockProvider(dataSource, schema.getTable(), dialect,
+		PessimisticLockProvider provider = new PessimisticLockProvider(dataSource, schema.getTable(), dialect,
 				transactionManager(transactionManagers, dataSource), properties.getStatementTimeout(), backoff(properties),
 				properties.getPessimistic().getMaxConnections());
+		provider.setIdleTimeout(properties.getPessimistic().getIdleTimeout());
+		return provider;
 	}
 
 	@Bean

@@ -1,6 +1,7 @@
 package io.github.dblock.jdbc;
 
 import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.concurrent.ThreadLocalRandom;
@@ -116,6 +117,36 @@ final class JdbcLockSupport {
 		return previous;
 	}
 
+	/**
+	 * The {@link System#nanoTime()} by which every reply of an acquisition with the given time left must have come:
+	 * its deadline plus one statement timeout plus {@link #NETWORK_MARGIN_MILLIS}. See {@link #boundReadsUntil}.
+	 */
+	long replyDeadlineNanos(long remainingNanos) {
+		return System.nanoTime() + Math.max(0, remainingNanos) + TimeUnit.SECONDS.toNanos(this.statementTimeoutSeconds)
+				+ TimeUnit.MILLISECONDS.toNanos(NETWORK_MARGIN_MILLIS);
+	}
+
+	/**
+	 * Bounds the reads of the next statements on the connection so that their replies come by {@code replyDeadline}
+	 * (a {@link System#nanoTime()} value from {@link #replyDeadlineNanos}) and within one statement timeout plus the
+	 * margin each, whichever is sooner (at least 100 ms): the second statement of an attempt made just before the
+	 * deadline cannot push the call further past it. No round trip: the driver sets a socket option.
+	 */
+	void boundReadsUntil(Connection connection, long replyDeadline) throws SQLException {
+		long millis = Math.max(100, TimeUnit.NANOSECONDS.toMillis(replyDeadline - System.nanoTime()));
+		connection.setNetworkTimeout(DIRECT,
+				(int) Math.min(millis, networkTimeoutMillis(this.statementTimeoutSeconds)));
+	}
+
+	/**
+	 * Like {@link #boundReadsUntil(Connection, long)}, without the one-statement cap: for statements that wait in the
+	 * server's lock queue for the caller's remaining wait time (PESSIMISTIC).
+	 */
+	static void boundReadsUntilDeadline(Connection connection, long replyDeadline) throws SQLException {
+		long millis = Math.max(100, TimeUnit.NANOSECONDS.toMillis(replyDeadline - System.nanoTime()));
+		connection.setNetworkTimeout(DIRECT, (int) Math.min(millis, Integer.MAX_VALUE));
+	}
+
 	/** Restores the network timeout {@link #boundReads} replaced, unless the connection is closed by now. */
 	static void restoreReads(@Nullable Connection connection, int previous) {
 		if (connection == null) {
@@ -184,6 +215,27 @@ final class JdbcLockSupport {
 	/** The wait for a connection of an acquisition with the given time left: that time, but at least 1 s. */
 	static long connectionTimeoutNanos(long remainingNanos) {
 		return Math.max(TimeUnit.SECONDS.toNanos(1), remainingNanos);
+	}
+
+	/**
+	 * Whether a failure means no connection to the database could be made at all (refused, unknown host, no route,
+	 * SQLSTATE 08001 or 08004, or a pool that timed out because of such a failure), as opposed to a connection that
+	 * was made and then broke, went silent or answered too slowly.
+	 */
+	static boolean isUnreachable(Throwable ex) {
+		for (Throwable t = ex; t != null; t = t.getCause()) {
+			if (t instanceof java.net.ConnectException || t instanceof java.net.UnknownHostException
+					|| t instanceof java.net.NoRouteToHostException) {
+				return true;
+			}
+			if (t instanceof SQLException sql && ("08001".equals(sql.getSQLState()) || "08004".equals(sql.getSQLState()))) {
+				return true;
+			}
+			if (t.getCause() == t) {
+				break;
+			}
+		}
+		return false;
 	}
 
 	/**
@@ -397,6 +449,48 @@ final class JdbcLockSupport {
 		else {
 			connection.rollback();
 		}
+	}
+
+	/**
+	 * Prepares a statement bounded to {@code timeoutSeconds} (at least 1). On MariaDB the server enforces the bound
+	 * ({@code SET STATEMENT max_statement_time = n FOR ...}, error 1969 when it ends the statement); elsewhere the
+	 * driver's query timeout does. The driver's timeout is the costlier one: Connector/J cancels with {@code KILL QUERY}
+	 * over a new connection, and the statement's thread waits for that cancel to finish, which on a slow network takes
+	 * several more round trips than the statement itself. Either way a reply that never comes is bounded by the
+	 * network timeout ({@link #boundReads}).
+	 */
+	static PreparedStatement prepareBounded(Connection connection, String sql, int timeoutSeconds,
+			boolean generatedKeys) throws SQLException {
+		int seconds = Math.max(1, timeoutSeconds);
+		if (DatabaseServer.isMariaDb(connection.getMetaData().getDatabaseProductVersion())) {
+			// a constant is required here: the value is an int computed by this library, never user input
+			String bounded = "SET STATEMENT max_statement_time=" + seconds + " FOR " + sql;
+			return generatedKeys ? connection.prepareStatement(bounded, java.sql.Statement.RETURN_GENERATED_KEYS)
+					: connection.prepareStatement(bounded);
+		}
+		PreparedStatement ps = generatedKeys
+				? connection.prepareStatement(sql, java.sql.Statement.RETURN_GENERATED_KEYS)
+				: connection.prepareStatement(sql);
+		try {
+			ps.setQueryTimeout(seconds);
+		}
+		catch (SQLException ex) {
+			ps.close();
+			throw ex;
+		}
+		return ps;
+	}
+
+	/**
+	 * Runs a query prepared by {@link #prepareBounded} and returns its rows. {@code execute()} rather than
+	 * {@code executeQuery()}: Connector/J refuses the latter for a text that starts with {@code SET} (MariaDB's
+	 * {@code SET STATEMENT ... FOR SELECT}), although the server returns the rows.
+	 */
+	static java.sql.ResultSet query(PreparedStatement ps) throws SQLException {
+		if (!ps.execute()) {
+			throw new SQLException("The query returned no result set: " + ps);
+		}
+		return ps.getResultSet();
 	}
 
 	/** Executes a statement without parameters, with a query timeout in seconds (0: none). */

@@ -245,8 +245,9 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 						throw ex;
 					}
 					if (request.remainingNanos() <= 0) {
-						if (slow) {
-							// the database answered too slowly for the wait time: not acquired, with the cause
+						if (!JdbcLockSupport.isUnreachable(ex)) {
+							// the database was reached but did not answer in time (too slow, silent, or the connection broke
+							// on the last attempt): not acquired, with the cause
 							return AcquireResult.timedOut(null, ex);
 						}
 						throw ex;
@@ -316,11 +317,13 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 		return this.jdbc.execute("acquire lock '" + request.resource() + "'",
 				JdbcLockSupport.connectionTimeoutNanos(request.remainingNanos()), (connection) -> {
 			int timeout = this.jdbc.queryTimeoutSeconds(request.remainingNanos());
+			long replyDeadline = this.jdbc.replyDeadlineNanos(request.remainingNanos());
 			Attempt last = Attempt.NONE;
 			for (int race = 0; race < MAX_RACES_PER_ATTEMPT; race++) {
 				long sentAt = System.nanoTime();
 				Long token;
 				try {
+					this.jdbc.boundReadsUntil(connection, replyDeadline);
 					token = take(connection, request, owner, leaseMicros, timeout);
 				}
 				catch (SQLException ex) {
@@ -336,6 +339,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 				if (token != null) {
 					return new Attempt(leased(request, owner, token, sentAt, contended), null, 0);
 				}
+				this.jdbc.boundReadsUntil(connection, replyDeadline);
 				LockRows.Peek peek = this.rows.peek(connection, request.resource(), timeout);
 				last = (peek != null) ? new Attempt(null, peek.holderDescription(), peek.leaseRemainingNanos(),
 						peek.heldForNanos(), peek) : null;
@@ -343,6 +347,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 					return last;
 				}
 				if (last == null) {
+					this.jdbc.boundReadsUntil(connection, replyDeadline);
 					token = insert(connection, request, owner, leaseMicros, timeout);
 					if (token != null) {
 						return new Attempt(leased(request, owner, token, sentAt, contended), null, 0);
@@ -422,8 +427,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	@Nullable
 	private Long insert(Connection connection, LockRequest request, String owner, long leaseMicros, int timeout)
 			throws SQLException {
-		try (PreparedStatement ps = connection.prepareStatement(this.insertSql, Statement.RETURN_GENERATED_KEYS)) {
-			ps.setQueryTimeout(timeout);
+		try (PreparedStatement ps = prepareBounded(connection, this.insertSql, timeout)) {
 			ps.setBytes(1, LockRows.bytes(request.resource()));
 			ps.setString(2, owner);
 			ps.setString(3, request.holder());
@@ -551,8 +555,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 
 	private boolean renew(LeaseLock lock) {
 		return this.jdbc.execute("renew lock '" + lock.resource + "'", (connection) -> {
-			try (PreparedStatement ps = connection.prepareStatement(this.renewSql)) {
-				ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
+			try (PreparedStatement ps = prepareBounded(connection, this.renewSql, this.jdbc.statementTimeoutSeconds())) {
 				ps.setLong(1, TimeUnit.NANOSECONDS.toMicros(lock.leaseNanos));
 				ps.setBytes(2, LockRows.bytes(lock.resource));
 				ps.setString(3, lock.ownerToken);

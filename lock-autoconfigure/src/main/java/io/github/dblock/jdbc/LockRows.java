@@ -104,8 +104,7 @@ final class LockRows {
 	 * caller may ignore a failure.
 	 */
 	void announceWaiter(Connection connection, String resource, long nanos, int timeoutSeconds) throws SQLException {
-		try (PreparedStatement ps = connection.prepareStatement(this.announceSql)) {
-			ps.setQueryTimeout(timeoutSeconds);
+		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.announceSql, timeoutSeconds, false)) {
 			ps.setLong(1, Math.max(1, TimeUnit.NANOSECONDS.toMicros(nanos)));
 			ps.setBytes(2, bytes(resource));
 			ps.executeUpdate();
@@ -122,8 +121,7 @@ final class LockRows {
 	 */
 	boolean announceSuccessor(Connection connection, String resource, String owner, long nanos, int timeoutSeconds)
 			throws SQLException {
-		try (PreparedStatement ps = connection.prepareStatement(this.successorSql)) {
-			ps.setQueryTimeout(timeoutSeconds);
+		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.successorSql, timeoutSeconds, false)) {
 			ps.setString(1, owner);
 			ps.setLong(2, Math.max(1, TimeUnit.NANOSECONDS.toMicros(nanos)));
 			ps.setBytes(3, bytes(resource));
@@ -140,8 +138,7 @@ final class LockRows {
 	 * out of line. Safe to run when neither applies (it then matches nothing).
 	 */
 	void withdraw(Connection connection, String resource, String owner, int timeoutSeconds) throws SQLException {
-		try (PreparedStatement ps = connection.prepareStatement(this.withdrawSql)) {
-			ps.setQueryTimeout(timeoutSeconds);
+		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.withdrawSql, timeoutSeconds, false)) {
 			ps.setString(1, owner);
 			ps.setString(2, owner);
 			ps.setString(3, owner);
@@ -188,10 +185,9 @@ final class LockRows {
 	 */
 	@Nullable
 	Peek peek(Connection connection, String resource, int timeoutSeconds) throws SQLException {
-		try (PreparedStatement ps = connection.prepareStatement(this.peekSql)) {
-			ps.setQueryTimeout(timeoutSeconds);
+		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.peekSql, timeoutSeconds, false)) {
 			ps.setBytes(1, bytes(resource));
-			try (ResultSet rs = ps.executeQuery()) {
+			try (ResultSet rs = JdbcLockSupport.query(ps)) {
 				if (!rs.next()) {
 					return null;
 				}
@@ -210,8 +206,7 @@ final class LockRows {
 	 * @return {@code false} if the row already existed (another node created it first)
 	 */
 	boolean insertFree(Connection connection, String resource, int timeoutSeconds) throws SQLException {
-		try (PreparedStatement ps = connection.prepareStatement(this.insertFreeSql)) {
-			ps.setQueryTimeout(timeoutSeconds);
+		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.insertFreeSql, timeoutSeconds, false)) {
 			ps.setBytes(1, bytes(resource));
 			ps.executeUpdate();
 			JdbcLockSupport.commitIfNeeded(connection);
@@ -237,11 +232,10 @@ final class LockRows {
 			this.generatedKeysSeen = true;
 			return token;
 		}
-		try (PreparedStatement query = connection.prepareStatement(this.tokenSql)) {
-			query.setQueryTimeout(timeoutSeconds);
+		try (PreparedStatement query = JdbcLockSupport.prepareBounded(connection, this.tokenSql, timeoutSeconds, false)) {
 			query.setBytes(1, bytes(resource));
 			query.setString(2, owner);
-			try (ResultSet rs = query.executeQuery()) {
+			try (ResultSet rs = JdbcLockSupport.query(query)) {
 				if (!rs.next()) {
 					throw new SQLException("lock row for '" + resource + "' vanished right after it was taken");
 				}

@@ -110,6 +110,9 @@ public class PessimisticLockProvider implements LockProvider {
 
 	private final KnownRows knownRows = new KnownRows();
 
+	/** The holder's session idle bound in whole seconds ({@code wait_timeout}), 0 for the server's own. */
+	private volatile int idleTimeoutSeconds;
+
 	/**
 	 * Creates a provider.
 	 * @param dataSource the data source holding the lock table
@@ -144,6 +147,81 @@ public class PessimisticLockProvider implements LockProvider {
 	@Override
 	public LockMode mode() {
 		return LockMode.PESSIMISTIC;
+	}
+
+	/**
+	 * Bounds how long the server keeps a holder's transaction, and so the row lock, while the holder's session sends
+	 * nothing: a holder that hung, or whose process died or network went silent without the connection closing (the
+	 * server otherwise notices only after its {@code wait_timeout}, 8 hours by default, or a TCP keepalive). The
+	 * holder's session gets {@code SET SESSION wait_timeout = n} (MySQL and MariaDB) for as long as it holds the lock;
+	 * once it has been silent for n seconds the server closes it, rolls its transaction back and grants the row to the
+	 * next waiter; the holder's release then throws {@code LockLostException}. The trade-off: a holder whose work
+	 * sends no statement on that session for longer (for a lock on a connection of its own: the whole hold; for a lock
+	 * that joined a transaction: the longest pause between the transaction's statements) loses the lock although it is
+	 * alive, and the session's previous value is restored at the release, which costs a round trip at acquisition and
+	 * one at release. Call during configuration.
+	 * @param idleTimeout the bound, rounded up to whole seconds; {@code null} or zero for the server's own
+	 * {@code wait_timeout} (no statement, no cost)
+	 * @throws IllegalArgumentException if negative or longer than a year (the server's maximum)
+	 */
+	public void setIdleTimeout(@Nullable Duration idleTimeout) {
+		if (idleTimeout == null || idleTimeout.isZero()) {
+			this.idleTimeoutSeconds = 0;
+			return;
+		}
+		if (idleTimeout.isNegative() || idleTimeout.compareTo(Duration.ofDays(365)) > 0) {
+			throw new IllegalArgumentException("The PESSIMISTIC idle timeout must be between 1 s and 365 days, was "
+					+ idleTimeout);
+		}
+		this.idleTimeoutSeconds = (int) ((idleTimeout.toNanos() + TimeUnit.SECONDS.toNanos(1) - 1)
+				/ TimeUnit.SECONDS.toNanos(1));
+	}
+
+	/** Applies the idle bound to a holder's session (see {@link #setIdleTimeout}); no statement when unset. */
+	private void boundIdleSession(Connection connection) throws SQLException {
+		int seconds = this.idleTimeoutSeconds;
+		if (seconds > 0) {
+			try (PreparedStatement ps = connection.prepareStatement("SET SESSION wait_timeout = ?")) {
+				ps.setInt(1, seconds);
+				ps.execute();
+			}
+		}
+	}
+
+	/** Gives a holder's session the server's own {@code wait_timeout} back; quiet, the connection may be broken. */
+	private void restoreIdleSession(@Nullable Connection connection) {
+		if (connection == null || this.idleTimeoutSeconds == 0) {
+			return;
+		}
+		try {
+			execute(connection, "SET SESSION wait_timeout = @@GLOBAL.wait_timeout");
+		}
+		catch (SQLException ex) {
+			logger.debug("Could not restore wait_timeout on a lock connection", ex);
+		}
+	}
+
+	/**
+	 * Applies the idle bound to the caller's transaction's session once it holds the lock, restored when the
+	 * transaction completes (its connection is still bound then).
+	 */
+	private void boundIdleSessionOfTransaction(Connection connection) {
+		if (this.idleTimeoutSeconds == 0) {
+			return;
+		}
+		try {
+			boundIdleSession(connection);
+		}
+		catch (SQLException ex) {
+			throw this.jdbc.translate("bound the idle time of the lock's transaction", ex);
+		}
+		org.springframework.transaction.support.TransactionSynchronizationManager.registerSynchronization(
+				new org.springframework.transaction.support.TransactionSynchronization() {
+					@Override
+					public void afterCompletion(int status) {
+						restoreIdleSession(connection);
+					}
+				});
 	}
 
 	/** How many locks of this provider currently hold or await a connection of their own. */
@@ -249,6 +327,7 @@ public class PessimisticLockProvider implements LockProvider {
 				throw this.jdbc.translate("lock '" + request.resource() + "' in the current transaction", ex);
 			}
 			if (result.token != null) {
+				boundIdleSessionOfTransaction(connection);
 				return AcquireResult.acquired(new RowLock(null, owner, result.token, 0));
 			}
 			if (result.rowLocked) {
@@ -285,8 +364,8 @@ public class PessimisticLockProvider implements LockProvider {
 					throw ex;
 				}
 				if (request.remainingNanos() <= 0) {
-					if (slow) {
-						return AcquireResult.timedOut(null, ex); // the database answered too slowly for the wait time
+					if (!JdbcLockSupport.isUnreachable(ex)) {
+						return AcquireResult.timedOut(null, ex); // reached, but no answer in time: not acquired
 					}
 					throw ex;
 				}
@@ -310,10 +389,16 @@ public class PessimisticLockProvider implements LockProvider {
 			connection = this.jdbc.rawConnection(JdbcLockSupport.connectionTimeoutNanos(request.remainingNanos()));
 			// every statement of the acquisition waits at most the caller's wait plus one statement timeout
 			previousReads = JdbcLockSupport.boundReads(connection, waitSeconds(request) + this.jdbc.statementTimeoutSeconds());
+			long replyDeadline = this.jdbc.replyDeadlineNanos(request.remainingNanos());
+			boundIdleSession(connection);
 			int lockedRetries = 0;
 			int freeRetries = 0;
 			for (int attempt = 0;; attempt++) {
 				String owner = UUID.randomUUID().toString();
+				if (attempt > 0) {
+					// a later attempt's statements, and the peek after them, reply by the call's bound
+					JdbcLockSupport.boundReadsUntilDeadline(connection, replyDeadline);
+				}
 				execute(connection, "START TRANSACTION");
 				Locking result = lockRow(connection, request, owner, this.knownRows.contains(request.resource()));
 				if (result.token != null) {
@@ -356,7 +441,16 @@ public class PessimisticLockProvider implements LockProvider {
 		}
 		finally {
 			if (!held) {
-				closeQuietly(connection, true, previousReads);
+				if (connection != null) {
+					try {
+						execute(connection, "ROLLBACK");
+					}
+					catch (SQLException ex) {
+						// the connection is discarded below; the server ends its transaction
+					}
+				}
+				restoreIdleSession(connection);
+				closeQuietly(connection, false, previousReads);
 				this.connections.release();
 			}
 		}
@@ -694,6 +788,7 @@ public class PessimisticLockProvider implements LockProvider {
 				// network stays silent
 				JdbcLockSupport.boundReads(this.connection, PessimisticLockProvider.this.jdbc.statementTimeoutSeconds());
 				execute(this.connection, "COMMIT");
+				restoreIdleSession(this.connection);
 				closeQuietly(this.connection, false, this.previousReads);
 				return true;
 			}
