@@ -206,8 +206,7 @@ final class ReadWriteLeases {
 					if (request.remainingNanos() <= 0) {
 						HeldLock own = lastLookForOwnHold(request, kind, owner);
 						if (own != null) {
-							intentSet = false; // the grant cleared it
-							return acquired(request, own);
+							return acquired(request, own); // any intent of ours is cleared below (a no-op if granted)
 						}
 						throw ex;
 					}
@@ -227,8 +226,7 @@ final class ReadWriteLeases {
 				if (remaining <= 0) {
 					HeldLock own = recovering ? lastLookForOwnHold(request, kind, owner) : null;
 					if (own != null) {
-						intentSet = false;
-						return acquired(request, own);
+						return acquired(request, own); // any intent of ours is cleared below (a no-op if granted)
 					}
 					return AcquireResult.busy(result.holderDescription);
 				}
