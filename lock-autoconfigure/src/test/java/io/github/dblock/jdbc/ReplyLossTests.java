@@ -198,6 +198,27 @@ class ReplyLossTests {
 	}
 
 	@Test
+	void aWriteLockWhoseCommitReplyIsLateIsFoundByTheNextAttempt() throws Exception {
+		LeaseLockProvider node = leaseProvider(proxiedPool(), Duration.ofSeconds(2));
+		LeaseLockProvider other = leaseProvider(this.direct, STATEMENT_TIMEOUT);
+		String resource = "reply-late-w3-" + UUID.randomUUID();
+		other.acquire(request(resource, Duration.ofSeconds(2), false, Duration.ZERO), LockType.WRITE).lock().release();
+		CountDownLatch fired = this.proxy.holdReplyToNext(FaultProxy.isQuery("COMMIT"));
+		CompletableFuture<Void> lifted = liftAfter(fired, 3_000); // past the 2 s query timeout, within the 4 s network one
+		// a wait of 6 s leaves time for another attempt, which used to insert our holder row again (a duplicate key)
+		AcquireResult result = node.acquire(request(resource, Duration.ofSeconds(20), false, Duration.ofSeconds(6)),
+				LockType.WRITE);
+		lifted.get(30, TimeUnit.SECONDS);
+		assertThat(fired.getCount()).isZero();
+		HeldLock lock = result.lock();
+		assertThat(lock).as("the committed grant, found by its owner token").isNotNull();
+		assertThat(liveReadWriteHolders(resource)).isEqualTo(1);
+		assertThat(lock.release()).isTrue();
+		node.close();
+		other.close();
+	}
+
+	@Test
 	void aWriteLockWhoseCommitReplyIsLostAtTheEndOfTheWaitIsFoundAndHeld() throws Exception {
 		LeaseLockProvider node = leaseProvider(proxiedPool(), SHORT_STATEMENT_TIMEOUT);
 		LeaseLockProvider other = leaseProvider(this.direct, STATEMENT_TIMEOUT);
@@ -236,6 +257,27 @@ class ReplyLossTests {
 		HeldLock next = other.acquire(request(name, Duration.ofSeconds(2), false, Duration.ZERO)).lock();
 		assertThat(next).as("the single permit is free again").isNotNull();
 		next.release();
+		renewals.close();
+	}
+
+	@Test
+	void aPermitWhoseCommitReplyIsLateIsFoundByTheNextAttempt() throws Exception {
+		LeaseLockProvider renewals = leaseProvider(proxiedPool(), Duration.ofSeconds(2));
+		JdbcSemaphoreProvider node = semaphoreProvider(this.proxied, renewals, Duration.ofSeconds(2));
+		JdbcSemaphoreProvider other = semaphoreProvider(this.direct, renewals, STATEMENT_TIMEOUT);
+		String name = "reply-late-p2-" + UUID.randomUUID();
+		other.setPermits(name, 2);
+		CountDownLatch fired = this.proxy.holdReplyToNext(FaultProxy.isQuery("COMMIT"));
+		CompletableFuture<Void> lifted = liftAfter(fired, 3_000); // past the 2 s query timeout, within the 4 s network one
+		// a wait of 6 s leaves time for another attempt, which used to take a second permit for the same owner
+		AcquireResult result = node.acquire(request(name, Duration.ofSeconds(20), false, Duration.ofSeconds(6)));
+		lifted.get(30, TimeUnit.SECONDS);
+		assertThat(fired.getCount()).isZero();
+		HeldLock permit = result.lock();
+		assertThat(permit).as("the committed permit, found by its owner token").isNotNull();
+		assertThat(livePermits(name)).as("one permit taken, not two").isEqualTo(1);
+		assertThat(permit.release()).isTrue();
+		assertThat(livePermits(name)).isZero();
 		renewals.close();
 	}
 
