@@ -32,7 +32,7 @@ public interface LockHandle extends AutoCloseable {
 	 * The fencing token of this acquisition: a number that strictly increases with every acquisition of this
 	 * resource by any owner, in every mode, assigned by the database in the statement that granted the lock. Pass
 	 * it to the resource you protect and have it reject writes carrying a token lower than one it has already
-	 * seen (see the README's "Fencing tokens" section); that keeps data safe even when a holder outlives its
+	 * seen (see "Fencing tokens" in docs/reference/safety.md); that keeps data safe even when a holder outlives its
 	 * lease. In {@link LockMode#OPTIMISTIC} mode the work sees the token it started from (the version it read);
 	 * its own compare-and-set is the guard there.
 	 */

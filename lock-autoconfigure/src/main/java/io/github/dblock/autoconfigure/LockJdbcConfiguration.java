@@ -7,6 +7,8 @@ import java.util.List;
 import javax.sql.DataSource;
 
 import io.github.dblock.LockTemplate;
+import io.github.dblock.interceptor.LockAttributeSource;
+import io.github.dblock.interceptor.SkippedOutcomeFilter;
 import io.github.dblock.jdbc.Backoff;
 import io.github.dblock.jdbc.LeaseLockProvider;
 import io.github.dblock.jdbc.LockDialect;
@@ -33,6 +35,9 @@ import org.springframework.util.ReflectionUtils;
  */
 @Configuration(proxyBeanMethods = false)
 class LockJdbcConfiguration {
+
+	private static final org.apache.commons.logging.Log logger = org.apache.commons.logging.LogFactory
+		.getLog(DistributedLockAutoConfiguration.class);
 
 	@Bean
 	@ConditionalOnMissingBean
@@ -61,6 +66,16 @@ class LockJdbcConfiguration {
 							+ "DataSource beans: " + java.util.Arrays.toString(beanFactory.getBeanNamesForType(DataSource.class)));
 		}
 		return beanFactory.getBean(name, DataSource.class);
+	}
+
+	/** Checks the lock pool's size and timeouts against the lock settings once all singletons exist. */
+	@Bean
+	LockPoolChecks distributedLockPoolChecks(DistributedLockProperties properties, LockSchemaInitializer schema,
+			ObjectProvider<LockAttributeSource> attributes) {
+		return new LockPoolChecks(schema.getDataSource(), properties, () -> {
+			LockAttributeSource source = attributes.getIfAvailable();
+			return (source != null) ? source.getParsedAttributes() : List.of();
+		}, !schema.getRefusedModes().containsKey(io.github.dblock.LockMode.PESSIMISTIC));
 	}
 
 	@Bean
@@ -141,9 +156,18 @@ class LockJdbcConfiguration {
 		LockTemplate template = new LockTemplate(all, properties.getMode(), properties.getWaitTime(),
 				properties.getLeaseTime(), nodeName);
 		template.setInterruptOnLoss(properties.isInterruptOnLoss());
-		observations.ifAvailable(template::setObservationRegistry);
+		observations.ifAvailable((registry) -> {
+			// a busy lock under onFailure = SKIP is reported as outcome=skipped, not timed_out
+			registry.observationConfig().observationFilter(SkippedOutcomeFilter.INSTANCE);
+			template.setObservationRegistry(registry);
+		});
 		template.setResourceAsTag(properties.getMetrics().isResourceTag());
 		schema.getRefusedModes().forEach(template::refuseMode);
+		LockDialect dialect = (properties.getDialect() != null) ? properties.getDialect()
+				: LockDialect.of(schema.getServer());
+		logger.info("Distributed locks: mode " + properties.getMode() + ", table '" + schema.getTable() + "' ("
+				+ schema.getSchemaStatus() + "), node '" + nodeName + "', dialect " + dialect + ", server "
+				+ schema.getServer());
 		return template;
 	}
 

@@ -42,6 +42,9 @@ public class LockSchemaInitializer implements InitializingBean {
 
 	private static final Log logger = LogFactory.getLog(LockSchemaInitializer.class);
 
+	/** The highest version among the library's migration scripts. */
+	static final int LATEST_VERSION = latestVersion();
+
 	private final DataSource dataSource;
 
 	private final LockTable table;
@@ -61,6 +64,8 @@ public class LockSchemaInitializer implements InitializingBean {
 	private DatabaseTopology topology;
 
 	private Map<LockMode, String> refusedModes = Map.of();
+
+	private @Nullable String schemaStatus;
 
 	public LockSchemaInitializer(DataSource dataSource, LockTable table, boolean migrate) {
 		this.dataSource = dataSource;
@@ -93,23 +98,83 @@ public class LockSchemaInitializer implements InitializingBean {
 	 * @throws IllegalStateException if the server is neither MySQL nor MariaDB, is read-only, a replica, or hands
 	 * out read-only connections (with enforcement on); if the migration lacks a privilege; or if the table is missing
 	 * or incomplete with migrations off
-	 * @throws CannotGetJdbcConnectionException if the database cannot be reached
+	 * @throws LockDatabaseUnavailableException if the database cannot be reached, naming its URL
 	 * @throws FlywayException if a migration fails for another reason
 	 */
 	@Override
 	public void afterPropertiesSet() {
-		this.server = DatabaseServer.detect(this.dataSource);
+		this.server = detectServer();
 		if (!this.server.isSupportedVersion()) {
 			logger.warn("Distributed locks are tested on MySQL 8.0+ and MariaDB 10.6+; the lock database is " + this.server);
 		}
 		checkTopology();
 		if (!this.migrate) {
 			LockSchema.validate(this.dataSource, this.table, DistributedLockProperties.PREFIX + ".flyway.enabled");
+			this.schemaStatus = "schema checked, migrations off";
+		}
+		else if (isUpToDate()) {
+			this.schemaStatus = "schema v" + LATEST_VERSION + ", up to date";
 		}
 		else {
 			migrate();
+			this.schemaStatus = "schema migrated to v" + LATEST_VERSION;
 		}
 		logger.debug("Lock table '" + this.table + "' ready on " + this.server);
+	}
+
+	/**
+	 * The server behind the lock data source: the first connection at start-up, so a database that cannot be reached
+	 * fails here, as a {@link LockDatabaseUnavailableException} naming the URL (reported by
+	 * {@link LockDatabaseUnavailableFailureAnalyzer}).
+	 */
+	private DatabaseServer detectServer() {
+		try {
+			return DatabaseServer.detect(this.dataSource);
+		}
+		catch (RuntimeException ex) {
+			if (!(ex instanceof CannotGetJdbcConnectionException) && !hasSqlCause(ex)) {
+				throw ex; // not a connection failure (a pool's own configuration error, say): as it is
+			}
+			throw new LockDatabaseUnavailableException(configuredUrl(this.dataSource), ex);
+		}
+	}
+
+	private static boolean hasSqlCause(Throwable ex) {
+		for (Throwable cause = ex; cause != null && cause.getCause() != cause; cause = cause.getCause()) {
+			if (cause instanceof SQLException) {
+				return true;
+			}
+		}
+		return false;
+	}
+
+	/**
+	 * The JDBC URL a data source is configured with ({@code getJdbcUrl()} of HikariCP, {@code getUrl()} of most
+	 * others), read without connecting, through Spring's {@code DelegatingDataSource} wrappers; {@code null} if none.
+	 */
+	static @Nullable String configuredUrl(DataSource dataSource) {
+		Object current = dataSource;
+		for (int depth = 0; depth < 10 && current != null; depth++) {
+			for (String getter : new String[] { "getJdbcUrl", "getUrl" }) {
+				java.lang.reflect.Method method = org.springframework.util.ReflectionUtils.findMethod(current.getClass(),
+						getter);
+				if (method != null && method.getReturnType() == String.class
+						&& java.lang.reflect.Modifier.isPublic(method.getModifiers())) {
+					try {
+						Object url = method.invoke(current);
+						if (url != null) {
+							return (String) url;
+						}
+					}
+					catch (ReflectiveOperationException | RuntimeException ex) {
+						// not readable: try a wrapped data source
+					}
+				}
+			}
+			current = (current instanceof org.springframework.jdbc.datasource.DelegatingDataSource delegating)
+					? delegating.getTargetDataSource() : null;
+		}
+		return null;
 	}
 
 	private void checkTopology() {
@@ -160,6 +225,49 @@ public class LockSchemaInitializer implements InitializingBean {
 	 */
 	protected DatabaseTopology detectTopology(DataSource dataSource, DatabaseServer server) {
 		return DatabaseTopology.detect(dataSource, server);
+	}
+
+	/**
+	 * Whether the history table records every migration of this library as applied and none as failed: one query,
+	 * and then Flyway (about a second of start-up: it loads, scans and validates) is not run at all. Checksums of the
+	 * applied scripts are not compared on this path. Any error (no history table yet, no SELECT privilege on it)
+	 * means "not known to be up to date" and leaves the work to Flyway.
+	 */
+	boolean isUpToDate() {
+		String sql = "SELECT MAX(CAST(version AS UNSIGNED)), SUM(success = 0) FROM `" + this.table.historyTableName()
+				+ "` WHERE version IS NOT NULL";
+		try (Connection connection = this.dataSource.getConnection();
+				java.sql.Statement statement = connection.createStatement();
+				java.sql.ResultSet rs = statement.executeQuery(sql)) {
+			return rs.next() && rs.getInt(1) == LATEST_VERSION && rs.getInt(2) == 0;
+		}
+		catch (SQLException ex) {
+			logger.debug("Lock table history not read (" + ex.getMessage() + "); running the migrations");
+			return false;
+		}
+	}
+
+	/** The highest version among the library's migration scripts ({@code V<n>__*.sql}). */
+	static int latestVersion() {
+		try {
+			int latest = 0;
+			org.springframework.core.io.Resource[] scripts = new org.springframework.core.io.support.PathMatchingResourcePatternResolver(
+					LockSchemaInitializer.class.getClassLoader())
+				.getResources(LockSchema.MIGRATION_LOCATION.replace("classpath:", "classpath*:") + "/V*__*.sql");
+			for (org.springframework.core.io.Resource script : scripts) {
+				String name = String.valueOf(script.getFilename());
+				latest = Math.max(latest, Integer.parseInt(name.substring(1, name.indexOf("__"))));
+			}
+			return latest;
+		}
+		catch (java.io.IOException | RuntimeException ex) {
+			return Integer.MAX_VALUE; // unknown: never "up to date", Flyway decides
+		}
+	}
+
+	/** What start-up did with the lock table, for the start-up summary line; {@code null} before start-up. */
+	public @Nullable String getSchemaStatus() {
+		return this.schemaStatus;
 	}
 
 	private void migrate() {

@@ -97,7 +97,8 @@ public class DistributedLockInterceptor implements MethodInterceptor {
 		}
 		LockAttribute attribute = resolved.attribute();
 		String resource = resolved.name();
-		try {
+		boolean skips = attribute.getOnFailure() == OnLockFailure.SKIP && attribute.getFailureHandler() == null;
+		try (SkippedOutcomeFilter.Mark mark = skips ? SkippedOutcomeFilter.skipping(resource) : null) {
 			return invokeLocked(invocation, attribute, resource);
 		}
 		catch (LockNotAcquiredException ex) {

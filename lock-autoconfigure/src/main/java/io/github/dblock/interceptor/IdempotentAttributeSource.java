@@ -70,6 +70,7 @@ public class IdempotentAttributeSource {
 		}
 		String template = TemplateExpressions.resolve(this.placeholders, where, annotation.key());
 		List<Expression> parts = TemplateExpressions.parse(where, "key", template);
+		TemplateExpressions.checkVariables(where, "key", parts, method);
 		IdempotencyOptions options = IdempotencyOptions.defaults();
 		try {
 			Duration retention = TemplateExpressions.duration(this.placeholders, where, "retention", annotation.retention());

@@ -132,6 +132,7 @@ public class LockAttributeSource {
 			throw new IllegalStateException(where + ": give either onFailure = " + annotation.onFailure()
 					+ " or failureHandler = \"" + failureHandler + "\", not both");
 		}
+		TemplateExpressions.checkVariables(where, "resource", TemplateExpressions.parts(expression), method);
 		LockAttribute attribute = new LockAttribute(method, template, expression, options, annotation.onFailure(),
 				failureHandler);
 		return validateLiteral(where, attribute);

@@ -55,7 +55,9 @@ public class SemaphoreAttributeSource {
 		String template = this.parser.resolveTemplate(where, annotation.name());
 		LockOptions options = this.parser.timing(where, LockOptions.defaults(), annotation.waitTime(),
 				annotation.leaseTime());
-		LockAttribute attribute = new LockAttribute(method, template, this.parser.parseTemplate(where, template), options,
+		org.springframework.expression.Expression expression = this.parser.parseTemplate(where, template);
+		TemplateExpressions.checkVariables(where, "name", TemplateExpressions.parts(expression), method);
+		LockAttribute attribute = new LockAttribute(method, template, expression, options,
 				OnLockFailure.THROW, null, "@DistributedSemaphore");
 		return LockAttributeSource.validateLiteral(where, attribute);
 	}

@@ -7,6 +7,7 @@ import java.util.List;
 import org.jspecify.annotations.Nullable;
 import org.springframework.boot.convert.DurationStyle;
 import org.springframework.context.expression.MethodBasedEvaluationContext;
+import org.springframework.core.DefaultParameterNameDiscoverer;
 import org.springframework.core.ParameterNameDiscoverer;
 import org.springframework.core.env.PropertyResolver;
 import org.springframework.expression.BeanResolver;
@@ -15,6 +16,9 @@ import org.springframework.expression.ParseException;
 import org.springframework.expression.ParserContext;
 import org.springframework.expression.common.CompositeStringExpression;
 import org.springframework.expression.common.LiteralExpression;
+import org.springframework.expression.spel.SpelNode;
+import org.springframework.expression.spel.ast.VariableReference;
+import org.springframework.expression.spel.standard.SpelExpression;
 import org.springframework.expression.spel.standard.SpelExpressionParser;
 import org.springframework.util.StringUtils;
 
@@ -44,6 +48,70 @@ final class TemplateExpressions {
 		catch (ParseException ex) {
 			throw new IllegalStateException(where + ": " + what + " '" + template + "' does not parse: " + ex.getMessage(),
 					ex);
+		}
+	}
+
+	/**
+	 * Checks at start-up that every {@code #name} variable of a parsed template is one the evaluation context will
+	 * define for this method: a parameter name, {@code #p0}/{@code #a0} style indexes, {@code #root} or
+	 * {@code #this}. An unknown name would otherwise evaluate to {@code null} and fail only on the first call.
+	 * @param where names the annotation and method, for messages
+	 * @param what names the attribute, for messages (for example {@code "resource"})
+	 * @param parts the parsed template ({@link #parts})
+	 * @param method the annotated method, whose parameters the expressions see
+	 * @throws IllegalStateException naming the unknown variable and listing the valid ones
+	 */
+	static void checkVariables(String where, String what, List<Expression> parts, Method method) {
+		String[] names = PARAMETER_NAMES.getParameterNames(method);
+		int count = method.getParameterCount();
+		for (Expression part : parts) {
+			if (!(part instanceof SpelExpression spel)) {
+				continue;
+			}
+			for (String variable : variables(spel.getAST(), new java.util.ArrayList<>())) {
+				if (variable.equals("root") || variable.equals("this") || isIndexed(variable, count)
+						|| (names != null && java.util.Arrays.asList(names).contains(variable))) {
+					continue;
+				}
+				StringBuilder valid = new StringBuilder();
+				for (int i = 0; i < count; i++) {
+					valid.append((i > 0) ? ", " : "")
+						.append((names != null) ? "#" + names[i] + " (or #p" + i + ")" : "#p" + i);
+				}
+				throw new IllegalStateException(where + ": " + what + " expression #{" + part.getExpressionString()
+						+ "} refers to #" + variable + ", which is not a parameter of the method, so it would evaluate "
+						+ "to null. " + ((count == 0) ? "The method has no parameters."
+								: "Valid parameter references: " + valid + ".")
+						+ ((names == null && count > 0) ? " Parameter names are not available: compile with "
+								+ "-parameters (Spring Boot's Maven and Gradle plugins do) to use them." : ""));
+			}
+		}
+	}
+
+	private static final ParameterNameDiscoverer PARAMETER_NAMES = new DefaultParameterNameDiscoverer();
+
+	/** The names of the {@code #variable} references under a node, in order of appearance. */
+	private static List<String> variables(SpelNode node, List<String> found) {
+		if (node instanceof VariableReference) {
+			found.add(node.toStringAST().substring(1));
+		}
+		for (int i = 0; i < node.getChildCount(); i++) {
+			variables(node.getChild(i), found);
+		}
+		return found;
+	}
+
+	/** Whether a name is {@code pN} or {@code aN} with {@code N} below the parameter count. */
+	private static boolean isIndexed(String name, int count) {
+		if (name.length() < 2 || (name.charAt(0) != 'p' && name.charAt(0) != 'a')) {
+			return false;
+		}
+		try {
+			int index = Integer.parseInt(name.substring(1));
+			return index >= 0 && index < count;
+		}
+		catch (NumberFormatException ex) {
+			return false;
 		}
 	}
 

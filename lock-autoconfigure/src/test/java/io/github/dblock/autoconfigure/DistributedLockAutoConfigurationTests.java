@@ -542,6 +542,20 @@ class DistributedLockAutoConfigurationTests {
 		assertThat(waitTime.get("defaultValue").asString()).isEqualTo("5s");
 	}
 
+	@Test
+	void configurationMetadataDescribesTheHealthIndicatorSwitch() throws Exception {
+		JsonNode health = null;
+		for (JsonNode property : lockMetadata().get("properties")) {
+			if (property.get("name").asString().equals("management.health.distributed-lock.enabled")) {
+				health = property;
+			}
+		}
+		assertThat(health).as("management.health.distributed-lock.enabled in the metadata").isNotNull();
+		assertThat(health.get("type").asString()).isEqualTo("java.lang.Boolean");
+		assertThat(health.get("defaultValue").asBoolean()).isTrue();
+		assertThat(health.get("description").asString()).isNotBlank();
+	}
+
 	// ---------------------------------------------------------------- helpers
 
 	private ApplicationContextRunner withDataSourceFromProperties() {

@@ -263,6 +263,8 @@ class DistributedLockInterceptorTests {
 			.withConfiguration(AutoConfigurations.of(TransactionAutoConfiguration.class, AopAutoConfiguration.class,
 					DistributedLockAutoConfiguration.class))
 			.withUserConfiguration(TwoPools.class)
+			// the dedicated lock pool has 4 connections: the PESSIMISTIC cap must stay below it (LockPoolChecks)
+			.withPropertyValues("distributed-lock.pessimistic.max-connections=3")
 			.run((context) -> {
 				assertThat(context).hasNotFailed();
 				TwoPools.Orders orders = context.getBean(TwoPools.Orders.class);

