@@ -372,7 +372,12 @@ public class SemaphoreTemplate {
 
 		/**
 		 * Gives the permit back with an owner-checked delete.
-		 * @throws LockLostException if the permit's lease had expired (its row is gone or expired); nothing changed
+		 * @throws LockLostException if the permit's lease had expired (its row is gone or expired); nothing changed.
+		 * Also when the delete failed and the permit's row is then found gone or expired, its lease having ended before
+		 * the release began: the failure is the exception's cause
+		 * @throws org.springframework.dao.DataAccessException if the delete failed while the permit's row still runs
+		 * (it then ends with its lease) or the row could not be read; a delete that failed after the lease was let go
+		 * in time, and whose row is gone or expired, counts as released
 		 */
 		@Override
 		public void close() {

@@ -55,6 +55,12 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * joins the caller's Spring transaction on the lock data source when one is active (see {@link Claim#succeed});
  * everything else runs in autocommit on connections of its own, so a claim is visible to other nodes at once.
  * <p>
+ * A completion statement outside a transaction that fails is followed by a read of the record: written by this
+ * claim after all (its reply was lost or late) counts as done; a record taken over by another caller, deleted, or
+ * still this claim's but past its running lease is a claim known to be gone ({@link LockLostException} with the
+ * failure as its cause from {@link Claim#succeed}, {@code false} from {@link Claim#fail}); a record still running
+ * under this claim is the failure it is.
+ * <p>
  * Deadlocks and lock wait timeouts are retried ({@link JdbcLockSupport}); a claim statement that waits for a row
  * locked by an uncommitted completion (another caller's transaction) past its query timeout counts as "still
  * running" and is tried again after a pause. Thread-safe.
@@ -484,17 +490,58 @@ public class IdempotencyStore {
 		 * @param note an error text kept with a success (for example why the outcome could not be recorded), or
 		 * {@code null}
 		 * @throws LockLostException if the record no longer belongs to this claim (its lease ended and another
-		 * caller took it over, or it was deleted); in a transaction the caller must let it roll back
-		 * @throws DataAccessException on a database failure
+		 * caller took it over, or it was deleted); in a transaction the caller must let it roll back. Outside a
+		 * transaction also if the statement failed and a read of the record then shows the claim gone (taken over,
+		 * deleted, or past its running lease): the failure is its cause
+		 * @throws DataAccessException on a database failure while the record still runs under this claim (or cannot
+		 * be read); a statement that failed but committed (its reply was lost) is not one
 		 */
 		public void succeed(@Nullable String outcome, @Nullable String outcomeType, @Nullable String note) {
 			finish();
 			if (!record(boundTransactionalConnection(), outcome, outcomeType, note)) {
-				throw new LockLostException(this.resource, this.fencingToken, "Idempotency key '" + this.resource
-						+ "' (fencing token " + this.fencingToken + ") was no longer claimed by this call when its outcome "
-						+ "was recorded: its running lease had ended and another caller took it over, or the record was "
-						+ "deleted; the work may have run twice");
+				throw lost(null);
 			}
+		}
+
+		private LockLostException lost(@Nullable DataAccessException failure) {
+			return new LockLostException(this.resource, this.fencingToken, "Idempotency key '" + this.resource
+					+ "' (fencing token " + this.fencingToken + ") was no longer claimed by this call when its outcome "
+					+ "was recorded: its running lease had ended (and another caller may have taken it over), or the "
+					+ "record was deleted; the work may have run twice"
+					+ ((failure != null) ? " (the statement recording it failed: " + failure.getMostSpecificCause() + ")"
+							: ""),
+					failure);
+		}
+
+		/**
+		 * After a completion statement outside a transaction failed: what the record says.
+		 * @param status the status the statement was writing
+		 * @return {@code true} if the record shows this claim's completion (the statement committed after all),
+		 * {@code false} if the claim is known to be gone (taken over, deleted, or past its running lease)
+		 * @throws DataAccessException {@code failure}, if the record is still running under this claim or cannot be
+		 * read
+		 */
+		private boolean afterFailedCompletion(IdempotencyStatus status, DataAccessException failure) {
+			Snapshot row;
+			try {
+				row = IdempotencyStore.this.jdbc.execute("read idempotency key '" + this.resource + "'",
+						(connection) -> select(connection, this.resource, LockRows.bytes(this.resource),
+								IdempotencyStore.this.jdbc.statementTimeoutSeconds()));
+			}
+			catch (RuntimeException checkFailed) {
+				failure.addSuppressed(checkFailed);
+				throw failure;
+			}
+			if (row == null || !this.ownerToken.equals(row.ownerToken)) {
+				return false;
+			}
+			if (row.record.status() == status) {
+				return true;
+			}
+			if (row.record.status() == IdempotencyStatus.RUNNING && row.leaseRemainingNanos > 0) {
+				throw failure;
+			}
+			return false; // this claim's record, but its running lease is over: anyone may take it over now
 		}
 
 		/**
@@ -505,12 +552,21 @@ public class IdempotencyStore {
 		private boolean record(@Nullable Connection transactional, @Nullable String outcome, @Nullable String outcomeType,
 				@Nullable String note) {
 			if (transactional == null) {
-				return IdempotencyStore.this.jdbc.execute("record the outcome of idempotency key '" + this.resource + "'",
-						(connection) -> {
-							int rows = complete(connection, IdempotencyStore.this.succeedSql, this, outcome, outcomeType, note);
-							JdbcLockSupport.commitIfNeeded(connection);
-							return rows == 1;
-						});
+				try {
+					return IdempotencyStore.this.jdbc.execute("record the outcome of idempotency key '" + this.resource
+							+ "'", (connection) -> {
+								int rows = complete(connection, IdempotencyStore.this.succeedSql, this, outcome, outcomeType,
+										note);
+								JdbcLockSupport.commitIfNeeded(connection);
+								return rows == 1;
+							});
+				}
+				catch (DataAccessException ex) {
+					if (!afterFailedCompletion(IdempotencyStatus.SUCCEEDED, ex)) {
+						throw lost(ex);
+					}
+					return true;
+				}
 			}
 			int matched;
 			try {
@@ -560,8 +616,11 @@ public class IdempotencyStore {
 		 * Marks the record {@code FAILED} (in autocommit, never in the caller's transaction), so that the next call
 		 * runs the work again, and ends the claim.
 		 * @param error what went wrong, cut to {@value IdempotencyStore#MAX_ERROR_LENGTH} characters
-		 * @return {@code false} if the record no longer belonged to this claim (nothing was changed)
-		 * @throws DataAccessException on a database failure; the record then stays {@code RUNNING} until its lease ends
+		 * @return {@code false} if the record no longer belonged to this claim (nothing was changed), also when the
+		 * statement failed and a read of the record then shows the claim gone (taken over, deleted, or past its
+		 * running lease)
+		 * @throws DataAccessException on a database failure while the record still runs under this claim (or cannot
+		 * be read); the record then stays {@code RUNNING} until its lease ends
 		 */
 		public boolean fail(String error) {
 			finish();
@@ -569,12 +628,17 @@ public class IdempotencyStore {
 		}
 
 		private boolean markFailed(String error) {
-			return IdempotencyStore.this.jdbc.execute("record the failure of idempotency key '" + this.resource + "'",
-					(connection) -> {
-						int rows = complete(connection, IdempotencyStore.this.failSql, this, null, null, error);
-						JdbcLockSupport.commitIfNeeded(connection);
-						return rows == 1;
-					});
+			try {
+				return IdempotencyStore.this.jdbc.execute("record the failure of idempotency key '" + this.resource + "'",
+						(connection) -> {
+							int rows = complete(connection, IdempotencyStore.this.failSql, this, null, null, error);
+							JdbcLockSupport.commitIfNeeded(connection);
+							return rows == 1;
+						});
+			}
+			catch (DataAccessException ex) {
+				return afterFailedCompletion(IdempotencyStatus.FAILED, ex);
+			}
 		}
 
 		private void failQuietly(String error) {

@@ -12,6 +12,7 @@ import java.util.concurrent.TimeUnit;
 
 import javax.sql.DataSource;
 
+import io.github.dblock.LockLostException;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
@@ -42,7 +43,12 @@ import org.springframework.dao.DataAccessException;
  * Every statement uses the primary key of its table (step 2 and 3 a prefix of it), every value is a bind parameter.
  * <p>
  * Release is {@code DELETE ... WHERE name = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)}: no row
- * means the lease had expired (and the permit may have gone to another owner), reported as {@code false}.
+ * means the lease had expired (and the permit may have gone to another owner), reported as {@code false}. A release
+ * statement that fails (other than a broken connection while the lease is still valid, which
+ * {@link RenewableLease#release()} retries) is followed by a plain read of the holder row: a row still live is the
+ * failure it is ({@link DataAccessException}); a row gone or expired is a lease that is over, which counts as
+ * released if the release began while the lease was valid by this JVM's clock, and as lost
+ * ({@link LockLostException}, with the failure as its cause) if it began later.
  * Renewal, when the request asks for it, runs on the {@link LeaseLockProvider}'s shared scheduler every third of
  * the lease with {@code UPDATE ... SET expires_at = UTC_TIMESTAMP(6) + lease WHERE name = ? AND owner_token = ? AND
  * expires_at > UTC_TIMESTAMP(6)}; a renewal matching no row, or a database unreachable until the lease must be
@@ -53,8 +59,12 @@ import org.springframework.dao.DataAccessException;
  * is created from the configured initial count the first time it is needed (a plain {@code INSERT}; a
  * duplicate-key error means another node created it first), never overwritten by it.
  * <p>
- * A take whose {@code COMMIT} reply is lost with its connection is found again by the next attempt of the same
- * acquisition (one owner token serves the whole wait), so it does not leave an unknown permit behind.
+ * A take whose outcome is unknown (its connection broke, or a statement timed out: a {@code COMMIT} whose reply came
+ * after the query timeout did commit) is looked for by the next attempt of the same acquisition (one owner token
+ * serves the whole wait), and when the deadline has passed by one last query on a fresh connection: a live holder
+ * row of this owner is the permit, valid for the row's remaining lease on the server's clock, not for a full lease
+ * from the retry. So an unknown outcome is never reported as busy while its permit stays taken; if even the last
+ * look fails, the row ends with its lease, unrenewed (renewal starts only once a take is known committed).
  * Deadlocks and lock wait timeouts are retried; other errors surface as {@link DataAccessException}. Thread-safe.
  */
 public class JdbcSemaphoreProvider implements SemaphoreProvider {
@@ -78,7 +88,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 
 	private final String countSql;
 
-	private final String ownTokenSql;
+	private final String ownPermitSql;
 
 	private final String deleteExpiredSql;
 
@@ -99,6 +109,8 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	private final String releaseSql;
 
 	private final String renewSql;
+
+	private final String ownRemainingSql;
 
 	/**
 	 * Creates a provider.
@@ -126,7 +138,8 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		this.lockPoolSql = "SELECT permits FROM " + pools + " WHERE name = ? FOR UPDATE";
 		this.countSql = "SELECT COUNT(*), COALESCE(SUM(expires_at <= " + now + "), 0), COALESCE(MAX(owner_token = ? AND"
 				+ " expires_at > " + now + "), 0) FROM " + holds + " WHERE name = ? FOR UPDATE";
-		this.ownTokenSql = "SELECT fencing_token FROM " + holds + " WHERE name = ? AND owner_token = ?";
+		this.ownPermitSql = "SELECT fencing_token, TIMESTAMPDIFF(MICROSECOND, " + now + ", expires_at) FROM " + holds
+				+ " WHERE name = ? AND owner_token = ? AND expires_at > " + now;
 		this.deleteExpiredSql = "DELETE FROM " + holds + " WHERE name = ? AND expires_at <= " + now;
 		this.nextTokenSql = "UPDATE " + pools + " SET fencing_token = LAST_INSERT_ID(GREATEST(fencing_token + 1, "
 				+ LockRows.SERVER_MICROS + ")) WHERE name = ?";
@@ -142,6 +155,9 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		this.releaseSql = "DELETE FROM " + holds + " WHERE name = ? AND owner_token = ? AND expires_at > " + now;
 		this.renewSql = "UPDATE " + holds + " SET expires_at = " + now + " + INTERVAL ? MICROSECOND"
 				+ " WHERE name = ? AND owner_token = ? AND expires_at > " + now;
+		// a plain (non-locking) read: it answers even while the holder row is locked
+		this.ownRemainingSql = "SELECT TIMESTAMPDIFF(MICROSECOND, " + now + ", expires_at) FROM " + holds
+				+ " WHERE name = ? AND owner_token = ?";
 	}
 
 	/** The quoted name of the pool table of a lock table. */
@@ -187,6 +203,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	public AcquireResult acquire(LockRequest request) throws InterruptedException {
 		// One owner token for the whole wait: a take whose COMMIT reply was lost is found again by it.
 		String owner = UUID.randomUUID().toString();
+		// whether an earlier attempt may have committed a take without our hearing of it
 		boolean uncertain = false;
 		int outages = 0;
 		for (int attempt = 0;; attempt++) {
@@ -195,6 +212,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 			try {
 				result = this.jdbc.execute("acquire a permit of semaphore '" + request.resource() + "'",
 						(connection) -> attemptOnce(connection, request, owner, checkOwn));
+				uncertain = result.outcomeUnknown;
 			}
 			catch (org.springframework.dao.PessimisticLockingFailureException ex) {
 				// deadlocks (gap locks of a neighbouring pool's acquisition) that outlasted the retries, or a lock wait
@@ -202,7 +220,14 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 				result = new Attempt(null, null);
 			}
 			catch (DataAccessException ex) {
-				if (!JdbcLockSupport.isConnectionFailure(ex) || request.remainingNanos() <= 0) {
+				if (!JdbcLockSupport.isConnectionFailure(ex)) {
+					throw ex;
+				}
+				if (request.remainingNanos() <= 0) {
+					Permit own = lastLookForOwnPermit(request, owner);
+					if (own != null) {
+						return acquired(request, own);
+					}
 					throw ex;
 				}
 				if (outages++ == 0) {
@@ -213,11 +238,12 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 				result = new Attempt(null, null);
 			}
 			if (result.permit != null) {
-				return AcquireResult.acquired(result.permit);
+				return acquired(request, result.permit);
 			}
 			long remaining = request.remainingNanos();
 			if (remaining <= 0) {
-				return AcquireResult.busy(result.busy);
+				Permit own = uncertain ? lastLookForOwnPermit(request, owner) : null;
+				return (own != null) ? acquired(request, own) : AcquireResult.busy(result.busy);
 			}
 			if (Thread.interrupted()) {
 				throw new InterruptedException();
@@ -259,11 +285,15 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 				}
 			}
 			if (own && checkOwn) {
-				// an earlier attempt of this acquisition committed, but its reply was lost with the connection
-				Long token = queryLong(connection, this.ownTokenSql, timeout, name, owner);
+				// an earlier attempt of this acquisition committed, but its reply was lost or late
+				Permit found = ownPermit(connection, request, owner, timeout, sentAt);
 				JdbcLockSupport.endTransaction(connection, autoCommit, true, timeout);
 				ended = true;
-				return new Attempt(permit(request, owner, (token != null) ? token : 0, sentAt), null);
+				if (found != null) {
+					return new Attempt(found, null);
+				}
+				// it expired between the two reads: the next attempt takes a new one
+				return new Attempt(null, "the permit of an unacknowledged take expired", true);
 			}
 			if (expired > 0) {
 				try (PreparedStatement ps = connection.prepareStatement(this.deleteExpiredSql)) {
@@ -297,11 +327,16 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 			}
 			JdbcLockSupport.endTransaction(connection, autoCommit, true, timeout);
 			ended = true;
-			return new Attempt(permit(request, owner, token, sentAt), null);
+			return new Attempt(permit(request, owner, token, sentAt + request.leaseTime().toNanos()), null);
 		}
 		catch (SQLException ex) {
-			if (ex instanceof java.sql.SQLTimeoutException || ex.getErrorCode() == 1205) {
-				// the pool row stayed locked for the whole query timeout (a stuck transaction): busy, not a fault
+			if (ex instanceof java.sql.SQLTimeoutException) {
+				// the pool row stayed locked for the whole query timeout (a stuck transaction), or a COMMIT's reply
+				// came after it (the take committed): busy for now, and the next attempt looks for our own row first
+				return new Attempt(null, "a transaction holding the row lock of semaphore '" + name + "'", true);
+			}
+			if (ex.getErrorCode() == 1205) {
+				// a lock wait timeout rolled the attempt back: busy, not a fault
 				return new Attempt(null, "a transaction holding the row lock of semaphore '" + name + "'");
 			}
 			throw ex;
@@ -441,14 +476,79 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		});
 	}
 
-	/** A permit just taken: starts its renewal if the request asks for it. */
-	private Permit permit(LockRequest request, String owner, long token, long sentAt) {
-		Permit permit = new Permit(request.resource(), owner, token, request.leaseTime().toNanos(),
-				sentAt + request.leaseTime().toNanos());
+	/** A permit just taken (or found again), not renewed yet: renewal starts once its take is known committed. */
+	private Permit permit(LockRequest request, String owner, long token, long validUntilNanos) {
+		return new Permit(request.resource(), owner, token, request.leaseTime().toNanos(), validUntilNanos);
+	}
+
+	/** A take known to be committed: starts its renewal if the request asks for it. */
+	private AcquireResult acquired(LockRequest request, Permit permit) {
 		if (request.renew()) {
 			permit.startRenewal(this.renewals.renewals());
 		}
-		return permit;
+		return AcquireResult.acquired(permit);
+	}
+
+	/**
+	 * This owner's live holder row, as a permit valid for the row's remaining lease on the server's clock (counted
+	 * from {@code sentAt}, taken before the query, so that it errs early).
+	 * @return the permit, or {@code null} if this owner has no live row
+	 */
+	@Nullable
+	private Permit ownPermit(Connection connection, LockRequest request, String owner, int timeout, long sentAt)
+			throws SQLException {
+		try (PreparedStatement ps = connection.prepareStatement(this.ownPermitSql)) {
+			ps.setQueryTimeout(timeout);
+			ps.setBytes(1, LockRows.bytes(request.resource()));
+			ps.setString(2, owner);
+			try (ResultSet rs = ps.executeQuery()) {
+				if (!rs.next()) {
+					return null;
+				}
+				long remainingNanos = TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(2)));
+				return permit(request, owner, rs.getLong(1), sentAt + remainingNanos);
+			}
+		}
+	}
+
+	/**
+	 * The last look, when the deadline has passed after an attempt whose outcome is unknown: one query on a fresh
+	 * connection for this owner's live holder row.
+	 * @return the permit if the row is there, else {@code null} (also if the database cannot be asked: the row, if
+	 * any, then ends with its lease, unrenewed)
+	 */
+	@Nullable
+	private Permit lastLookForOwnPermit(LockRequest request, String owner) {
+		try {
+			return this.jdbc.execute("look for the unacknowledged permit of semaphore '" + request.resource() + "'",
+					(connection) -> {
+						Permit found = ownPermit(connection, request, owner, this.jdbc.queryTimeoutSeconds(0),
+								System.nanoTime());
+						JdbcLockSupport.commitIfNeeded(connection);
+						return found;
+					});
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Could not look for a permit of semaphore '" + request.resource() + "' whose take may have "
+					+ "committed unacknowledged; if it did, it ends with its lease (" + request.leaseTime().toMillis()
+					+ " ms), unrenewed: " + ex);
+			return null;
+		}
+	}
+
+	/**
+	 * How long a permit's holder row still runs on the server's clock, by a plain read.
+	 * @return microseconds (0 or less: expired), or {@code null} if the row is gone
+	 */
+	@Nullable
+	private Long ownRemainingMicros(Permit permit) {
+		return this.jdbc.execute("look for the holder row of a permit of semaphore '" + permit.resource + "'",
+				(connection) -> {
+					Long remaining = queryLong(connection, this.ownRemainingSql, this.jdbc.statementTimeoutSeconds(),
+							permit.resource, permit.ownerToken);
+					JdbcLockSupport.commitIfNeeded(connection);
+					return remaining;
+				});
 	}
 
 	private int ownerStatement(String sql, String task, Permit permit, long leaseMicros) {
@@ -468,8 +568,18 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		});
 	}
 
-	/** The outcome of one attempt: a permit, or a description of the full pool. */
-	private record Attempt(@Nullable Permit permit, @Nullable String busy) {
+	/**
+	 * The outcome of one attempt.
+	 * @param permit the permit, when taken
+	 * @param busy a description of the full pool, when not
+	 * @param outcomeUnknown whether the attempt may have committed a take it did not hear of
+	 */
+	private record Attempt(@Nullable Permit permit, @Nullable String busy, boolean outcomeUnknown) {
+
+		Attempt(@Nullable Permit permit, @Nullable String busy) {
+			this(permit, busy, false);
+		}
+
 	}
 
 	/** One held permit: a lease on a holder row, renewed on the shared scheduler. */
@@ -490,9 +600,54 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 					TimeUnit.NANOSECONDS.toMicros(this.leaseNanos)) == 1;
 		}
 
+		/** When the first release statement was sent ({@link System#nanoTime()}); 0 before. */
+		private volatile long releaseStartedNanos;
+
+		/**
+		 * One release statement; see the class comment for a failing one.
+		 * @throws LockLostException if the statement failed and the lease is known to have ended before the release
+		 * began
+		 * @throws DataAccessException if it failed otherwise
+		 */
 		@Override
 		boolean releaseInDatabase() {
-			return ownerStatement(JdbcSemaphoreProvider.this.releaseSql, "release", this, -1) == 1;
+			long sentAt = System.nanoTime();
+			if (this.releaseStartedNanos == 0) {
+				this.releaseStartedNanos = sentAt;
+			}
+			try {
+				return ownerStatement(JdbcSemaphoreProvider.this.releaseSql, "release", this, -1) == 1;
+			}
+			catch (DataAccessException ex) {
+				if (JdbcLockSupport.isConnectionFailure(ex) && System.nanoTime() - this.validUntilNanos < 0) {
+					throw ex; // retried by release() while the lease is valid
+				}
+				return afterFailedRelease(ex);
+			}
+		}
+
+		private boolean afterFailedRelease(DataAccessException failure) {
+			Long remainingMicros;
+			try {
+				remainingMicros = ownRemainingMicros(this);
+			}
+			catch (RuntimeException checkFailed) {
+				failure.addSuppressed(checkFailed);
+				throw failure;
+			}
+			if (remainingMicros != null && remainingMicros > 0) {
+				throw failure; // still ours and running: not released, ends with its lease
+			}
+			if (this.releaseStartedNanos - this.validUntilNanos < 0) {
+				// let go in time: released by the failed statement after all, or ended with the lease since
+				logger.warn("The release of " + describe() + " failed, but its lease is over: counted as released ("
+						+ failure.getMostSpecificCause() + ")");
+				return true;
+			}
+			throw new LockLostException(this.resource, this.fencingToken, "Permit of semaphore '" + this.resource
+					+ "' (fencing token " + this.fencingToken + ") was no longer held at release: its lease had ended "
+					+ "before it was released, and another owner may have been admitted in its place (the release "
+					+ "statement failed: " + failure.getMostSpecificCause() + ")", failure);
 		}
 
 	}

@@ -11,6 +11,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
+import io.github.dblock.LockLostException;
 import io.github.dblock.LockType;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
@@ -50,8 +51,21 @@ import org.springframework.dao.DataAccessException;
  * UTC_TIMESTAMP(6)}; release is {@code DELETE} of the holder's row on the same condition (or, with a minimum hold
  * time, an {@code UPDATE} of its expiry). A crashed holder's row stops counting when its lease ends; the cleanup
  * job deletes such rows later. Deadlocks and lock wait timeouts are retried; broken connections are retried until
- * the deadline with the same owner token, and an attempt after an outage first looks for a holder row of its own
- * that an unacknowledged commit left.
+ * the deadline with the same owner token.
+ * <p>
+ * A release statement that fails (other than a broken connection while the lease is still valid, which
+ * {@link RenewableLease#release()} retries) is followed by a plain read of the holder row: a row still live is the
+ * failure it is ({@link DataAccessException}); a row gone or expired is a lease that is over, which counts as
+ * released if the release began while the lease was valid by this JVM's clock, and as lost
+ * ({@link LockLostException}, with the failure as its cause) if it began later.
+ * <p>
+ * An attempt whose outcome is unknown (its connection broke, or a statement timed out: a {@code COMMIT} whose reply
+ * came after the query timeout did commit) may have left a holder row of this owner. The next attempt, and when the
+ * deadline has passed one last look on a fresh connection, first looks for that row by owner token and, if its lease
+ * still runs, returns it as the lock, valid for the row's remaining lease on the server's clock (an expired one is
+ * deleted); so an unknown outcome is never reported as busy while its lease stays behind. Renewal starts only
+ * once a grant is known committed, so that no renewal outlives an attempt nobody holds the result of. If even the
+ * last look fails, the row ends with its lease, unrenewed.
  * <p>
  * Thread-safe.
  */
@@ -101,6 +115,8 @@ final class ReadWriteLeases {
 
 	private final String releaseKeepingSql;
 
+	private final String ownRemainingSql;
+
 	/**
 	 * @param jdbc the lock data source's statement support
 	 * @param table the lock table; the read/write tables are named after it
@@ -143,6 +159,9 @@ final class ReadWriteLeases {
 		this.releaseKeepingSql = "UPDATE " + hold + " SET expires_at = GREATEST(UTC_TIMESTAMP(6),"
 				+ " acquired_at + INTERVAL ? MICROSECOND) WHERE resource = ? AND owner_token = ?"
 				+ " AND expires_at > UTC_TIMESTAMP(6)";
+		// a plain (non-locking) read: it answers even while the holder row is locked
+		this.ownRemainingSql = "SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM " + hold
+				+ " WHERE resource = ? AND owner_token = ?";
 	}
 
 	/** How long a waiting writer's intent keeps new readers out without being refreshed. */
@@ -161,6 +180,7 @@ final class ReadWriteLeases {
 		String kind = (type == LockType.READ) ? READ : WRITE;
 		String owner = UUID.randomUUID().toString();
 		boolean intentSet = false;
+		// whether an earlier attempt may have committed a grant without our hearing of it
 		boolean recovering = false;
 		int outages = 0;
 		try {
@@ -172,7 +192,7 @@ final class ReadWriteLeases {
 				intentSet |= mayWait;
 				try {
 					result = attemptOnce(request, kind, owner, recovering, mayWait);
-					recovering = false;
+					recovering = result.outcomeUnknown;
 				}
 				catch (org.springframework.dao.PessimisticLockingFailureException ex) {
 					// deadlocks (gap locks of a neighbouring resource's acquisition) that outlasted the retries, or a
@@ -180,7 +200,14 @@ final class ReadWriteLeases {
 					result = Attempt.NONE;
 				}
 				catch (DataAccessException ex) {
-					if (!JdbcLockSupport.isConnectionFailure(ex) || request.remainingNanos() <= 0) {
+					if (!JdbcLockSupport.isConnectionFailure(ex)) {
+						throw ex;
+					}
+					if (request.remainingNanos() <= 0) {
+						HeldLock own = lastLookForOwnHold(request, kind, owner);
+						if (own != null) {
+							return acquired(request, own); // any intent of ours is cleared below (a no-op if granted)
+						}
 						throw ex;
 					}
 					if (outages++ == 0) {
@@ -193,10 +220,14 @@ final class ReadWriteLeases {
 				intentSet |= result.intentSet;
 				if (result.lock != null) {
 					intentSet = false; // the grant cleared it
-					return AcquireResult.acquired(result.lock);
+					return acquired(request, result.lock);
 				}
 				long remaining = request.remainingNanos();
 				if (remaining <= 0) {
+					HeldLock own = recovering ? lastLookForOwnHold(request, kind, owner) : null;
+					if (own != null) {
+						return acquired(request, own); // any intent of ours is cleared below (a no-op if granted)
+					}
 					return AcquireResult.busy(result.holderDescription);
 				}
 				if (Thread.interrupted()) {
@@ -234,7 +265,9 @@ final class ReadWriteLeases {
 									(c) -> decide(c, request, key, kind, owner, leaseMicros, mayWait, timeout, sentAt));
 						}
 						catch (SQLTimeoutException ex) {
-							return new Attempt(null, "a transaction holding the read/write row lock", 0, false);
+							// waited for the row lock the whole query timeout, or a COMMIT whose reply came late: the
+							// outcome is unknown, and the next attempt (or the last look) looks for our own row first
+							return new Attempt(null, "a transaction holding the read/write row lock", 0, false, true);
 						}
 						if (attempt != null) {
 							return attempt;
@@ -316,7 +349,11 @@ final class ReadWriteLeases {
 		return new Attempt(null, holder, holderRemaining, false);
 	}
 
-	/** After an outage: the holder row an unacknowledged commit of this owner left, if its lease still runs. */
+	/**
+	 * After an attempt whose outcome is unknown: the holder row an unacknowledged commit of this owner left, if its
+	 * lease still runs, as a lock valid for the row's remaining lease (not yet renewed); an expired one is deleted.
+	 * @return the lock, or {@code null} if this owner has no live row
+	 */
 	@Nullable
 	private Attempt ownHold(Connection connection, LockRequest request, byte[] key, String owner, String kind,
 			int timeout, long sentAt) throws SQLException {
@@ -377,14 +414,61 @@ final class ReadWriteLeases {
 		}
 	}
 
-	/** A lock just taken: starts its renewal if the request asks for it. */
-	private HeldLock leased(LockRequest request, String owner, String kind, long token, long validUntilNanos) {
-		Lease lease = new Lease(request.resource(), owner, kind, token, request.leaseTime().toNanos(),
-				request.minHoldMicros(), validUntilNanos);
-		if (request.renew()) {
-			lease.startRenewal(this.renewals.get());
+	/**
+	 * The last look, when the deadline has passed after an attempt whose outcome is unknown: one query on a fresh
+	 * connection for this owner's live holder row.
+	 * @return the lock if the row is there, else {@code null} (also if the database cannot be asked: the row, if
+	 * any, then ends with its lease, unrenewed)
+	 */
+	@Nullable
+	private HeldLock lastLookForOwnHold(LockRequest request, String kind, String owner) {
+		try {
+			Attempt own = this.jdbc.execute("look for the unacknowledged " + (kind.equals(READ) ? "read" : "write")
+					+ " lock '" + request.resource() + "'", (connection) -> ownHold(connection, request,
+							LockRows.bytes(request.resource()), owner, kind, this.jdbc.queryTimeoutSeconds(0),
+							System.nanoTime()));
+			return (own != null) ? own.lock : null;
 		}
-		return lease;
+		catch (RuntimeException ex) {
+			logger.warn("Could not look for a read/write lock of '" + request.resource() + "' whose grant may have "
+					+ "committed unacknowledged; if it did, it ends with its lease (" + request.leaseTime().toMillis()
+					+ " ms), unrenewed: " + ex);
+			return null;
+		}
+	}
+
+	/** A grant known to be committed: starts its renewal if the request asks for it. */
+	private AcquireResult acquired(LockRequest request, HeldLock lock) {
+		if (request.renew()) {
+			((Lease) lock).startRenewal(this.renewals.get());
+		}
+		return AcquireResult.acquired(lock);
+	}
+
+	/** A lock just taken (or found again), not renewed yet: renewal starts once its grant is known committed. */
+	private HeldLock leased(LockRequest request, String owner, String kind, long token, long validUntilNanos) {
+		return new Lease(request.resource(), owner, kind, token, request.leaseTime().toNanos(), request.minHoldMicros(),
+				validUntilNanos);
+	}
+
+	/**
+	 * How long a lease's holder row still runs on the server's clock, by a plain read.
+	 * @return microseconds (0 or less: expired), or {@code null} if the row is gone
+	 */
+	@Nullable
+	private Long ownRemainingMicros(Lease lease) {
+		return this.jdbc.execute("look for the holder row of '" + lease.resource + "'", (connection) -> {
+			try (PreparedStatement ps = connection.prepareStatement(this.ownRemainingSql)) {
+				ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
+				ps.setBytes(1, LockRows.bytes(lease.resource));
+				ps.setString(2, lease.ownerToken);
+				try (ResultSet rs = ps.executeQuery()) {
+					Long remaining = rs.next() ? rs.getLong(1) : null;
+					JdbcLockSupport.commitIfNeeded(connection);
+					return remaining;
+				}
+			}
+		});
 	}
 
 	private int update(String task, String sql, Lease lease, long micros) {
@@ -410,11 +494,17 @@ final class ReadWriteLeases {
 	 * @param holderDescription what kept it, when busy and known
 	 * @param leaseRemainingNanos how long that holder's lease still runs, 0 if unknown
 	 * @param intentSet whether the attempt set this owner's writer intent
+	 * @param outcomeUnknown whether the attempt may have committed a grant it did not hear of
 	 */
 	private record Attempt(@Nullable HeldLock lock, @Nullable String holderDescription, long leaseRemainingNanos,
-			boolean intentSet) {
+			boolean intentSet, boolean outcomeUnknown) {
 
-		static final Attempt NONE = new Attempt(null, null, 0, false);
+		Attempt(@Nullable HeldLock lock, @Nullable String holderDescription, long leaseRemainingNanos,
+				boolean intentSet) {
+			this(lock, holderDescription, leaseRemainingNanos, intentSet, false);
+		}
+
+		static final Attempt NONE = new Attempt(null, null, 0, false, false);
 
 	}
 
@@ -437,10 +527,55 @@ final class ReadWriteLeases {
 			return update("renew", renewSql, this, TimeUnit.NANOSECONDS.toMicros(this.leaseNanos)) == 1;
 		}
 
+		/** When the first release statement was sent ({@link System#nanoTime()}); 0 before. */
+		private volatile long releaseStartedNanos;
+
+		/**
+		 * One release statement; see the class comment for a failing one.
+		 * @throws LockLostException if the statement failed and the lease is known to have ended before the release
+		 * began
+		 * @throws DataAccessException if it failed otherwise
+		 */
 		@Override
 		boolean releaseInDatabase() {
-			return (this.minHoldMicros > 0) ? update("release", releaseKeepingSql, this, this.minHoldMicros) == 1
-					: update("release", releaseSql, this, -1) == 1;
+			long sentAt = System.nanoTime();
+			if (this.releaseStartedNanos == 0) {
+				this.releaseStartedNanos = sentAt;
+			}
+			try {
+				return (this.minHoldMicros > 0) ? update("release", releaseKeepingSql, this, this.minHoldMicros) == 1
+						: update("release", releaseSql, this, -1) == 1;
+			}
+			catch (DataAccessException ex) {
+				if (JdbcLockSupport.isConnectionFailure(ex) && System.nanoTime() - this.validUntilNanos < 0) {
+					throw ex; // retried by release() while the lease is valid
+				}
+				return afterFailedRelease(ex);
+			}
+		}
+
+		private boolean afterFailedRelease(DataAccessException failure) {
+			Long remainingMicros;
+			try {
+				remainingMicros = ownRemainingMicros(this);
+			}
+			catch (RuntimeException checkFailed) {
+				failure.addSuppressed(checkFailed);
+				throw failure;
+			}
+			if (remainingMicros != null && remainingMicros > 0) {
+				throw failure; // still ours and running: not released, ends with its lease
+			}
+			if (this.releaseStartedNanos - this.validUntilNanos < 0) {
+				// let go in time: released by the failed statement after all, or ended with the lease since
+				logger.warn("The release of " + describe() + " failed, but its lease is over: counted as released ("
+						+ failure.getMostSpecificCause() + ")");
+				return true;
+			}
+			throw new LockLostException(this.resource, this.fencingToken, "The " + kindName() + " lock '" + this.resource
+					+ "' (fencing token " + this.fencingToken + ") was no longer held at release: its lease had ended "
+					+ "before it was released, and another owner may have taken it (the release statement failed: "
+					+ failure.getMostSpecificCause() + ")", failure);
 		}
 
 		@Override
