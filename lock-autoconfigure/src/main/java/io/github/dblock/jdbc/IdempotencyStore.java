@@ -4,7 +4,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.SQLTimeoutException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
@@ -236,7 +235,7 @@ public class IdempotencyStore {
 			return new Attempt(null, null, 0);
 		}
 		catch (SQLException ex) {
-			if (ex instanceof SQLTimeoutException || ex.getErrorCode() == 1205) {
+			if (JdbcLockSupport.isStatementTimeout(ex) || ex.getErrorCode() == 1205) {
 				// the row is locked by a completion whose transaction has not ended yet: still running
 				return new Attempt(null, null, 0);
 			}
@@ -247,8 +246,7 @@ public class IdempotencyStore {
 	@Nullable
 	private Long insert(Connection connection, byte[] key, String owner, String holder, long leaseMicros,
 			long retentionMicros, int timeout) throws SQLException {
-		try (PreparedStatement ps = connection.prepareStatement(this.insertSql, Statement.RETURN_GENERATED_KEYS)) {
-			ps.setQueryTimeout(timeout);
+		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.insertSql, timeout, true)) {
 			ps.setBytes(1, key);
 			ps.setString(2, owner);
 			ps.setString(3, holder);
@@ -269,8 +267,7 @@ public class IdempotencyStore {
 	@Nullable
 	private Long takeOver(Connection connection, byte[] key, String owner, String holder, long leaseMicros,
 			long retentionMicros, int timeout) throws SQLException {
-		try (PreparedStatement ps = connection.prepareStatement(this.takeOverSql, Statement.RETURN_GENERATED_KEYS)) {
-			ps.setQueryTimeout(timeout);
+		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.takeOverSql, timeout, true)) {
 			ps.setString(1, owner);
 			ps.setString(2, holder);
 			ps.setLong(3, leaseMicros);
@@ -290,11 +287,10 @@ public class IdempotencyStore {
 		if (token > 0) {
 			return token;
 		}
-		try (PreparedStatement query = connection.prepareStatement(this.tokenSql)) {
-			query.setQueryTimeout(timeout);
+		try (PreparedStatement query = JdbcLockSupport.prepareBounded(connection, this.tokenSql, timeout, false)) {
 			query.setBytes(1, key);
 			query.setString(2, owner);
-			try (ResultSet rs = query.executeQuery()) {
+			try (ResultSet rs = JdbcLockSupport.query(query)) {
 				if (!rs.next()) {
 					throw new SQLException("idempotency record vanished right after it was claimed");
 				}
@@ -305,10 +301,9 @@ public class IdempotencyStore {
 
 	@Nullable
 	private Snapshot select(Connection connection, String key, byte[] bytes, int timeout) throws SQLException {
-		try (PreparedStatement ps = connection.prepareStatement(this.selectSql)) {
-			ps.setQueryTimeout(timeout);
+		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.selectSql, timeout, false)) {
 			ps.setBytes(1, bytes);
-			try (ResultSet rs = ps.executeQuery()) {
+			try (ResultSet rs = JdbcLockSupport.query(ps)) {
 				if (!rs.next()) {
 					return null;
 				}
@@ -367,8 +362,7 @@ public class IdempotencyStore {
 	 */
 	public boolean forget(String key) {
 		return this.jdbc.execute("delete idempotency key '" + key + "'", (connection) -> {
-			try (PreparedStatement ps = connection.prepareStatement(this.deleteSql)) {
-				ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
+			try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.deleteSql, this.jdbc.statementTimeoutSeconds(), false)) {
 				ps.setBytes(1, LockRows.bytes(key));
 				int deleted = ps.executeUpdate();
 				JdbcLockSupport.commitIfNeeded(connection);
@@ -392,8 +386,7 @@ public class IdempotencyStore {
 	/** Binds and runs a completion ({@code SUCCEEDED} or {@code FAILED}) of a claim on a connection. */
 	private int complete(Connection connection, String sql, Claim claim, @Nullable String outcome,
 			@Nullable String outcomeType, @Nullable String error) throws SQLException {
-		try (PreparedStatement ps = connection.prepareStatement(sql)) {
-			ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
+		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, sql, this.jdbc.statementTimeoutSeconds(), false)) {
 			ps.setLong(1, claim.retentionMicros);
 			ps.setString(2, outcome);
 			ps.setString(3, outcomeType);
@@ -461,8 +454,7 @@ public class IdempotencyStore {
 		@Override
 		boolean renewInDatabase() {
 			return IdempotencyStore.this.jdbc.execute("renew idempotency key '" + this.resource + "'", (connection) -> {
-				try (PreparedStatement ps = connection.prepareStatement(IdempotencyStore.this.renewSql)) {
-					ps.setQueryTimeout(IdempotencyStore.this.jdbc.statementTimeoutSeconds());
+				try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, IdempotencyStore.this.renewSql, IdempotencyStore.this.jdbc.statementTimeoutSeconds(), false)) {
 					ps.setLong(1, TimeUnit.NANOSECONDS.toMicros(this.leaseNanos));
 					ps.setBytes(2, LockRows.bytes(this.resource));
 					ps.setString(3, this.ownerToken);

@@ -218,6 +218,15 @@ final class JdbcLockSupport {
 	}
 
 	/**
+	 * Whether a statement was ended by its time bound: the driver's query timeout ({@link java.sql.SQLTimeoutException}),
+	 * MariaDB's {@code max_statement_time} (1969, see {@link #prepareBounded}) or MySQL's {@code max_execution_time}
+	 * (3024). Not a lock wait timeout (1205), which callers treat on its own.
+	 */
+	static boolean isStatementTimeout(SQLException ex) {
+		return ex instanceof java.sql.SQLTimeoutException || ex.getErrorCode() == 1969 || ex.getErrorCode() == 3024;
+	}
+
+	/**
 	 * Whether a failure means no connection to the database could be made at all (refused, unknown host, no route,
 	 * SQLSTATE 08001 or 08004, or a pool that timed out because of such a failure), as opposed to a connection that
 	 * was made and then broke, went silent or answered too slowly.

@@ -273,11 +273,10 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 			int holders;
 			int expired;
 			boolean own;
-			try (PreparedStatement ps = connection.prepareStatement(this.countSql)) {
-				ps.setQueryTimeout(timeout);
+			try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.countSql, timeout, false)) {
 				ps.setString(1, owner);
 				ps.setBytes(2, LockRows.bytes(name));
-				try (ResultSet rs = ps.executeQuery()) {
+				try (ResultSet rs = JdbcLockSupport.query(ps)) {
 					rs.next();
 					holders = rs.getInt(1);
 					expired = rs.getInt(2);
@@ -296,8 +295,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 				return new Attempt(null, "the permit of an unacknowledged take expired", true);
 			}
 			if (expired > 0) {
-				try (PreparedStatement ps = connection.prepareStatement(this.deleteExpiredSql)) {
-					ps.setQueryTimeout(timeout);
+				try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.deleteExpiredSql, timeout, false)) {
 					ps.setBytes(1, LockRows.bytes(name));
 					ps.executeUpdate();
 				}
@@ -310,14 +308,12 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 						+ " live holders)");
 			}
 			long token;
-			try (PreparedStatement ps = connection.prepareStatement(this.nextTokenSql, Statement.RETURN_GENERATED_KEYS)) {
-				ps.setQueryTimeout(timeout);
+			try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.nextTokenSql, timeout, true)) {
 				ps.setBytes(1, LockRows.bytes(name));
 				ps.executeUpdate();
 				token = generatedToken(connection, ps, name, timeout);
 			}
-			try (PreparedStatement ps = connection.prepareStatement(this.insertHoldSql)) {
-				ps.setQueryTimeout(timeout);
+			try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.insertHoldSql, timeout, false)) {
 				ps.setBytes(1, LockRows.bytes(name));
 				ps.setString(2, owner);
 				ps.setString(3, request.holder());
@@ -330,7 +326,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 			return new Attempt(permit(request, owner, token, sentAt + request.leaseTime().toNanos()), null);
 		}
 		catch (SQLException ex) {
-			if (ex instanceof java.sql.SQLTimeoutException) {
+			if (JdbcLockSupport.isStatementTimeout(ex)) {
 				// the pool row stayed locked for the whole query timeout (a stuck transaction), or a COMMIT's reply
 				// came after it (the take committed): busy for now, and the next attempt looks for our own row first
 				return new Attempt(null, "a transaction holding the row lock of semaphore '" + name + "'", true);
@@ -376,8 +372,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	 * @return {@code false} if it existed already (a duplicate key: another node created it first)
 	 */
 	private boolean insertPool(Connection connection, String name, int permits, int timeout) throws SQLException {
-		try (PreparedStatement ps = connection.prepareStatement(this.insertPoolSql)) {
-			ps.setQueryTimeout(timeout);
+		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.insertPoolSql, timeout, false)) {
 			ps.setBytes(1, LockRows.bytes(name));
 			ps.setInt(2, permits);
 			ps.executeUpdate();
@@ -423,8 +418,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	}
 
 	private int updatePermits(Connection connection, String name, int permits, int timeout) throws SQLException {
-		try (PreparedStatement ps = connection.prepareStatement(this.updatePermitsSql)) {
-			ps.setQueryTimeout(timeout);
+		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.updatePermitsSql, timeout, false)) {
 			ps.setInt(1, permits);
 			ps.setBytes(2, LockRows.bytes(name));
 			int matched = ps.executeUpdate();
@@ -454,13 +448,12 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	@Nullable
 	private static Long queryLong(Connection connection, String sql, int timeout, String name, String... more)
 			throws SQLException {
-		try (PreparedStatement ps = connection.prepareStatement(sql)) {
-			ps.setQueryTimeout(timeout);
+		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, sql, timeout, false)) {
 			ps.setBytes(1, LockRows.bytes(name));
 			for (int i = 0; i < more.length; i++) {
 				ps.setString(i + 2, more[i]);
 			}
-			try (ResultSet rs = ps.executeQuery()) {
+			try (ResultSet rs = JdbcLockSupport.query(ps)) {
 				return rs.next() ? rs.getLong(1) : null;
 			}
 		}
@@ -497,11 +490,10 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	@Nullable
 	private Permit ownPermit(Connection connection, LockRequest request, String owner, int timeout, long sentAt)
 			throws SQLException {
-		try (PreparedStatement ps = connection.prepareStatement(this.ownPermitSql)) {
-			ps.setQueryTimeout(timeout);
+		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.ownPermitSql, timeout, false)) {
 			ps.setBytes(1, LockRows.bytes(request.resource()));
 			ps.setString(2, owner);
-			try (ResultSet rs = ps.executeQuery()) {
+			try (ResultSet rs = JdbcLockSupport.query(ps)) {
 				if (!rs.next()) {
 					return null;
 				}
@@ -553,8 +545,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 
 	private int ownerStatement(String sql, String task, Permit permit, long leaseMicros) {
 		return this.jdbc.execute(task + " a permit of semaphore '" + permit.resource + "'", (connection) -> {
-			try (PreparedStatement ps = connection.prepareStatement(sql)) {
-				ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
+			try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, sql, this.jdbc.statementTimeoutSeconds(), false)) {
 				int index = 1;
 				if (leaseMicros >= 0) {
 					ps.setLong(index++, leaseMicros);

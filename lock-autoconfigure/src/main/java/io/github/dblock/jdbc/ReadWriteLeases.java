@@ -4,7 +4,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.SQLTimeoutException;
 import java.time.Duration;
 import java.util.UUID;
 import java.util.concurrent.ScheduledExecutorService;
@@ -264,7 +263,10 @@ final class ReadWriteLeases {
 							attempt = JdbcLockSupport.inShortTransaction(connection, timeout,
 									(c) -> decide(c, request, key, kind, owner, leaseMicros, mayWait, timeout, sentAt));
 						}
-						catch (SQLTimeoutException ex) {
+						catch (SQLException ex) {
+							if (!JdbcLockSupport.isStatementTimeout(ex)) {
+								throw ex;
+							}
 							// waited for the row lock the whole query timeout, or a COMMIT whose reply came late: the
 							// outcome is unknown, and the next attempt (or the last look) looks for our own row first
 							return new Attempt(null, "a transaction holding the read/write row lock", 0, false, true);
@@ -284,10 +286,9 @@ final class ReadWriteLeases {
 			long leaseMicros, boolean mayWait, int timeout, long sentAt) throws SQLException {
 		long token;
 		boolean ownIntent;
-		try (PreparedStatement ps = connection.prepareStatement(this.lockRowSql)) {
-			ps.setQueryTimeout(timeout);
+		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.lockRowSql, timeout, false)) {
 			ps.setBytes(1, key);
-			try (ResultSet rs = ps.executeQuery()) {
+			try (ResultSet rs = JdbcLockSupport.query(ps)) {
 				if (!rs.next()) {
 					return null;
 				}
@@ -302,12 +303,11 @@ final class ReadWriteLeases {
 		}
 		String holder = null;
 		long holderRemaining = 0;
-		try (PreparedStatement ps = connection.prepareStatement(this.holdersSql)) {
-			ps.setQueryTimeout(timeout);
+		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.holdersSql, timeout, false)) {
 			ps.setBytes(1, key);
 			ps.setString(2, owner);
 			ps.setString(3, kind.equals(READ) ? WRITE : READ);
-			try (ResultSet rs = ps.executeQuery()) {
+			try (ResultSet rs = JdbcLockSupport.query(ps)) {
 				if (rs.next()) {
 					holderRemaining = TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(3)));
 					holder = rs.getString(2) + " (" + (WRITE.equals(rs.getString(1)) ? "write" : "read")
@@ -317,14 +317,12 @@ final class ReadWriteLeases {
 		}
 		if (holder == null) {
 			long next = token + 1;
-			try (PreparedStatement ps = connection.prepareStatement(ownIntent ? this.grantClearingIntentSql : this.grantSql)) {
-				ps.setQueryTimeout(timeout);
+			try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, ownIntent ? this.grantClearingIntentSql : this.grantSql, timeout, false)) {
 				ps.setLong(1, next);
 				ps.setBytes(2, key);
 				ps.executeUpdate();
 			}
-			try (PreparedStatement ps = connection.prepareStatement(this.insertHoldSql)) {
-				ps.setQueryTimeout(timeout);
+			try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.insertHoldSql, timeout, false)) {
 				ps.setBytes(1, key);
 				ps.setString(2, owner);
 				ps.setString(3, kind);
@@ -336,8 +334,7 @@ final class ReadWriteLeases {
 			return new Attempt(leased(request, owner, kind, next, sentAt + request.leaseTime().toNanos()), null, 0, false);
 		}
 		if (mayWait) {
-			try (PreparedStatement ps = connection.prepareStatement(this.intentSql)) {
-				ps.setQueryTimeout(timeout);
+			try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.intentSql, timeout, false)) {
 				ps.setString(1, owner);
 				ps.setString(2, request.holder());
 				ps.setLong(3, this.intentMicros);
@@ -357,19 +354,17 @@ final class ReadWriteLeases {
 	@Nullable
 	private Attempt ownHold(Connection connection, LockRequest request, byte[] key, String owner, String kind,
 			int timeout, long sentAt) throws SQLException {
-		try (PreparedStatement ps = connection.prepareStatement(this.ownHoldSql)) {
-			ps.setQueryTimeout(timeout);
+		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.ownHoldSql, timeout, false)) {
 			ps.setBytes(1, key);
 			ps.setString(2, owner);
-			try (ResultSet rs = ps.executeQuery()) {
+			try (ResultSet rs = JdbcLockSupport.query(ps)) {
 				if (rs.next()) {
 					long remaining = TimeUnit.MICROSECONDS.toNanos(rs.getLong(2));
 					return new Attempt(leased(request, owner, kind, rs.getLong(1), sentAt + remaining), null, 0, false);
 				}
 			}
 		}
-		try (PreparedStatement ps = connection.prepareStatement(this.dropOwnExpiredSql)) {
-			ps.setQueryTimeout(timeout);
+		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.dropOwnExpiredSql, timeout, false)) {
 			ps.setBytes(1, key);
 			ps.setString(2, owner);
 			ps.executeUpdate();
@@ -379,8 +374,7 @@ final class ReadWriteLeases {
 	}
 
 	private void createRow(Connection connection, byte[] key, int timeout) throws SQLException {
-		try (PreparedStatement ps = connection.prepareStatement(this.createRowSql)) {
-			ps.setQueryTimeout(timeout);
+		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.createRowSql, timeout, false)) {
 			ps.setBytes(1, key);
 			ps.executeUpdate();
 			JdbcLockSupport.commitIfNeeded(connection);
@@ -398,8 +392,7 @@ final class ReadWriteLeases {
 	private void clearIntentQuietly(String resource, String owner) {
 		try {
 			this.jdbc.execute("clear the writer intent of '" + resource + "'", (connection) -> {
-				try (PreparedStatement ps = connection.prepareStatement(this.clearIntentSql)) {
-					ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
+				try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.clearIntentSql, this.jdbc.statementTimeoutSeconds(), false)) {
 					ps.setBytes(1, LockRows.bytes(resource));
 					ps.setString(2, owner);
 					ps.executeUpdate();
@@ -458,11 +451,10 @@ final class ReadWriteLeases {
 	@Nullable
 	private Long ownRemainingMicros(Lease lease) {
 		return this.jdbc.execute("look for the holder row of '" + lease.resource + "'", (connection) -> {
-			try (PreparedStatement ps = connection.prepareStatement(this.ownRemainingSql)) {
-				ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
+			try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.ownRemainingSql, this.jdbc.statementTimeoutSeconds(), false)) {
 				ps.setBytes(1, LockRows.bytes(lease.resource));
 				ps.setString(2, lease.ownerToken);
-				try (ResultSet rs = ps.executeQuery()) {
+				try (ResultSet rs = JdbcLockSupport.query(ps)) {
 					Long remaining = rs.next() ? rs.getLong(1) : null;
 					JdbcLockSupport.commitIfNeeded(connection);
 					return remaining;
@@ -473,8 +465,7 @@ final class ReadWriteLeases {
 
 	private int update(String task, String sql, Lease lease, long micros) {
 		return this.jdbc.execute(task + " '" + lease.resource + "'", (connection) -> {
-			try (PreparedStatement ps = connection.prepareStatement(sql)) {
-				ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
+			try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, sql, this.jdbc.statementTimeoutSeconds(), false)) {
 				int index = 1;
 				if (micros >= 0) {
 					ps.setLong(index++, micros);

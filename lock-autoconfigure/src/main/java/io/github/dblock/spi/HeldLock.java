@@ -77,7 +77,10 @@ public interface HeldLock {
 	 * @return {@code true} if the database showed this owner still held the lock and it is now released;
 	 * {@code false} if it was no longer held by this owner (lease expired or taken over), in which case nothing
 	 * was changed
-	 * @throws org.springframework.dao.DataAccessException if the database could not be reached
+	 * @throws io.github.dblock.LockLostException if the release failed and the lease is known to have ended by then
+	 * (read/write leases and semaphore permits look again after a failed release; the database failure is the cause)
+	 * @throws org.springframework.dao.DataAccessException if the database could not be reached and the lease may
+	 * still run (it then ends on its own)
 	 */
 	boolean release();
 

@@ -110,11 +110,11 @@ class IdempotencyContractTests {
 			String key = newKey("counted");
 			counting.reset();
 			counted.template().execute(key, String.class, (claim) -> "once");
-			assertThat(counting.executed()).extracting((sql) -> sql.substring(0, sql.indexOf(' ')))
+			assertThat(counting.statements()).extracting((sql) -> sql.substring(0, sql.indexOf(' ')))
 				.containsExactly("INSERT", "UPDATE");
 			counting.reset();
 			counted.template().execute(key, String.class, (claim) -> "twice");
-			assertThat(counting.executed()).extracting((sql) -> sql.substring(0, sql.indexOf(' ')))
+			assertThat(counting.statements()).extracting((sql) -> sql.substring(0, sql.indexOf(' ')))
 				.as("the insert of a duplicate fails on the key, then one read").containsExactly("INSERT", "SELECT");
 			assertThat(counting.warnings()).isEmpty();
 		}
