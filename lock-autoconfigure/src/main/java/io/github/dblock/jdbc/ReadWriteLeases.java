@@ -199,13 +199,17 @@ final class ReadWriteLeases {
 					result = Attempt.NONE;
 				}
 				catch (DataAccessException ex) {
-					if (!JdbcLockSupport.isConnectionFailure(ex)) {
+					if (!JdbcLockSupport.isConnectionFailure(ex) && !JdbcLockSupport.isTimeout(ex)) {
 						throw ex;
 					}
 					if (request.remainingNanos() <= 0) {
 						HeldLock own = lastLookForOwnHold(request, kind, owner);
 						if (own != null) {
 							return acquired(request, own); // any intent of ours is cleared below (a no-op if granted)
+						}
+						if (!JdbcLockSupport.isUnreachable(ex)) {
+							// reached, but no answer in time: not acquired, with the cause (as for exclusive leases)
+							return AcquireResult.timedOut(null, ex);
 						}
 						throw ex;
 					}
