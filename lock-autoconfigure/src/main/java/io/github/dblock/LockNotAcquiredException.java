@@ -46,7 +46,20 @@ public class LockNotAcquiredException extends DistributedLockException {
 	 * @param message the complete message
 	 */
 	protected LockNotAcquiredException(String resource, Duration waitTime, @Nullable String holder, String message) {
-		super(resource, message, null);
+		this(resource, waitTime, holder, message, null);
+	}
+
+	/**
+	 * For subclasses that describe what was busy in their own words, with the timeout that ended the wait.
+	 * @param resource the resource (or semaphore) name
+	 * @param waitTime the wait time that elapsed
+	 * @param holder what kept it busy, when known
+	 * @param message the complete message
+	 * @param cause the timeout that ended the wait, or {@code null}
+	 */
+	protected LockNotAcquiredException(String resource, Duration waitTime, @Nullable String holder, String message,
+			@Nullable Throwable cause) {
+		super(resource, message, cause);
 		this.waitTime = waitTime;
 		this.holder = holder;
 	}

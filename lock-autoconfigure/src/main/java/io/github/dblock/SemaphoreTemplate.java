@@ -117,7 +117,7 @@ public class SemaphoreTemplate {
 		Request request = request(name, options);
 		Attempt attempt = doAcquire(request);
 		if (attempt.handle == null) {
-			throw new PermitNotAcquiredException(name, request.waitTime, attempt.state);
+			throw new PermitNotAcquiredException(name, request.waitTime, attempt.state, attempt.cause);
 		}
 		return attempt.handle;
 	}
@@ -288,13 +288,13 @@ public class SemaphoreTemplate {
 			HeldLock held = result.lock();
 			observation.lowCardinalityKeyValue("outcome", (held != null) ? "acquired" : "timed_out");
 			if (held == null) {
-				return new Attempt(null, result.holder());
+				return new Attempt(null, result.holder(), result.cause());
 			}
 			Observation holding = Observation.createNotStarted("distributed.semaphore.held", this.observations)
 				.highCardinalityKeyValue("name", request.name)
 				.start();
 			held.onLost(() -> holding.event(LOST));
-			return new Attempt(new PermitHandle(request.name, held, holding), null);
+			return new Attempt(new PermitHandle(request.name, held, holding), null, null);
 		}
 		catch (InterruptedException ex) {
 			observation.lowCardinalityKeyValue("outcome", "failed").error(ex);
@@ -322,7 +322,7 @@ public class SemaphoreTemplate {
 	private record Request(String name, Duration waitTime, Duration leaseTime, boolean renew) {
 	}
 
-	private record Attempt(@Nullable LockHandle handle, @Nullable String state) {
+	private record Attempt(@Nullable LockHandle handle, @Nullable String state, @Nullable Throwable cause) {
 	}
 
 	/**

@@ -211,6 +211,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 			boolean checkOwn = uncertain;
 			try {
 				result = this.jdbc.execute("acquire a permit of semaphore '" + request.resource() + "'",
+						JdbcLockSupport.connectionTimeoutNanos(request.remainingNanos()),
 						(connection) -> attemptOnce(connection, request, owner, checkOwn));
 				uncertain = result.outcomeUnknown;
 			}
@@ -220,13 +221,17 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 				result = new Attempt(null, null);
 			}
 			catch (DataAccessException ex) {
-				if (!JdbcLockSupport.isConnectionFailure(ex)) {
+				if (!JdbcLockSupport.isConnectionFailure(ex) && !JdbcLockSupport.isTimeout(ex)) {
 					throw ex;
 				}
 				if (request.remainingNanos() <= 0) {
 					Permit own = lastLookForOwnPermit(request, owner);
 					if (own != null) {
 						return acquired(request, own);
+					}
+					if (!JdbcLockSupport.isUnreachable(ex)) {
+						// reached, but no answer in time: not acquired, with the cause (as for locks)
+						return AcquireResult.timedOut(null, ex);
 					}
 					throw ex;
 				}
@@ -513,7 +518,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	private Permit lastLookForOwnPermit(LockRequest request, String owner) {
 		try {
 			return this.jdbc.execute("look for the unacknowledged permit of semaphore '" + request.resource() + "'",
-					(connection) -> {
+					JdbcLockSupport.connectionTimeoutNanos(0), (connection) -> {
 						Permit found = ownPermit(connection, request, owner, this.jdbc.queryTimeoutSeconds(0),
 								System.nanoTime());
 						JdbcLockSupport.commitIfNeeded(connection);

@@ -243,6 +243,8 @@ final class ReadWriteLeases {
 		}
 		finally {
 			if (intentSet) {
+				// at once, so that readers are not held back by a writer that gave up (one statement, bounded like
+				// every other: the connection within one statement timeout, the reply within it plus the margin)
 				clearIntentQuietly(request.resource(), owner);
 			}
 		}
@@ -252,7 +254,7 @@ final class ReadWriteLeases {
 		long leaseMicros = TimeUnit.NANOSECONDS.toMicros(request.leaseTime().toNanos());
 		byte[] key = LockRows.bytes(request.resource());
 		return this.jdbc.execute("acquire " + (kind.equals(READ) ? "read" : "write") + " lock '" + request.resource()
-				+ "'", (connection) -> {
+				+ "'", JdbcLockSupport.connectionTimeoutNanos(request.remainingNanos()), (connection) -> {
 					int timeout = this.jdbc.queryTimeoutSeconds(request.remainingNanos());
 					long sentAt = System.nanoTime();
 					if (recovering) {
@@ -421,7 +423,7 @@ final class ReadWriteLeases {
 	private HeldLock lastLookForOwnHold(LockRequest request, String kind, String owner) {
 		try {
 			Attempt own = this.jdbc.execute("look for the unacknowledged " + (kind.equals(READ) ? "read" : "write")
-					+ " lock '" + request.resource() + "'", (connection) -> ownHold(connection, request,
+					+ " lock '" + request.resource() + "'", JdbcLockSupport.connectionTimeoutNanos(0), (connection) -> ownHold(connection, request,
 							LockRows.bytes(request.resource()), owner, kind, this.jdbc.queryTimeoutSeconds(0),
 							System.nanoTime()));
 			return (own != null) ? own.lock : null;
@@ -520,6 +522,12 @@ final class ReadWriteLeases {
 		@Override
 		boolean renewInDatabase() {
 			return update("renew", renewSql, this, TimeUnit.NANOSECONDS.toMicros(this.leaseNanos)) == 1;
+		}
+
+		/** A release with a minimum hold keeps the holder row, and its owner, until the hold ends. */
+		@Override
+		boolean releaseKeepsOwner() {
+			return this.minHoldMicros > 0;
 		}
 
 		/** When the first release statement was sent ({@link System#nanoTime()}); 0 before. */

@@ -27,7 +27,8 @@ import org.springframework.dao.DataAccessException;
  * declared does not revive it (the row then simply runs out).</li>
  * <li>Release stops renewal without waiting for a renewal in flight; a lost lease changes nothing in the database. A
  * renewal that still lands after the release was sent, and that finds the lease ours again (a release that keeps the
- * row for a minimum hold), is followed by the release once more, so it cannot extend a released lease. A release
+ * row and its owner for a minimum hold, {@link #releaseKeepsOwner()}), is followed by the release once more, so it
+ * cannot extend a released lease. A release
  * whose connection broke is retried for at most {@link #RELEASE_RETRY_NANOS} while the lease is still valid; finding
  * the row no longer ours then means the first release did commit.</li>
  * </ul>
@@ -112,6 +113,16 @@ abstract class RenewableLease {
 	/** Told once, on a scheduler or background thread, when the lease is found lost; renewal has stopped. */
 	abstract void onLost(String reason);
 
+	/**
+	 * Whether {@link #releaseInDatabase()} leaves the row with this owner (a release that keeps the lease for a
+	 * minimum hold time), so that a renewal landing after it could extend it; then such a renewal is followed by the
+	 * release once more. {@code false} by default: a release that clears the owner or deletes the row cannot be
+	 * undone by a renewal, which is owner-checked.
+	 */
+	boolean releaseKeepsOwner() {
+		return false;
+	}
+
 	/** Renews every third of the lease on the given scheduler until released or lost. */
 	final void startRenewal(ScheduledExecutorService scheduler) {
 		long period = Math.max(1, this.leaseNanos / 3);
@@ -156,8 +167,8 @@ abstract class RenewableLease {
 		try {
 			boolean renewed = renewInDatabase();
 			if (this.releaseSent) {
-				if (renewed) {
-					releaseAgainQuietly(); // landed after the release: the release must have the last word
+				if (renewed && releaseKeepsOwner()) {
+					releaseAgainQuietly(); // may have landed after the release: the release must have the last word
 				}
 				return;
 			}

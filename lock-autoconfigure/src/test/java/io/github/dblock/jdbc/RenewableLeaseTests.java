@@ -74,6 +74,11 @@ class RenewableLeaseTests {
 		}
 
 		@Override
+		boolean releaseKeepsOwner() {
+			return true; // as a release that keeps the row for a minimum hold
+		}
+
+		@Override
 		void onLost(String reason) {
 			this.lostReason = reason;
 			this.lostAt.set(System.nanoTime());

@@ -17,11 +17,14 @@ import io.github.dblock.LockMode;
 import io.github.dblock.LockNotAcquiredException;
 import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
+import io.github.dblock.PermitNotAcquiredException;
+import io.github.dblock.SemaphoreTemplate;
 import io.github.dblock.jdbc.Backoff;
 import io.github.dblock.jdbc.LeaseLockProvider;
 import io.github.dblock.jdbc.PessimisticLockProvider;
 import io.github.dblock.test.FaultProxy;
 import io.github.dblock.test.LockNodes;
+import io.github.dblock.test.SemaphoreNodes;
 import io.github.dblock.test.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -220,6 +223,27 @@ class NetworkFaultTests {
 				.hasMessageContaining("did not answer in time")
 				.cause().hasMessageContaining("Connection is not available");
 			assertThat(millis).as("about the wait time, not HikariCP's 30 s").isLessThan(1_000 + ONE_STATEMENT_MILLIS);
+		}
+	}
+
+	@Test
+	void readWriteLocksAndSemaphoresThatFindThePoolExhaustedAreNotAcquiredWithTheCause() throws Exception {
+		SemaphoreTemplate semaphores = SemaphoreNodes.node("faulty-semaphores", this.faulty, Duration.ofSeconds(30),
+				java.util.Map.of(this.resource, 2));
+		this.faulty.setMaximumPoolSize(1);
+		try (Connection taken = this.faulty.getConnection()) {
+			long start = System.nanoTime();
+			Throwable write = catchThrowable(() -> call(() -> this.node.acquire(this.resource,
+					options(LockMode.LEASE, Duration.ofSeconds(1)).withType(io.github.dblock.LockType.WRITE))));
+			assertThat(write).isInstanceOf(LockNotAcquiredException.class)
+				.cause().hasMessageContaining("Connection is not available");
+			assertThat(millisSince(start)).isLessThan(1_000 + ONE_STATEMENT_MILLIS);
+			start = System.nanoTime();
+			Throwable permit = catchThrowable(() -> call(() -> semaphores.acquire(this.resource,
+					LockOptions.defaults().withWaitTime(Duration.ofSeconds(1)))));
+			assertThat(permit).isInstanceOf(PermitNotAcquiredException.class)
+				.cause().hasMessageContaining("Connection is not available");
+			assertThat(millisSince(start)).isLessThan(1_000 + ONE_STATEMENT_MILLIS);
 		}
 	}
 
