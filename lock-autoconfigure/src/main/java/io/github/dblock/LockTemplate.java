@@ -173,7 +173,7 @@ public class LockTemplate {
 	 * does (see the README's Limits)
 	 * @throws LockInterruptedException if the thread was interrupted while waiting
 	 * @throws LockLimitExceededException in PESSIMISTIC mode, outside a transaction, when this JVM already holds
-	 * or awaits {@code distributed-lock.pessimistic.max-connections} such locks
+	 * or awaits {@code distributed-lock.pessimistic.max-connections} such locks and none ended within the wait time
 	 * @throws IllegalArgumentException if the resource name is invalid, the mode has no provider, the mode is
 	 * OPTIMISTIC (which has no lock to hold: use {@link #execute(String, LockOptions, LockCallback)}), or the type is
 	 * READ or WRITE in a mode other than LEASE

@@ -109,7 +109,7 @@ class LockJdbcConfiguration {
 				: LockDialect.of(schema.getServer());
 		PessimisticLockProvider provider = new PessimisticLockProvider(dataSource, schema.getTable(), dialect,
 				transactionManager(transactionManagers, dataSource), properties.getStatementTimeout(), backoff(properties),
-				properties.getPessimistic().getMaxConnections());
+				LockPoolChecks.maxConnections(properties, dataSource));
 		provider.setIdleTimeout(properties.getPessimistic().getIdleTimeout());
 		return provider;
 	}
