@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.Optional;
 
 import io.github.dblock.LockMode;
+import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
@@ -100,7 +101,11 @@ public class DistributedLockShedLockProvider implements ExtensibleLockProvider {
 				? holder.substring(0, holder.offsetByCodePoints(0, 255)) : holder;
 	}
 
+	/** The lease handed to the database: at least {@link #MIN_LEASE}, at most {@link LockOptions#MAX_LEASE_TIME}. */
 	private static Duration atLeast(Duration lease) {
+		if (lease.compareTo(LockOptions.MAX_LEASE_TIME) > 0) {
+			return LockOptions.MAX_LEASE_TIME;
+		}
 		return (lease.compareTo(MIN_LEASE) < 0) ? MIN_LEASE : lease;
 	}
 

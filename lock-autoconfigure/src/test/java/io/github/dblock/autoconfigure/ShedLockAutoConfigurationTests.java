@@ -55,6 +55,14 @@ class ShedLockAutoConfigurationTests {
 			assertThat(context.getBean(LockTableAdmin.class).find(name).orElseThrow().holder()).endsWith("(ShedLock)");
 			lock.unlock();
 			assertThat(context.getBean(LockTableAdmin.class).isLocked(name)).isFalse();
+			// and the template's reentrancy does not leak into ShedLock: this thread's hold is another owner to it
+			try (io.github.dblock.LockHandle held = context.getBean(LockTemplate.class).acquire(name)) {
+				assertThat(provider.lock(new LockConfiguration(java.time.Instant.now(), name, Duration.ofSeconds(30),
+						Duration.ZERO))).isEmpty();
+			}
+			SimpleLock again = provider.lock(new LockConfiguration(java.time.Instant.now(), name,
+					Duration.ofDays(365_000), Duration.ZERO)).orElseThrow(); // beyond the longest lease: capped
+			again.unlock();
 		});
 	}
 
