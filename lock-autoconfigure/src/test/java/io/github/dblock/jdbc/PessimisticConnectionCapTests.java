@@ -86,6 +86,50 @@ class PessimisticConnectionCapTests {
 		assertThat(provider.connectionsInUse()).isZero();
 	}
 
+	/**
+	 * The issue's report, scaled down: 16 request threads over 1,000 rows with the cap derived from a pool of 6 (4)
+	 * produced tens of thousands of LockLimitExceededExceptions in seconds when the cap failed at once; with a wait
+	 * time each caller waits for a slot, and none fails.
+	 */
+	@Test
+	void sixteenThreadsOverAThousandRowsWithAWaitTimeNeverHitTheCap() throws Exception {
+		PessimisticLockProvider provider = provider(
+				LockPoolChecks.maxConnections(new DistributedLockProperties(), pool));
+		assertThat(provider.getMaxConnections()).isEqualTo(4);
+		LockTemplate node = LockNodes.node(provider, "cap-load");
+		String prefix = "cap-load-" + UUID.randomUUID() + "-";
+		LockOptions wait = LockOptions.defaults().withWaitTime(Duration.ofSeconds(10));
+		java.util.concurrent.atomic.AtomicInteger completed = new java.util.concurrent.atomic.AtomicInteger();
+		java.util.concurrent.atomic.AtomicInteger limited = new java.util.concurrent.atomic.AtomicInteger();
+		long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+		java.util.concurrent.ExecutorService threads = java.util.concurrent.Executors.newFixedThreadPool(16);
+		try {
+			java.util.List<java.util.concurrent.Future<?>> futures = new java.util.ArrayList<>();
+			for (int t = 0; t < 16; t++) {
+				futures.add(threads.submit(() -> {
+					java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+					while (System.nanoTime() - end < 0) {
+						try (LockHandle lock = node.acquire(prefix + random.nextInt(1000), wait)) {
+							completed.incrementAndGet();
+						}
+						catch (LockLimitExceededException ex) {
+							limited.incrementAndGet();
+						}
+					}
+				}));
+			}
+			for (java.util.concurrent.Future<?> future : futures) {
+				future.get(60, TimeUnit.SECONDS);
+			}
+		}
+		finally {
+			threads.shutdownNow();
+		}
+		assertThat(limited.get()).as("LockLimitExceededExceptions").isZero();
+		assertThat(completed.get()).isPositive();
+		assertThat(provider.connectionsInUse()).isZero();
+	}
+
 	@Test
 	void theDefaultCapIsTheHikariPoolSizeMinusAReserve() {
 		DistributedLockProperties properties = new DistributedLockProperties();
