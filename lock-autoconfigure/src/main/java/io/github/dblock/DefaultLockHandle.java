@@ -1,5 +1,7 @@
 package io.github.dblock;
 
+import java.time.Duration;
+
 import io.github.dblock.spi.HeldLock;
 import org.jspecify.annotations.Nullable;
 
@@ -68,6 +70,22 @@ final class DefaultLockHandle implements LockHandle {
 	@Override
 	public void onLost(java.util.function.Consumer<? super LockHandle> listener) {
 		this.lock.onLost(() -> listener.accept(this));
+	}
+
+	@Override
+	public void extend(Duration leaseTime) {
+		Duration lease = LockOptions.defaults().withLeaseTime(leaseTime).getLeaseTime(); // validates
+		if (this.closed) {
+			throw new IllegalStateException("Lock '" + resource() + "' is closed; it cannot be extended");
+		}
+		if (this.mode != LockMode.LEASE) {
+			throw new IllegalStateException("Lock '" + resource() + "' is held in " + this.mode + " mode, which has no "
+					+ "lease to extend");
+		}
+		if (!this.lock.extend(lease)) {
+			throw new LockLostException(resource(), fencingToken(), "Lock '" + resource() + "' (fencing token "
+					+ fencingToken() + ") could not be extended: its lease had already ended");
+		}
 	}
 
 	@Override

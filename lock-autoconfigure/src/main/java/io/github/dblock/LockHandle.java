@@ -1,5 +1,7 @@
 package io.github.dblock;
 
+import java.time.Duration;
+
 /**
  * One hold of a distributed lock, returned by {@link LockTemplate#acquire(String)} and passed to
  * {@link LockCallback}s. Close it (try-with-resources) to release the hold.
@@ -55,6 +57,29 @@ public interface LockHandle extends AutoCloseable {
 	 * @param listener receives this handle
 	 */
 	void onLost(java.util.function.Consumer<? super LockHandle> listener);
+
+	/**
+	 * Sets the lease of this hold to end {@code leaseTime} from now, on the database server's clock: one
+	 * owner-checked {@code UPDATE} of the row's {@code expires_at} that matches only while this owner's lease has not
+	 * ended, so it is atomic with respect to any other owner. The new end may also be earlier than the current one.
+	 * Only for a {@link LockMode#LEASE} hold taken with a lease time of its own
+	 * ({@link LockOptions#withLeaseTime(Duration)}); a lock without one is renewed automatically while held and needs
+	 * no extending. {@link #isHeld()} follows the new end (by this JVM's clock, erring early). May be called from any
+	 * thread; every handle of a re-entered hold shares the one lease.
+	 * @param leaseTime the new lease, counted from now; at least {@link LockOptions#MIN_LEASE_TIME}, at most
+	 * {@link LockOptions#MAX_LEASE_TIME}
+	 * @throws LockLostException if the lease had already ended (expired, or taken over); nothing is changed then
+	 * @throws IllegalStateException if this handle is closed, or the hold is renewed automatically, or its mode is
+	 * {@link LockMode#PESSIMISTIC} (held by a transaction or connection, it has no lease to extend) or
+	 * {@link LockMode#OPTIMISTIC}
+	 * @throws UnsupportedOperationException for read and write holds ({@link LockType#READ}, {@link LockType#WRITE})
+	 * @throws IllegalArgumentException if the lease time is null or out of range
+	 * @throws org.springframework.dao.DataAccessException if the database could not be reached; the lease is then
+	 * unchanged or extended, which {@link #isHeld()} does not know
+	 */
+	default void extend(Duration leaseTime) {
+		throw new UnsupportedOperationException("A " + type() + " hold cannot be extended");
+	}
 
 	/**
 	 * Releases this hold. When it is the thread's last hold of the resource, the lock is released in the

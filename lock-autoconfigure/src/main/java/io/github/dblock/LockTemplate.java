@@ -173,7 +173,7 @@ public class LockTemplate {
 	 * does (see the README's Limits)
 	 * @throws LockInterruptedException if the thread was interrupted while waiting
 	 * @throws LockLimitExceededException in PESSIMISTIC mode, outside a transaction, when this JVM already holds
-	 * or awaits {@code distributed-lock.pessimistic.max-connections} such locks
+	 * or awaits {@code distributed-lock.pessimistic.max-connections} such locks and none ended within the wait time
 	 * @throws IllegalArgumentException if the resource name is invalid, the mode has no provider, the mode is
 	 * OPTIMISTIC (which has no lock to hold: use {@link #execute(String, LockOptions, LockCallback)}), or the type is
 	 * READ or WRITE in a mode other than LEASE
@@ -225,6 +225,27 @@ public class LockTemplate {
 	 */
 	public Optional<LockHandle> tryAcquire(String resource, LockOptions options) {
 		return Optional.ofNullable(doAcquire(request(resource, options)).handle);
+	}
+
+	/**
+	 * A {@link java.util.concurrent.locks.Lock} view of a resource's lock with the configured defaults, for code
+	 * written against that interface; see {@link LockView}.
+	 * @param resource the resource name
+	 * @throws IllegalArgumentException if the resource name is invalid
+	 */
+	public LockView asLock(String resource) {
+		return asLock(resource, LockOptions.defaults());
+	}
+
+	/**
+	 * A {@link java.util.concurrent.locks.Lock} view of a resource's lock, taken with the given options (their wait
+	 * time is replaced by each method's own); see {@link LockView}.
+	 * @param resource the resource name
+	 * @param options lease time, minimum hold time, mode and type; not null
+	 * @throws IllegalArgumentException if the resource name is invalid, or the mode is OPTIMISTIC
+	 */
+	public LockView asLock(String resource, LockOptions options) {
+		return new LockView(this, resource, options);
 	}
 
 	/**
@@ -280,6 +301,25 @@ public class LockTemplate {
 			return executeInTransactionsOfItsOwn(request, action);
 		}
 		return request.provider.inTransaction(() -> executeHolding(request, action, request.waitTime, null));
+	}
+
+	/**
+	 * Runs work that may throw a checked exception while holding the lock, exactly like
+	 * {@link #execute(String, LockOptions, LockCallback)}, and rethrows that exception unchanged (not wrapped) after
+	 * the lock is released. In {@link LockMode#PESSIMISTIC} and {@link LockMode#OPTIMISTIC} a checked exception
+	 * rolls the transaction back, like a {@link RuntimeException} (unlike {@code @Transactional}'s default); if the
+	 * lock was also found lost on release, the {@link LockLostException} is added to it as suppressed.
+	 * @param resource the resource name
+	 * @param options wait time, lease time and mode; unset ones take the configured defaults
+	 * @param action the work; not null
+	 * @return the action's result
+	 * @throws E when the action throws it
+	 * @see #execute(String, LockOptions, LockCallback) for the other exceptions
+	 */
+	@Nullable
+	public <T, E extends Exception> T executeChecked(String resource, LockOptions options,
+			CheckedLockCallback<T, E> action) throws E {
+		return CheckedCalls.executeChecked(this, resource, options, action);
 	}
 
 	/**

@@ -258,14 +258,15 @@ class PessimisticLocalQueueTests {
 	}
 
 	/**
-	 * At the production default of {@code distributed-lock.pessimistic.max-connections} (5): the first hot resource's
+	 * At a {@code distributed-lock.pessimistic.max-connections} of 5 (the default without HikariCP; with it, the cap is
+	 * derived from the pool's size, 8 for HikariCP's default of 10): the first hot resource's
 	 * next thread waits in the server (2 of 5 connections then in use), the second hot resource's next thread waits in
 	 * the JVM (3 in use, fewer than half free), and holders of two more resources still get the last two connections.
 	 */
 	@Test
 	void atTheDefaultCapTheSecondHotResourcesWaiterWaitsInTheJvmAndOtherResourcesStillGetConnections()
 			throws Exception {
-		int cap = new io.github.dblock.autoconfigure.DistributedLockProperties().getPessimistic().getMaxConnections();
+		int cap = io.github.dblock.autoconfigure.LockPoolChecks.FALLBACK_MAX_CONNECTIONS;
 		assertThat(cap).as("the default this test is written for").isEqualTo(5);
 		PessimisticLockProvider capped = cappedProvider(cap);
 		LockTemplate five = node(capped);

@@ -279,7 +279,7 @@ public class DistributedLockProperties implements InitializingBean {
 			throw invalid("retry.max-backoff", this.retry.getMaxBackoff(),
 					"must be at least retry.initial-backoff (" + initial + ")");
 		}
-		if (this.pessimistic.getMaxConnections() < 1) {
+		if (this.pessimistic.getMaxConnections() != null && this.pessimistic.getMaxConnections() < 1) {
 			throw invalid("pessimistic.max-connections", this.pessimistic.getMaxConnections(), "must be at least 1");
 		}
 		if (this.optimistic.getMaxAttempts() < 1) {
@@ -380,9 +380,11 @@ public class DistributedLockProperties implements InitializingBean {
 
 		/**
 		 * How many PESSIMISTIC locks this JVM may hold or await at once on connections of their own (each pins a
-		 * pooled connection and an open transaction). Locks that join a caller's transaction do not count.
+		 * pooled connection and an open transaction); a caller beyond it waits for a slot within its wait time. Locks
+		 * that join a caller's transaction do not count. Unset: the lock pool's HikariCP maximumPoolSize minus a
+		 * reserve of a quarter of it (at least 2), at least 1; 5 when the pool is not HikariCP.
 		 */
-		private int maxConnections = 5;
+		private Integer maxConnections;
 
 		/**
 		 * How long the server keeps a PESSIMISTIC holder's transaction (and the row lock) while the holder's session
@@ -392,11 +394,11 @@ public class DistributedLockProperties implements InitializingBean {
 		 */
 		private Duration idleTimeout;
 
-		public int getMaxConnections() {
+		public Integer getMaxConnections() {
 			return this.maxConnections;
 		}
 
-		public void setMaxConnections(int maxConnections) {
+		public void setMaxConnections(Integer maxConnections) {
 			this.maxConnections = maxConnections;
 		}
 

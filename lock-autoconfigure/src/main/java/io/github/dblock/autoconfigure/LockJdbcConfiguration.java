@@ -78,6 +78,18 @@ class LockJdbcConfiguration {
 		}, !schema.getRefusedModes().containsKey(io.github.dblock.LockMode.PESSIMISTIC));
 	}
 
+	/**
+	 * Read-only access to the lock table for application code ({@link LockTableAdmin#isLocked(String)},
+	 * {@link LockTableAdmin#find(String)}), also used by the Actuator endpoint when Actuator is present.
+	 */
+	@Bean
+	@ConditionalOnMissingBean
+	io.github.dblock.jdbc.LockTableAdmin distributedLockTableAdmin(DistributedLockProperties properties,
+			LockSchemaInitializer schema) {
+		return new io.github.dblock.jdbc.LockTableAdmin(schema.getDataSource(), schema.getTable(),
+				properties.getStatementTimeout());
+	}
+
 	@Bean
 	@ConditionalOnMissingBean
 	LeaseLockProvider leaseLockProvider(DistributedLockProperties properties, LockSchemaInitializer schema) {
@@ -97,7 +109,7 @@ class LockJdbcConfiguration {
 				: LockDialect.of(schema.getServer());
 		PessimisticLockProvider provider = new PessimisticLockProvider(dataSource, schema.getTable(), dialect,
 				transactionManager(transactionManagers, dataSource), properties.getStatementTimeout(), backoff(properties),
-				properties.getPessimistic().getMaxConnections());
+				LockPoolChecks.maxConnections(properties, dataSource));
 		provider.setIdleTimeout(properties.getPessimistic().getIdleTimeout());
 		return provider;
 	}

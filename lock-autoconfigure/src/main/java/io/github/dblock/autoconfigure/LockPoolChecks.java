@@ -103,7 +103,7 @@ public class LockPoolChecks implements SmartInitializingSingleton {
 					+ "spring.datasource.hikari.validation-timeout (or the lock pool's validationTimeout) below it.");
 		}
 		String pessimistic = this.pessimisticAllowed ? pessimisticUse() : null;
-		int cap = this.properties.getPessimistic().getMaxConnections();
+		int cap = maxConnections(this.properties, this.dataSource);
 		if (pessimistic != null && cap > pool.maximumPoolSize()) {
 			throw new InvalidConfigurationPropertyValueException(
 					DistributedLockProperties.PREFIX + ".pessimistic.max-connections", cap,
@@ -122,6 +122,33 @@ public class LockPoolChecks implements SmartInitializingSingleton {
 					+ "job or the application's own queries on that pool. Set it below the pool's size.");
 		}
 		return warnings;
+	}
+
+	/** The cap when {@code distributed-lock.pessimistic.max-connections} is unset and the pool is not HikariCP. */
+	public static final int FALLBACK_MAX_CONNECTIONS = 5;
+
+	/**
+	 * The PESSIMISTIC connection cap in effect: {@code distributed-lock.pessimistic.max-connections} when set, else
+	 * derived from the lock pool: HikariCP's {@code maximumPoolSize} minus a reserve of a quarter of it (at least 2,
+	 * for lease renewals, the clean-up job and the application's own queries), at least 1; without HikariCP
+	 * {@value #FALLBACK_MAX_CONNECTIONS}. So the derived cap never exceeds the pool and only a pool of 1 or 2 leaves no
+	 * reserve (which {@link #check()} reports).
+	 * @param properties the lock settings
+	 * @param dataSource the lock data source, possibly wrapped
+	 * @return the cap, at least 1
+	 */
+	public static int maxConnections(DistributedLockProperties properties, DataSource dataSource) {
+		Integer configured = properties.getPessimistic().getMaxConnections();
+		if (configured != null) {
+			return configured;
+		}
+		Object hikari = ClassUtils.isPresent(HIKARI, LockPoolChecks.class.getClassLoader()) ? Hikari.unwrap(dataSource)
+				: null;
+		if (hikari == null) {
+			return FALLBACK_MAX_CONNECTIONS;
+		}
+		int poolSize = Hikari.settings(hikari).maximumPoolSize();
+		return Math.max(1, poolSize - Math.max(2, poolSize / 4));
 	}
 
 	/** Why PESSIMISTIC locks are in use (the default mode, or the first annotation asking for it), or {@code null}. */

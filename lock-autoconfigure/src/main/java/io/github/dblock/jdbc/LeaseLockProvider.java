@@ -566,6 +566,40 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 		});
 	}
 
+	/**
+	 * Sets an explicit lease to end {@code leaseTime} from now on the server's clock (the renewal statement with the
+	 * given lease): only while this hold is the lease's current one and the lease has not ended.
+	 */
+	private boolean extend(Hold hold, Duration leaseTime) {
+		LeaseLock lock = hold.lease;
+		if (lock.renewing) {
+			throw new IllegalStateException("Lock '" + lock.resource + "' is renewed automatically while held; only a "
+					+ "lock taken with a lease time of its own can be extended");
+		}
+		if (leaseTime == null || leaseTime.isNegative() || leaseTime.isZero()) {
+			throw new IllegalArgumentException("The lease time must be positive, was " + leaseTime);
+		}
+		if (lock.current != hold || lock.lost || lock.released) {
+			return false;
+		}
+		long sentAt = System.nanoTime();
+		boolean extended = this.jdbc.execute("extend lock '" + lock.resource + "'", (connection) -> {
+			try (PreparedStatement ps = prepareBounded(connection, this.renewSql, this.jdbc.statementTimeoutSeconds())) {
+				ps.setLong(1, TimeUnit.NANOSECONDS.toMicros(leaseTime.toNanos()));
+				ps.setBytes(2, LockRows.bytes(lock.resource));
+				ps.setString(3, lock.ownerToken);
+				int matched = ps.executeUpdate();
+				JdbcLockSupport.commitIfNeeded(connection);
+				return matched == 1;
+			}
+		});
+		if (extended) {
+			// by this JVM's clock from before the statement was sent, so it errs early like the take
+			lock.validUntilNanos = sentAt + leaseTime.toNanos();
+		}
+		return extended;
+	}
+
 	/** The result of one attempt: a lock, or what was learned about the holder. */
 	private record Attempt(@Nullable HeldLock lock, @Nullable String holderDescription, long leaseRemainingNanos,
 			long heldForNanos, LockRows.@Nullable Peek peek) {
@@ -729,6 +763,11 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 		public boolean canServe(LockRequest request) {
 			return request.renew() && request.leaseTime().toNanos() == this.lease.leaseNanos
 					&& request.minHoldMicros() == 0 && request.resource().equals(this.lease.resource);
+		}
+
+		@Override
+		public boolean extend(Duration leaseTime) {
+			return LeaseLockProvider.this.extend(this, leaseTime);
 		}
 
 		@Override

@@ -66,6 +66,8 @@ public final class LockTableAdmin {
 
 	private final String probeSql;
 
+	private final String lockedSql;
+
 	/**
 	 * @param dataSource the data source holding the lock table
 	 * @param table the lock table
@@ -83,6 +85,7 @@ public final class LockTableAdmin {
 				+ LockRows.NEXT_TOKEN + " WHERE resource = ?";
 		this.tokenSql = "SELECT fencing_token FROM " + t + " WHERE resource = ?";
 		this.probeSql = "SELECT 1 FROM " + t + " LIMIT 1";
+		this.lockedSql = "SELECT expires_at > UTC_TIMESTAMP(6) FROM " + t + " WHERE resource = ?";
 	}
 
 	/** The lock table. */
@@ -134,6 +137,35 @@ public final class LockTableAdmin {
 				ps.setBytes(1, LockRows.bytes(resource));
 				try (ResultSet rs = ps.executeQuery()) {
 					return rs.next() ? Optional.of(row(rs)) : Optional.<LockRow>empty();
+				}
+				finally {
+					JdbcLockSupport.commitIfNeeded(connection);
+				}
+			}
+		});
+	}
+
+	/**
+	 * Whether the resource is locked now, judged by the database server's clock: its committed row's lease has not
+	 * ended ({@code expires_at > UTC_TIMESTAMP(6)}), so an acquisition would be refused. Unlike {@link LockRow#held()}
+	 * this includes a lock already released whose minimum hold time still runs (ShedLock's {@code lockAtLeastFor}).
+	 * One primary-key read; for the holder, the fencing token and the lease end use {@link #find(String)}. A
+	 * {@link io.github.dblock.LockMode#PESSIMISTIC} hold taken inside a transaction shows only once that transaction
+	 * has committed (its row lock is not visible to a reader), as it does in {@link #find(String)}. Thread-safe; the
+	 * answer may be out of date as soon as it returns.
+	 * @param resource the resource name
+	 * @return {@code true} if the lock is taken now, {@code false} if it is free or was never used
+	 * @throws IllegalArgumentException if the resource name is invalid
+	 * @throws org.springframework.dao.DataAccessException if the database could not be reached
+	 */
+	public boolean isLocked(String resource) {
+		LockTemplate.validateResource(resource);
+		return this.jdbc.execute("read whether '" + resource + "' is locked in " + this.table, (connection) -> {
+			try (PreparedStatement ps = connection.prepareStatement(this.lockedSql)) {
+				ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
+				ps.setBytes(1, LockRows.bytes(resource));
+				try (ResultSet rs = ps.executeQuery()) {
+					return rs.next() && rs.getBoolean(1);
 				}
 				finally {
 					JdbcLockSupport.commitIfNeeded(connection);

@@ -53,8 +53,9 @@ import org.springframework.transaction.support.TransactionTemplate;
  * <li>If a Spring-managed transaction is active on the lock data source (its connection bound to the thread,
  * autocommit off), the lock joins it and ends when it commits or rolls back; no connection is added.</li>
  * <li>Otherwise the provider takes a connection of its own, runs {@code START TRANSACTION} and keeps both until
- * release ({@code COMMIT}). At most {@code maxConnections} such locks may be held or awaited per JVM; beyond
- * that, {@link LockLimitExceededException}.</li>
+ * release ({@code COMMIT}). At most {@code maxConnections} such locks may be held or awaited per JVM; a caller
+ * beyond that waits for a slot within its wait time (a fair-less {@link Semaphore}), and gets
+ * {@link LockLimitExceededException} when none freed in time (at once with a wait time of zero).</li>
  * </ul>
  * A missing row is created as a free row by a separate autocommit statement, never inside the locking
  * transaction, and the locking statement does not run again until the row exists: an {@code UPDATE} of a missing
@@ -224,6 +225,11 @@ public class PessimisticLockProvider implements LockProvider {
 				});
 	}
 
+	/** How many locks this provider may hold or await on connections of their own at once. */
+	public int getMaxConnections() {
+		return this.maxConnections;
+	}
+
 	/** How many locks of this provider currently hold or await a connection of their own. */
 	public int connectionsInUse() {
 		return this.maxConnections - this.connections.availablePermits();
@@ -379,7 +385,8 @@ public class PessimisticLockProvider implements LockProvider {
 	}
 
 	private AcquireResult acquireOnOwnConnectionOnce(LockRequest request) throws InterruptedException {
-		if (!this.connections.tryAcquire()) {
+		// a caller with a wait time waits for a slot within it, instead of failing while the slots are all in use
+		if (!this.connections.tryAcquire(request.remainingNanos(), TimeUnit.NANOSECONDS)) {
 			throw new LockLimitExceededException(request.resource(), this.maxConnections);
 		}
 		Connection connection = null;

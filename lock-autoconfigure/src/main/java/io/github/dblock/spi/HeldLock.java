@@ -73,6 +73,21 @@ public interface HeldLock {
 	}
 
 	/**
+	 * Sets the lease of a lock taken with an explicit lease time (not renewed) to end {@code leaseTime} after the
+	 * statement runs, on the database server's clock, with one owner-checked {@code UPDATE} of {@code expires_at}
+	 * that matches only while this owner's lease has not ended. The new end may be earlier than the current one.
+	 * @param leaseTime the new lease, counted from now on the server's clock; positive
+	 * @return {@code true} if the lease was still this owner's and now ends {@code leaseTime} from now;
+	 * {@code false} if it had ended (expired, released or taken over), in which case nothing was changed
+	 * @throws UnsupportedOperationException if this lock has no lease that can be set (the default)
+	 * @throws IllegalStateException if the lease is renewed automatically
+	 * @throws org.springframework.dao.DataAccessException if the database could not be reached
+	 */
+	default boolean extend(java.time.Duration leaseTime) {
+		throw new UnsupportedOperationException("This lock has no lease to extend");
+	}
+
+	/**
 	 * Gives the lock back. Must be called at most once.
 	 * @return {@code true} if the database showed this owner still held the lock and it is now released;
 	 * {@code false} if it was no longer held by this owner (lease expired or taken over), in which case nothing

@@ -79,7 +79,8 @@ class StartupChecksTests {
 	@Test
 	void pessimisticModeWithACapAboveThePoolSizeFailsNamingTheProperty() {
 		withDatabase()
-			.withPropertyValues("distributed-lock.mode=PESSIMISTIC", "spring.datasource.hikari.maximum-pool-size=2")
+			.withPropertyValues("distributed-lock.mode=PESSIMISTIC", "distributed-lock.pessimistic.max-connections=5",
+					"spring.datasource.hikari.maximum-pool-size=2")
 			.run((context) -> {
 				assertThat(context).hasFailed();
 				Throwable root = NestedExceptionUtils.getMostSpecificCause(context.getStartupFailure());
@@ -93,7 +94,8 @@ class StartupChecksTests {
 
 	@Test
 	void aPessimisticAnnotationWithACapAboveThePoolSizeFailsNamingTheMethod() {
-		withDatabase().withPropertyValues("spring.datasource.hikari.maximum-pool-size=3")
+		withDatabase().withPropertyValues("spring.datasource.hikari.maximum-pool-size=3",
+				"distributed-lock.pessimistic.max-connections=5")
 			.withUserConfiguration(PessimisticBookingConfiguration.class)
 			.run((context) -> {
 				assertThat(context).hasFailed();
@@ -101,6 +103,21 @@ class StartupChecksTests {
 				assertThat(root.getMessage()).contains("distributed-lock.pessimistic.max-connections",
 						PessimisticBooking.class.getName() + ".book()", "maximumPoolSize=3");
 			});
+	}
+
+	@Test
+	void anUnsetCapIsDerivedFromThePoolSoASmallPoolStarts(CapturedOutput output) {
+		withDatabase()
+			.withPropertyValues("distributed-lock.mode=PESSIMISTIC", "spring.datasource.hikari.maximum-pool-size=3")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				assertThat(context.getBean(io.github.dblock.jdbc.PessimisticLockProvider.class).getMaxConnections())
+					.isEqualTo(1);
+			});
+		assertThat(output.getOut()).doesNotContain("pessimistic.max-connections");
+		withDatabase().withPropertyValues("spring.datasource.hikari.maximum-pool-size=12")
+			.run((context) -> assertThat(context.getBean(io.github.dblock.jdbc.PessimisticLockProvider.class)
+				.getMaxConnections()).isEqualTo(9));
 	}
 
 	@Test
