@@ -411,7 +411,10 @@ class PessimisticLocalQueueTests {
 	private void killConnectionHoldingTheRow() {
 		org.springframework.jdbc.core.JdbcTemplate jdbc = new org.springframework.jdbc.core.JdbcTemplate(this.pool);
 		List<Long> holders = jdbc.queryForList("SELECT trx_mysql_thread_id FROM information_schema.INNODB_TRX"
-				+ " WHERE trx_state = 'RUNNING' AND trx_query IS NULL AND trx_rows_locked > 0", Long.class);
+				+ " WHERE trx_state = 'RUNNING' AND trx_query IS NULL AND trx_rows_locked > 0"
+				// only sessions on this test's database: other test runs may share the server
+				+ " AND trx_mysql_thread_id IN (SELECT ID FROM information_schema.PROCESSLIST WHERE DB = DATABASE())",
+				Long.class);
 		assertThat(holders).as("the holder's idle transaction").hasSize(1);
 		jdbc.execute("KILL " + holders.get(0));
 	}
