@@ -177,7 +177,7 @@ final class JdbcLockSupport {
 	<T> T execute(String task, long connectionTimeoutNanos, ConnectionWork<T> work) {
 		int transientFailures = 0;
 		while (true) {
-			try (Connection connection = BoundedConnections.get(this.dataSource, connectionTimeoutNanos)) {
+			try (Connection connection = connection(task, connectionTimeoutNanos)) {
 				int previous = boundReads(connection, this.statementTimeoutSeconds);
 				try {
 					return work.run(connection);
@@ -205,6 +205,21 @@ final class JdbcLockSupport {
 	}
 
 	/**
+	 * A connection for {@link #execute}; a failure to get one (nothing was sent) is a
+	 * {@link org.springframework.jdbc.CannotGetJdbcConnectionException} naming the pool's reason, so that callers can
+	 * tell it from a statement whose outcome is unknown.
+	 */
+	private Connection connection(String task, long connectionTimeoutNanos) {
+		try {
+			return BoundedConnections.get(this.dataSource, connectionTimeoutNanos);
+		}
+		catch (SQLException ex) {
+			throw new org.springframework.jdbc.CannotGetJdbcConnectionException(
+					"No connection to " + task + ": " + ex.getMessage(), ex);
+		}
+	}
+
+	/**
 	 * A connection straight from the (unwrapped) lock data source, taken within {@code connectionTimeoutNanos}; the
 	 * caller bounds its reads ({@link #boundReads}), restores them and closes it.
 	 */
@@ -212,9 +227,14 @@ final class JdbcLockSupport {
 		return BoundedConnections.get(this.dataSource, connectionTimeoutNanos);
 	}
 
-	/** The wait for a connection of an acquisition with the given time left: that time, but at least 1 s. */
-	static long connectionTimeoutNanos(long remainingNanos) {
-		return Math.max(TimeUnit.SECONDS.toNanos(1), remainingNanos);
+	/**
+	 * The wait for a connection of an acquisition with the given time left: that time plus one statement timeout.
+	 * The replies of its statements are due by the same point plus {@link #NETWORK_MARGIN_MILLIS}
+	 * ({@link #replyDeadlineNanos}), so a connection that comes late leaves its statements less time, and the call
+	 * still ends within its wait time plus one statement timeout plus the margin.
+	 */
+	long connectionTimeoutNanos(long remainingNanos) {
+		return Math.max(0, remainingNanos) + TimeUnit.SECONDS.toNanos(this.statementTimeoutSeconds);
 	}
 
 	/**

@@ -211,7 +211,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 			boolean checkOwn = uncertain;
 			try {
 				result = this.jdbc.execute("acquire a permit of semaphore '" + request.resource() + "'",
-						JdbcLockSupport.connectionTimeoutNanos(request.remainingNanos()),
+						this.jdbc.connectionTimeoutNanos(request.remainingNanos()),
 						(connection) -> attemptOnce(connection, request, owner, checkOwn));
 				uncertain = result.outcomeUnknown;
 			}
@@ -225,7 +225,9 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 					throw ex;
 				}
 				if (request.remainingNanos() <= 0) {
-					Permit own = lastLookForOwnPermit(request, owner);
+					// an attempt that got no connection sent nothing: no permit of ours to look for
+					Permit own = (ex instanceof org.springframework.jdbc.CannotGetJdbcConnectionException) ? null
+							: lastLookForOwnPermit(request, owner);
 					if (own != null) {
 						return acquired(request, own);
 					}
@@ -518,7 +520,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	private Permit lastLookForOwnPermit(LockRequest request, String owner) {
 		try {
 			return this.jdbc.execute("look for the unacknowledged permit of semaphore '" + request.resource() + "'",
-					JdbcLockSupport.connectionTimeoutNanos(0), (connection) -> {
+					TimeUnit.SECONDS.toNanos(1), (connection) -> {
 						Permit found = ownPermit(connection, request, owner, this.jdbc.queryTimeoutSeconds(0),
 								System.nanoTime());
 						JdbcLockSupport.commitIfNeeded(connection);

@@ -315,7 +315,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	private Attempt attemptOnce(LockRequest request, String owner, boolean contended) {
 		long leaseMicros = TimeUnit.NANOSECONDS.toMicros(request.leaseTime().toNanos());
 		return this.jdbc.execute("acquire lock '" + request.resource() + "'",
-				JdbcLockSupport.connectionTimeoutNanos(request.remainingNanos()), (connection) -> {
+				this.jdbc.connectionTimeoutNanos(request.remainingNanos()), (connection) -> {
 			int timeout = this.jdbc.queryTimeoutSeconds(request.remainingNanos());
 			long replyDeadline = this.jdbc.replyDeadlineNanos(request.remainingNanos());
 			Attempt last = Attempt.NONE;

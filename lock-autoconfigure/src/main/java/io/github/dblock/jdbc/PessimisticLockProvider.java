@@ -393,10 +393,12 @@ public class PessimisticLockProvider implements LockProvider {
 		boolean held = false;
 		int previousReads = 0;
 		try {
-			connection = this.jdbc.rawConnection(JdbcLockSupport.connectionTimeoutNanos(request.remainingNanos()));
-			// every statement of the acquisition waits at most the caller's wait plus one statement timeout
-			previousReads = JdbcLockSupport.boundReads(connection, waitSeconds(request) + this.jdbc.statementTimeoutSeconds());
+			// every reply of the acquisition is due by the caller's deadline plus one statement timeout plus the margin,
+			// also when the connection itself came late
 			long replyDeadline = this.jdbc.replyDeadlineNanos(request.remainingNanos());
+			connection = this.jdbc.rawConnection(this.jdbc.connectionTimeoutNanos(request.remainingNanos()));
+			previousReads = connection.getNetworkTimeout();
+			JdbcLockSupport.boundReadsUntilDeadline(connection, replyDeadline);
 			boundIdleSession(connection);
 			int lockedRetries = 0;
 			int freeRetries = 0;
@@ -669,7 +671,7 @@ public class PessimisticLockProvider implements LockProvider {
 			return true;
 		}
 		try (Connection connection = this.jdbc.rawConnection(
-				JdbcLockSupport.connectionTimeoutNanos(request.remainingNanos()))) {
+				this.jdbc.connectionTimeoutNanos(request.remainingNanos()))) {
 			int previousReads = JdbcLockSupport.boundReads(connection,
 					waitSeconds(request) + this.jdbc.statementTimeoutSeconds());
 			try {

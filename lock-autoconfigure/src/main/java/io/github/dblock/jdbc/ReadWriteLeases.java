@@ -203,7 +203,9 @@ final class ReadWriteLeases {
 						throw ex;
 					}
 					if (request.remainingNanos() <= 0) {
-						HeldLock own = lastLookForOwnHold(request, kind, owner);
+						// an attempt that got no connection sent nothing: no grant of ours to look for
+						HeldLock own = (ex instanceof org.springframework.jdbc.CannotGetJdbcConnectionException) ? null
+								: lastLookForOwnHold(request, kind, owner);
 						if (own != null) {
 							return acquired(request, own); // any intent of ours is cleared below (a no-op if granted)
 						}
@@ -254,7 +256,7 @@ final class ReadWriteLeases {
 		long leaseMicros = TimeUnit.NANOSECONDS.toMicros(request.leaseTime().toNanos());
 		byte[] key = LockRows.bytes(request.resource());
 		return this.jdbc.execute("acquire " + (kind.equals(READ) ? "read" : "write") + " lock '" + request.resource()
-				+ "'", JdbcLockSupport.connectionTimeoutNanos(request.remainingNanos()), (connection) -> {
+				+ "'", this.jdbc.connectionTimeoutNanos(request.remainingNanos()), (connection) -> {
 					int timeout = this.jdbc.queryTimeoutSeconds(request.remainingNanos());
 					long sentAt = System.nanoTime();
 					if (recovering) {
@@ -423,7 +425,7 @@ final class ReadWriteLeases {
 	private HeldLock lastLookForOwnHold(LockRequest request, String kind, String owner) {
 		try {
 			Attempt own = this.jdbc.execute("look for the unacknowledged " + (kind.equals(READ) ? "read" : "write")
-					+ " lock '" + request.resource() + "'", JdbcLockSupport.connectionTimeoutNanos(0), (connection) -> ownHold(connection, request,
+					+ " lock '" + request.resource() + "'", TimeUnit.SECONDS.toNanos(1), (connection) -> ownHold(connection, request,
 							LockRows.bytes(request.resource()), owner, kind, this.jdbc.queryTimeoutSeconds(0),
 							System.nanoTime()));
 			return (own != null) ? own.lock : null;

@@ -80,6 +80,11 @@ class LeaseHandOverTests {
 				.supplyAsync(() -> waiter.tryAcquire(this.resource, Duration.ofMillis(1_500)));
 			assertThat(awaitNextInLine()).as("the waiter put itself in line").isNotNull();
 			assertThat(gaveUp.get(10, TimeUnit.SECONDS)).isEmpty();
+			// the withdrawal runs in the background, so that it cannot stretch the caller's wait: soon, not at once
+			long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+			while (row().get("waiting_owner") != null && System.nanoTime() < deadline) {
+				Thread.sleep(10);
+			}
 			assertThat(row().get("waiting_owner")).as("withdrawn when its wait ended").isNull();
 			assertThat(row().get("waiting_until")).as("and its announcement with it").isNull();
 		}
