@@ -107,6 +107,8 @@ public class LockTemplate {
 
 	private volatile boolean interruptOnLoss;
 
+	private volatile boolean validateAtCommit = true;
+
 	private volatile ObservationRegistry observations = ObservationRegistry.NOOP;
 
 	private volatile boolean resourceAsTag;
@@ -521,6 +523,28 @@ public class LockTemplate {
 	}
 
 	/**
+	 * Whether a transaction on the lock's data source that runs while its thread holds a LEASE lock commits only while
+	 * that lock is held ({@code distributed-lock.validate-at-commit}, on by default): see {@link CommitValidation}.
+	 * When on, a LEASE hold whose last handle is closed inside such a transaction is released in the database only
+	 * once the transaction has completed. Thread-safe; applies to holds handed out and transactions begun afterwards.
+	 */
+	public void setValidateAtCommit(boolean validateAtCommit) {
+		this.validateAtCommit = validateAtCommit;
+	}
+
+	/** Whether commit-time validation is on (see {@link #setValidateAtCommit(boolean)}). */
+	public boolean isValidateAtCommit() {
+		return this.validateAtCommit;
+	}
+
+	/** Registers commit-time validation of a LEASE hold in the current transaction, when on and applicable. */
+	void validateAtCommit(String resource, HeldLock lock) {
+		if (this.validateAtCommit) {
+			CommitValidation.register(resource, lock);
+		}
+	}
+
+	/**
 	 * Observes acquisitions ({@code distributed.lock.acquire}, low-cardinality keys {@code mode} and {@code outcome}:
 	 * {@code acquired}, {@code timed_out} or {@code failed}) and holds ({@code distributed.lock.held}, key
 	 * {@code mode}, with an event {@code lost} when a held lock is found lost). With Spring Boot's observation
@@ -813,6 +837,7 @@ public class LockTemplate {
 					outer.holds++;
 					DefaultLockHandle handle = new DefaultLockHandle(this, entry, outer.lock, LockMode.LEASE, null, outer);
 					acquired = true;
+					validateAtCommit(request.resource, outer.lock);
 					CurrentLock.push(handle);
 					return new Attempt(handle, null);
 				}
@@ -878,6 +903,9 @@ public class LockTemplate {
 				result.lock().onLost(owner::interrupt);
 			}
 			result.lock().onLost(() -> holding.event(LOST));
+			if (lease != null) {
+				validateAtCommit(request.resource, result.lock());
+			}
 			CurrentLock.push(handle);
 			return new Attempt(handle, null);
 		}
@@ -1131,6 +1159,9 @@ public class LockTemplate {
 			return;
 		}
 		Objects.requireNonNull(lease, "a LEASE handle has its hold");
+		if (lease.holds == 1 && deferRelease(entry, lock, lease)) {
+			return;
+		}
 		boolean superseded;
 		synchronized (entry) {
 			superseded = lease.superseded;
@@ -1195,6 +1226,35 @@ public class LockTemplate {
 					+ "' (fencing token " + lock.fencingToken() + ") was no longer held at release (its lease had "
 					+ "expired, or its connection failed) and another owner may have taken it");
 		}
+	}
+
+	/**
+	 * Defers the final release of a LEASE hold whose commit-time validation is pending in the current transaction
+	 * until that transaction completes: released now, the lock could pass to another owner before the commit, and the
+	 * validation would then roll back the transaction. Meanwhile the hold keeps the gate with no open handle (its
+	 * thread may re-enter); once the transaction has completed, the hold is released as usual unless it was re-entered
+	 * and is still open, and a loss found then is logged (the commit, if any, was validated under the row lock).
+	 * @return whether the release was deferred (the hold count is then zero)
+	 */
+	private boolean deferRelease(LocalLocks.Entry entry, HeldLock lock, LocalLocks.LeaseHold lease) {
+		CommitValidation.Check check = CommitValidation.pending(lock);
+		if (check == null || lease.superseded) {
+			return false;
+		}
+		lease.holds = 0;
+		check.deferUntilCompletion(() -> {
+			if (lease.holds > 0) {
+				return; // re-entered in the transaction and still open: its last close() releases
+			}
+			lease.holds = 1;
+			try {
+				release(entry, lock, null, lease);
+			}
+			catch (RuntimeException ex) {
+				logger.warn("Could not release lock '" + entry.resource + "' after its transaction completed", ex);
+			}
+		});
+		return true;
 	}
 
 	/**
