@@ -1250,6 +1250,10 @@ public class LockTemplate {
 			try {
 				release(entry, lock, null, lease);
 			}
+			catch (LockLostException ex) {
+				// the commit, if any, was checked under the row lock; only the lease's end was found late
+				logger.warn(ex.getMessage() + " (released after its transaction completed)");
+			}
 			catch (RuntimeException ex) {
 				logger.warn("Could not release lock '" + entry.resource + "' after its transaction completed", ex);
 			}

@@ -247,6 +247,11 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 		this.multiPrimary = multiPrimary;
 	}
 
+	/** Whether commit-time validation writes the lock row (see {@link #setMultiPrimary(boolean)}). */
+	public boolean isMultiPrimary() {
+		return this.multiPrimary;
+	}
+
 	/** The statement commit-time validation runs in the application's transaction (tests). */
 	String commitCheckSql() {
 		return this.multiPrimary ? this.touchRowSql : this.lockRowSql;
