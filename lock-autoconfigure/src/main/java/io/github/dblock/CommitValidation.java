@@ -44,7 +44,8 @@ public final class CommitValidation implements TransactionExecutionListener {
 			return;
 		}
 		for (LockHandle handle : CurrentLock.all()) {
-			if (handle instanceof DefaultLockHandle open && open.mode() == LockMode.LEASE && open.isHeld()) {
+			// also a hold whose lease has already ended by this JVM's clock: unchecked, its transaction could commit
+			if (handle instanceof DefaultLockHandle open && open.mode() == LockMode.LEASE) {
 				open.validateInTransaction();
 			}
 		}

@@ -177,6 +177,27 @@ class CommitValidationTests {
 	}
 
 	/**
+	 * A lock whose lease has already ended by this JVM's clock when the transaction begins is checked too (found by
+	 * the cross-process test: on a loaded machine the transaction began after a short lease had ended, and its commit
+	 * went unchecked).
+	 */
+	@Test
+	void aLockWhoseLeaseEndedBeforeTheTransactionBeganIsCheckedToo() throws Exception {
+		Future<?> holder = this.holderThread.submit(() -> {
+			try (LockHandle lock = this.nodeA.acquire(this.resource, lease(Duration.ofMillis(50)))) {
+				nodeBTakesOverAndWrites(); // waits for A's lease to end
+				assertThat(lock.isHeld()).isFalse();
+				this.txA.executeWithoutResult((status) -> write(this.poolA, "A"));
+			}
+		});
+		assertThatExceptionOfType(java.util.concurrent.ExecutionException.class)
+			.isThrownBy(() -> holder.get(30, TimeUnit.SECONDS))
+			.withCauseInstanceOf(LockLostException.class)
+			.withMessageContaining("was no longer held when its transaction was about to commit");
+		assertThat(committedWriters()).containsExactly("B");
+	}
+
+	/**
 	 * Inside a transaction, {@code execute} keeps the lock until the transaction has completed: released at the end of
 	 * the action, another owner could take it and act before the commit (and the validation would then fail).
 	 */
