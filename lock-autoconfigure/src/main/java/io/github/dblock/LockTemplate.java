@@ -58,6 +58,12 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * it holds the write lock, but asking for the write lock while holding only the read lock throws
  * {@link LockUpgradeException} at once. Writers are preferred over new readers, see {@link LockType}.
  * <p>
+ * Commit-time validation (on by default, {@link #setValidateAtCommit(boolean)}): a transaction on the lock's data
+ * source that runs while its thread holds a LEASE lock commits only while that lock is held; if it is no longer
+ * held, the commit throws {@link LockLostException} and the transaction rolls back. A LEASE hold whose last handle is
+ * closed inside such a transaction is released in the database only once the transaction has completed. See
+ * {@link CommitValidation}.
+ * <p>
  * Resource names are compared exactly (byte for byte in UTF-8: case, accents and trailing spaces matter) and
  * may have 1 to {@value #MAX_RESOURCE_LENGTH} characters (Unicode code points), emoji included.
  * <p>
@@ -247,7 +253,9 @@ public class LockTemplate {
 	/**
 	 * Runs the action while holding the lock and releases it afterwards (also when the action throws).
 	 * <ul>
-	 * <li>{@link LockMode#LEASE}: acquire, run, release.</li>
+	 * <li>{@link LockMode#LEASE}: acquire, run, release. Inside a transaction on the lock data source, with
+	 * commit-time validation on, the release waits until that transaction has completed, and its commit checks that
+	 * the lock is still held ({@link LockLostException} from the commit otherwise).</li>
 	 * <li>{@link LockMode#PESSIMISTIC}: the whole runs in a transaction of the lock data source's transaction
 	 * manager (joining one already active), so the action's writes through that data source commit together with
 	 * the release; a {@link RuntimeException} or {@link Error} from the action rolls back. A resource held under a
