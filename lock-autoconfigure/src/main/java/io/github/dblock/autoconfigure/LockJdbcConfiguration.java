@@ -179,7 +179,8 @@ class LockJdbcConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	LockTemplate lockTemplate(DistributedLockProperties properties, ObjectProvider<LockProvider> providers,
-			ObjectProvider<ObservationRegistry> observations, LockSchemaInitializer schema) {
+			ObjectProvider<ObservationRegistry> observations, LockSchemaInitializer schema,
+			ObjectProvider<DataSource> dataSources) {
 		String refusal = schema.getRefusedModes().get(properties.getMode());
 		if (refusal != null) {
 			throw new InvalidConfigurationPropertyValueException(DistributedLockProperties.PREFIX + ".mode",
@@ -192,9 +193,7 @@ class LockJdbcConfiguration {
 		template.setInterruptOnLoss(properties.isInterruptOnLoss());
 		template.setValidateAtCommit(properties.isValidateAtCommit());
 		if (properties.isValidateAtCommit() && logger.isDebugEnabled()) {
-			logger.debug("Commit-time validation (distributed-lock.validate-at-commit) applies only to transactions on "
-					+ "the lock data source " + schema.getDataSource() + ": a transaction on another data source "
-					+ "cannot lock the lock row and is not validated; use fencing tokens there");
+			logger.debug(commitValidationScope(schema.getDataSource(), dataSources.getIfUnique()));
 		}
 		observations.ifAvailable((registry) -> {
 			// a busy lock under onFailure = SKIP is reported as outcome=skipped, not timed_out
@@ -222,6 +221,21 @@ class LockJdbcConfiguration {
 		LockTableCleaner idempotencyRecords = LockTableCleaner.forIdempotencyRecords(schema.getDataSource(),
 				schema.getTable(), cleanup.getBatchSize(), properties.getStatementTimeout());
 		return new LockTableCleanupJob(List.of(cleaner, idempotencyRecords), lockTemplate, cleanup.getInterval());
+	}
+
+	/**
+	 * Says to which transactions commit-time validation applies: those on the lock data source only, so none of the
+	 * application's when the lock table has a data source of its own.
+	 */
+	static String commitValidationScope(DataSource lockDataSource, @org.jspecify.annotations.Nullable DataSource application) {
+		if (application != null && application != lockDataSource) {
+			return "Commit-time validation (distributed-lock.validate-at-commit) cannot apply to transactions on the "
+					+ "application's data source " + application + ": the lock table is on a separate data source ("
+					+ lockDataSource + "), which such a transaction cannot lock; only transactions on the lock data "
+					+ "source are checked. Protect writes elsewhere with fencing tokens";
+		}
+		return "Commit-time validation (distributed-lock.validate-at-commit) applies to transactions on the lock data "
+				+ "source " + lockDataSource + "; transactions on other data sources are not checked";
 	}
 
 	/**

@@ -140,6 +140,56 @@ class CommitValidationAutoConfigurationTests {
 			});
 	}
 
+	@Test
+	void startUpSaysWhenTheLockTableIsOnASeparateDataSource() {
+		ch.qos.logback.classic.Logger log = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory
+			.getLogger(DistributedLockAutoConfiguration.class);
+		ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> appender =
+				new ch.qos.logback.core.read.ListAppender<>();
+		appender.start();
+		ch.qos.logback.classic.Level level = log.getLevel();
+		log.setLevel(ch.qos.logback.classic.Level.DEBUG);
+		log.addAppender(appender);
+		try {
+			new ApplicationContextRunner()
+				.withConfiguration(AutoConfigurations.of(TransactionAutoConfiguration.class,
+						DistributedLockAutoConfiguration.class))
+				.withUserConfiguration(TwoPools.class)
+				.withPropertyValues("distributed-lock.cleanup.enabled=false",
+						"distributed-lock.pessimistic.max-connections=1")
+				.run((context) -> assertThat(context).hasNotFailed());
+			this.runner.run((context) -> assertThat(context).hasNotFailed());
+		}
+		finally {
+			log.detachAppender(appender);
+			log.setLevel(level);
+		}
+		List<String> messages = appender.list.stream().map(ch.qos.logback.classic.spi.ILoggingEvent::getFormattedMessage)
+			.filter((message) -> message.startsWith("Commit-time validation"))
+			.toList();
+		assertThat(messages).hasSize(2);
+		assertThat(messages.get(0)).contains("cannot apply to transactions on the application's data source")
+			.contains("the lock table is on a separate data source");
+		assertThat(messages.get(1)).contains("applies to transactions on the lock data source");
+	}
+
+	@Configuration(proxyBeanMethods = false)
+	static class TwoPools {
+
+		@Bean(destroyMethod = "close")
+		@org.springframework.context.annotation.Primary
+		HikariDataSource applicationPool() {
+			return TestDatabase.get().newDataSource(2);
+		}
+
+		@Bean(destroyMethod = "close")
+		@LockDataSource
+		HikariDataSource lockPool() {
+			return TestDatabase.get().newDataSource(2);
+		}
+
+	}
+
 	private static List<String> writers(String id) {
 		return new JdbcTemplate(otherNodePool).queryForList(
 				"SELECT writer FROM commit_check_write WHERE resource = ? ORDER BY id", String.class, id);
