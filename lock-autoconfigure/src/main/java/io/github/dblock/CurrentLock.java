@@ -46,6 +46,12 @@ public final class CurrentLock {
 		return Optional.empty();
 	}
 
+	/** The current thread's holds, innermost first; a copy. */
+	static java.util.List<LockHandle> all() {
+		Deque<LockHandle> handles = held.get();
+		return (handles != null) ? java.util.List.copyOf(handles) : java.util.List.of();
+	}
+
 	static void push(LockHandle handle) {
 		Deque<LockHandle> handles = held.get();
 		if (handles == null) {

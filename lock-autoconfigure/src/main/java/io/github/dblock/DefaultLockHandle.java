@@ -47,6 +47,11 @@ final class DefaultLockHandle implements LockHandle {
 		return (this.entry == entry) ? this.gateless : null;
 	}
 
+	/** Registers commit-time validation of this LEASE hold in the current transaction, if the template validates. */
+	void validateInTransaction() {
+		this.template.validateAtCommit(this.entry.resource, this.lock);
+	}
+
 	@Override
 	public String resource() {
 		return this.entry.resource;

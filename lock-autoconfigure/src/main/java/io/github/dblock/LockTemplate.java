@@ -58,6 +58,12 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * it holds the write lock, but asking for the write lock while holding only the read lock throws
  * {@link LockUpgradeException} at once. Writers are preferred over new readers, see {@link LockType}.
  * <p>
+ * Commit-time validation (on by default, {@link #setValidateAtCommit(boolean)}): a transaction on the lock's data
+ * source that runs while its thread holds a LEASE lock commits only while that lock is held; if it is no longer
+ * held, the commit throws {@link LockLostException} and the transaction rolls back. A LEASE hold whose last handle is
+ * closed inside such a transaction is released in the database only once the transaction has completed. See
+ * {@link CommitValidation}.
+ * <p>
  * Resource names are compared exactly (byte for byte in UTF-8: case, accents and trailing spaces matter) and
  * may have 1 to {@value #MAX_RESOURCE_LENGTH} characters (Unicode code points), emoji included.
  * <p>
@@ -106,6 +112,8 @@ public class LockTemplate {
 	private final Map<ReadWriteKey, ReadWriteLockHandle.State> readWriteHolds = new ConcurrentHashMap<>();
 
 	private volatile boolean interruptOnLoss;
+
+	private volatile boolean validateAtCommit = true;
 
 	private volatile ObservationRegistry observations = ObservationRegistry.NOOP;
 
@@ -266,7 +274,9 @@ public class LockTemplate {
 	/**
 	 * Runs the action while holding the lock and releases it afterwards (also when the action throws).
 	 * <ul>
-	 * <li>{@link LockMode#LEASE}: acquire, run, release.</li>
+	 * <li>{@link LockMode#LEASE}: acquire, run, release. Inside a transaction on the lock data source, with
+	 * commit-time validation on, the release waits until that transaction has completed, and its commit checks that
+	 * the lock is still held ({@link LockLostException} from the commit otherwise).</li>
 	 * <li>{@link LockMode#PESSIMISTIC}: the whole runs in a transaction of the lock data source's transaction
 	 * manager (joining one already active), so the action's writes through that data source commit together with
 	 * the release; a {@link RuntimeException} or {@link Error} from the action rolls back. A resource held under a
@@ -558,6 +568,28 @@ public class LockTemplate {
 	 */
 	public void setInterruptOnLoss(boolean interruptOnLoss) {
 		this.interruptOnLoss = interruptOnLoss;
+	}
+
+	/**
+	 * Whether a transaction on the lock's data source that runs while its thread holds a LEASE lock commits only while
+	 * that lock is held ({@code distributed-lock.validate-at-commit}, on by default): see {@link CommitValidation}.
+	 * When on, a LEASE hold whose last handle is closed inside such a transaction is released in the database only
+	 * once the transaction has completed. Thread-safe; applies to holds handed out and transactions begun afterwards.
+	 */
+	public void setValidateAtCommit(boolean validateAtCommit) {
+		this.validateAtCommit = validateAtCommit;
+	}
+
+	/** Whether commit-time validation is on (see {@link #setValidateAtCommit(boolean)}). */
+	public boolean isValidateAtCommit() {
+		return this.validateAtCommit;
+	}
+
+	/** Registers commit-time validation of a LEASE hold in the current transaction, when on and applicable. */
+	void validateAtCommit(String resource, HeldLock lock) {
+		if (this.validateAtCommit) {
+			CommitValidation.register(resource, lock);
+		}
 	}
 
 	/**
@@ -853,6 +885,7 @@ public class LockTemplate {
 					outer.holds++;
 					DefaultLockHandle handle = new DefaultLockHandle(this, entry, outer.lock, LockMode.LEASE, null, outer);
 					acquired = true;
+					validateAtCommit(request.resource, outer.lock);
 					CurrentLock.push(handle);
 					return new Attempt(handle, null);
 				}
@@ -918,6 +951,9 @@ public class LockTemplate {
 				result.lock().onLost(owner::interrupt);
 			}
 			result.lock().onLost(() -> holding.event(LOST));
+			if (lease != null) {
+				validateAtCommit(request.resource, result.lock());
+			}
 			CurrentLock.push(handle);
 			return new Attempt(handle, null);
 		}
@@ -1171,6 +1207,9 @@ public class LockTemplate {
 			return;
 		}
 		Objects.requireNonNull(lease, "a LEASE handle has its hold");
+		if (lease.holds == 1 && deferRelease(entry, lock, lease)) {
+			return;
+		}
 		boolean superseded;
 		synchronized (entry) {
 			superseded = lease.superseded;
@@ -1235,6 +1274,39 @@ public class LockTemplate {
 					+ "' (fencing token " + lock.fencingToken() + ") was no longer held at release (its lease had "
 					+ "expired, or its connection failed) and another owner may have taken it");
 		}
+	}
+
+	/**
+	 * Defers the final release of a LEASE hold whose commit-time validation is pending in the current transaction
+	 * until that transaction completes: released now, the lock could pass to another owner before the commit, and the
+	 * validation would then roll back the transaction. Meanwhile the hold keeps the gate with no open handle (its
+	 * thread may re-enter); once the transaction has completed, the hold is released as usual unless it was re-entered
+	 * and is still open, and a loss found then is logged (the commit, if any, was validated under the row lock).
+	 * @return whether the release was deferred (the hold count is then zero)
+	 */
+	private boolean deferRelease(LocalLocks.Entry entry, HeldLock lock, LocalLocks.LeaseHold lease) {
+		CommitValidation.Check check = CommitValidation.pending(lock);
+		if (check == null || lease.superseded) {
+			return false;
+		}
+		lease.holds = 0;
+		check.deferUntilCompletion(() -> {
+			if (lease.holds > 0) {
+				return; // re-entered in the transaction and still open: its last close() releases
+			}
+			lease.holds = 1;
+			try {
+				release(entry, lock, null, lease);
+			}
+			catch (LockLostException ex) {
+				// the commit, if any, was checked under the row lock; only the lease's end was found late
+				logger.warn(ex.getMessage() + " (released after its transaction completed)");
+			}
+			catch (RuntimeException ex) {
+				logger.warn("Could not release lock '" + entry.resource + "' after its transaction completed", ex);
+			}
+		});
+		return true;
 	}
 
 	/**

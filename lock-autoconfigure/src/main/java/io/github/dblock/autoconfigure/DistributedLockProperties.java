@@ -68,6 +68,12 @@ public class DistributedLockProperties implements InitializingBean {
 	private boolean interruptOnLoss = false;
 
 	/**
+	 * Whether a transaction on the lock data source that runs while its thread holds a LEASE lock commits only while
+	 * that lock is held: one locking read of the lock row before each commit.
+	 */
+	private boolean validateAtCommit = true;
+
+	/**
 	 * Upper bound of the query timeout of every lock statement (JDBC counts whole seconds; at least 1s).
 	 */
 	private Duration statementTimeout = Duration.ofSeconds(5);
@@ -165,6 +171,14 @@ public class DistributedLockProperties implements InitializingBean {
 
 	public void setInterruptOnLoss(boolean interruptOnLoss) {
 		this.interruptOnLoss = interruptOnLoss;
+	}
+
+	public boolean isValidateAtCommit() {
+		return this.validateAtCommit;
+	}
+
+	public void setValidateAtCommit(boolean validateAtCommit) {
+		this.validateAtCommit = validateAtCommit;
 	}
 
 	public Duration getStatementTimeout() {

@@ -6,6 +6,7 @@ import java.util.List;
 
 import javax.sql.DataSource;
 
+import io.github.dblock.CommitValidation;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.interceptor.LockAttributeSource;
 import io.github.dblock.interceptor.SkippedOutcomeFilter;
@@ -20,12 +21,14 @@ import io.github.dblock.spi.LockProvider;
 import io.micrometer.observation.ObservationRegistry;
 import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.config.BeanPostProcessor;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.context.properties.source.InvalidConfigurationPropertyValueException;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.transaction.ConfigurableTransactionManager;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.support.ResourceTransactionManager;
 import org.springframework.util.ReflectionUtils;
@@ -95,9 +98,40 @@ class LockJdbcConfiguration {
 	LeaseLockProvider leaseLockProvider(DistributedLockProperties properties, LockSchemaInitializer schema) {
 		LockDialect dialect = (properties.getDialect() != null) ? properties.getDialect()
 				: LockDialect.of(schema.getServer());
-		return new LeaseLockProvider(schema.getDataSource(), schema.getTable(), dialect,
+		LeaseLockProvider provider = new LeaseLockProvider(schema.getDataSource(), schema.getTable(), dialect,
 				properties.getStatementTimeout(), properties.getRetry().getInitialBackoff(),
 				properties.getRetry().getMaxBackoff());
+		// a locking read is not certified across a multi-primary cluster: commit-time validation writes the row there
+		provider.setMultiPrimary(schema.getTopology() != null && schema.getTopology().multiPrimaryCluster() != null);
+		return provider;
+	}
+
+	/**
+	 * Registers commit-time validation when a transaction begins on any transaction manager (for a lock taken before
+	 * its transaction, as by {@code @DistributedLock} on a {@code @Transactional} method); see {@link CommitValidation}.
+	 */
+	@Bean
+	@ConditionalOnBooleanProperty(name = DistributedLockProperties.PREFIX + ".validate-at-commit", matchIfMissing = true)
+	static CommitValidation distributedLockCommitValidation() {
+		return new CommitValidation();
+	}
+
+	/** Adds {@link CommitValidation} to every {@link ConfigurableTransactionManager} that does not have it yet. */
+	@Bean
+	@ConditionalOnBooleanProperty(name = DistributedLockProperties.PREFIX + ".validate-at-commit", matchIfMissing = true)
+	static BeanPostProcessor distributedLockCommitValidationRegistrar(ObjectProvider<CommitValidation> validation) {
+		return new BeanPostProcessor() {
+			@Override
+			public Object postProcessAfterInitialization(Object bean, String beanName) {
+				if (bean instanceof ConfigurableTransactionManager manager) {
+					CommitValidation listener = validation.getObject();
+					if (manager.getTransactionExecutionListeners().stream().noneMatch(CommitValidation.class::isInstance)) {
+						manager.addListener(listener);
+					}
+				}
+				return bean;
+			}
+		};
 	}
 
 	@Bean
@@ -157,7 +191,8 @@ class LockJdbcConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	LockTemplate lockTemplate(DistributedLockProperties properties, ObjectProvider<LockProvider> providers,
-			ObjectProvider<ObservationRegistry> observations, LockSchemaInitializer schema) {
+			ObjectProvider<ObservationRegistry> observations, LockSchemaInitializer schema,
+			ObjectProvider<DataSource> dataSources) {
 		String refusal = schema.getRefusedModes().get(properties.getMode());
 		if (refusal != null) {
 			throw new InvalidConfigurationPropertyValueException(DistributedLockProperties.PREFIX + ".mode",
@@ -168,6 +203,10 @@ class LockJdbcConfiguration {
 		LockTemplate template = new LockTemplate(all, properties.getMode(), properties.getWaitTime(),
 				properties.getLeaseTime(), nodeName);
 		template.setInterruptOnLoss(properties.isInterruptOnLoss());
+		template.setValidateAtCommit(properties.isValidateAtCommit());
+		if (properties.isValidateAtCommit() && logger.isDebugEnabled()) {
+			logger.debug(commitValidationScope(schema.getDataSource(), dataSources.getIfUnique()));
+		}
 		observations.ifAvailable((registry) -> {
 			// a busy lock under onFailure = SKIP is reported as outcome=skipped, not timed_out
 			registry.observationConfig().observationFilter(SkippedOutcomeFilter.INSTANCE);
@@ -194,6 +233,21 @@ class LockJdbcConfiguration {
 		LockTableCleaner idempotencyRecords = LockTableCleaner.forIdempotencyRecords(schema.getDataSource(),
 				schema.getTable(), cleanup.getBatchSize(), properties.getStatementTimeout());
 		return new LockTableCleanupJob(List.of(cleaner, idempotencyRecords), lockTemplate, cleanup.getInterval());
+	}
+
+	/**
+	 * Says to which transactions commit-time validation applies: those on the lock data source only, so none of the
+	 * application's when the lock table has a data source of its own.
+	 */
+	static String commitValidationScope(DataSource lockDataSource, @org.jspecify.annotations.Nullable DataSource application) {
+		if (application != null && application != lockDataSource) {
+			return "Commit-time validation (distributed-lock.validate-at-commit) cannot apply to transactions on the "
+					+ "application's data source " + application + ": the lock table is on a separate data source ("
+					+ lockDataSource + "), which such a transaction cannot lock; only transactions on the lock data "
+					+ "source are checked. Protect writes elsewhere with fencing tokens";
+		}
+		return "Commit-time validation (distributed-lock.validate-at-commit) applies to transactions on the lock data "
+				+ "source " + lockDataSource + "; transactions on other data sources are not checked";
 	}
 
 	/**

@@ -33,7 +33,9 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * <li>Acquire through {@link LockTemplate#acquire(String, io.github.dblock.LockOptions)}; on time-out the method
  * does not run and {@link io.github.dblock.LockNotAcquiredException} propagates.</li>
  * <li>Proceed. The interceptor is ordered outside Spring's transaction interceptor, so the method's own
- * transaction has completed when control returns here.</li>
+ * transaction has completed when control returns here. With commit-time validation on, that transaction commits
+ * only if the lock is still held ({@link io.github.dblock.CommitValidation}, registered when it begins); otherwise
+ * it rolls back and {@link io.github.dblock.LockLostException} propagates.</li>
  * <li>Release. If transaction synchronization is active at this point, a transaction was already running when
  * the method was called (the caller's); the release is then registered to run after that transaction completes,
  * so the lock covers the commit.</li>

@@ -152,6 +152,21 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 
 	private final ReadWriteLeases readWrite;
 
+	/** The data source as given (not unwrapped): the key a transaction manager may bind its connection to. */
+	private final DataSource dataSource;
+
+	/** Commit-time validation on one primary: a locking read of the row, which holds it until the commit. */
+	private final String lockRowSql;
+
+	/**
+	 * Commit-time validation on a multi-primary cluster: a write to the row (its lease one microsecond longer), since
+	 * only writes are certified across the cluster.
+	 */
+	private final String touchRowSql;
+
+	/** Whether commit-time validation must write the row (Galera, multi-primary group replication). */
+	private volatile boolean multiPrimary;
+
 	private volatile ScheduledExecutorService renewals;
 
 	/**
@@ -214,6 +229,81 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 		this.renewSql = "UPDATE " + t + " SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND"
 				+ " WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)";
 		this.readWrite = new ReadWriteLeases(this.jdbc, table, this.backoff, this::renewals);
+		this.dataSource = dataSource;
+		String ours = " WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)";
+		this.lockRowSql = "SELECT fencing_token FROM " + t + ours + " FOR UPDATE";
+		this.touchRowSql = "UPDATE " + t + " SET expires_at = expires_at + INTERVAL 1 MICROSECOND" + ours;
+	}
+
+	/**
+	 * Whether the lock database is a multi-primary cluster (Galera, group replication in multi-primary mode), found by
+	 * the start-up topology check. Commit-time validation then writes the lock row instead of only locking it: a
+	 * locking read is not certified across the cluster, so a take on another node would still commit, while two
+	 * writes to the same row cannot both certify. The write makes the row's lease one microsecond longer per
+	 * validated commit. Thread-safe; set during configuration.
+	 * @param multiPrimary {@code true} on a multi-primary cluster
+	 */
+	public void setMultiPrimary(boolean multiPrimary) {
+		this.multiPrimary = multiPrimary;
+	}
+
+	/** Whether commit-time validation writes the lock row (see {@link #setMultiPrimary(boolean)}). */
+	public boolean isMultiPrimary() {
+		return this.multiPrimary;
+	}
+
+	/** The statement commit-time validation runs in the application's transaction (tests). */
+	String commitCheckSql() {
+		return this.multiPrimary ? this.touchRowSql : this.lockRowSql;
+	}
+
+	/**
+	 * The key under which a transaction manager bound a connection of the lock's database to this thread: the data
+	 * source as given, or the one behind its {@code TransactionAwareDataSourceProxy} (a
+	 * {@code DataSourceTransactionManager} binds to that one); {@code null} if none is bound.
+	 */
+	@Nullable
+	private DataSource transactionKey() {
+		if (org.springframework.transaction.support.TransactionSynchronizationManager
+			.getResource(this.dataSource) != null) {
+			return this.dataSource;
+		}
+		DataSource target = JdbcLockSupport.unwrap(this.dataSource);
+		return (target != this.dataSource && org.springframework.transaction.support.TransactionSynchronizationManager
+			.getResource(target) != null) ? target : null;
+	}
+
+	/**
+	 * Runs the commit check of a lease on the transaction's connection (see {@link #commitCheckSql()}).
+	 * @return whether the row is still the lease's (and now locked, or written, by the transaction)
+	 */
+	private boolean lockRowInTransaction(LeaseLock lock) {
+		DataSource key = transactionKey();
+		Connection connection = (key != null) ? this.jdbc.boundTransactionalConnection(key) : null;
+		if (key == null || connection == null) {
+			throw new IllegalStateException("No transaction on the lock data source to check lock '" + lock.resource
+					+ "' in");
+		}
+		try {
+			boolean write = this.multiPrimary;
+			try (PreparedStatement ps = prepareBounded(connection, write ? this.touchRowSql : this.lockRowSql,
+					this.jdbc.statementTimeoutSeconds())) {
+				ps.setBytes(1, LockRows.bytes(lock.resource));
+				ps.setString(2, lock.ownerToken);
+				if (write) {
+					return ps.executeUpdate() == 1; // a real change: 1 with found rows or affected rows alike
+				}
+				try (java.sql.ResultSet rows = JdbcLockSupport.query(ps)) {
+					return rows.next();
+				}
+			}
+		}
+		catch (SQLException ex) {
+			throw this.jdbc.translate("check lock '" + lock.resource + "' at commit", ex);
+		}
+		finally {
+			org.springframework.jdbc.datasource.DataSourceUtils.releaseConnection(connection, key);
+		}
 	}
 
 	@Override
@@ -695,7 +785,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	}
 
 	/** One owner's hold of a {@link LeaseLock}: the first taker's, or a local successor's after a hand-off. */
-	private final class Hold implements HeldLock {
+	private final class Hold implements io.github.dblock.spi.TransactionCheckedLock {
 
 		private final LeaseLock lease;
 
@@ -757,6 +847,30 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 			// until the attempt a waiter on another node announced (never longer than its longest pause and margin);
 			// nobody announced: no pause, the next local thread takes the row again at once
 			return Math.min(announced, backoff.max().toNanos() + backoff.initial().toNanos());
+		}
+
+		@Override
+		public boolean inTransactionOfItsDatabase() {
+			DataSource key = transactionKey();
+			Connection connection = (key != null) ? LeaseLockProvider.this.jdbc.boundTransactionalConnection(key) : null;
+			if (connection == null) {
+				return false; // no transaction on the lock's database, or one in autocommit
+			}
+			org.springframework.jdbc.datasource.DataSourceUtils.releaseConnection(connection, key);
+			return true;
+		}
+
+		/**
+		 * This hold's lease must still be the row's (owner token, lease not ended) and still this hold's in the JVM: a
+		 * lease passed on to a local successor ({@link #handOff()}) keeps its owner token in the row, so a hold that
+		 * handed it off, or whose lease is known lost, fails without a statement.
+		 */
+		@Override
+		public boolean lockRowInTransaction() {
+			if (this.lease.current != this || this.lease.lost || this.lease.released) {
+				return false;
+			}
+			return LeaseLockProvider.this.lockRowInTransaction(this.lease) && this.lease.current == this;
 		}
 
 		@Override
