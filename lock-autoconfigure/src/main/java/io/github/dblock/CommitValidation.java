@@ -108,6 +108,11 @@ public final class CommitValidation implements TransactionExecutionListener {
 			this.afterCompletion = action;
 		}
 
+		/** Whether a release is already deferred until this check's transaction completes. */
+		boolean isDeferred() {
+			return this.afterCompletion != null;
+		}
+
 		/** Last among the synchronizations: after them, nothing but the commit writes. */
 		@Override
 		public int getOrder() {

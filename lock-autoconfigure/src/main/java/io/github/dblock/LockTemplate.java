@@ -1290,6 +1290,12 @@ public class LockTemplate {
 			return false;
 		}
 		lease.holds = 0;
+		if (check.isDeferred()) {
+			// re-entered and closed again in the same transaction: the release deferred at the first close does it;
+			// this close only stops counting as a user of the entry
+			leave(entry);
+			return true;
+		}
 		check.deferUntilCompletion(() -> {
 			if (lease.holds > 0) {
 				return; // re-entered in the transaction and still open: its last close() releases

@@ -238,6 +238,8 @@ class CommitValidationTests {
 		});
 		assertThat(freeForB()).isTrue();
 		assertThat(committedWriters()).containsExactly("A");
+		assertThat(this.nodeA.localResourceCount()).as("no JVM-local state left behind by the deferred releases")
+			.isZero();
 	}
 
 	/** A rolled-back transaction releases the lock too. */
