@@ -48,6 +48,9 @@ public final class CommitValidation implements TransactionExecutionListener {
 			if (handle instanceof DefaultLockHandle open && open.mode() == LockMode.LEASE) {
 				open.validateInTransaction();
 			}
+			else if (handle instanceof ReadWriteLockHandle readWrite) {
+				readWrite.validateInTransaction(); // WRITE holds only
+			}
 		}
 	}
 

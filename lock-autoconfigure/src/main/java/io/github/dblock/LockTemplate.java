@@ -997,6 +997,9 @@ public class LockTemplate {
 			}
 			state.holds++;
 			ReadWriteLockHandle handle = new ReadWriteLockHandle(this, state, request.type);
+			if (state.type == LockType.WRITE && state.mode == LockMode.LEASE) {
+				validateAtCommit(request.resource, state.held); // re-entered in a transaction begun since
+			}
 			CurrentLock.push(handle);
 			return new Attempt(handle, null);
 		}
@@ -1025,15 +1028,52 @@ public class LockTemplate {
 		state.holding = holding;
 		held.onLost(() -> holding.event(LOST));
 		ReadWriteLockHandle handle = new ReadWriteLockHandle(this, state, request.type);
+		if (request.type == LockType.WRITE && request.mode == LockMode.LEASE) {
+			// readers share the lock: a READ hold has nothing exclusive for a commit to be validated under
+			validateAtCommit(request.resource, held);
+		}
 		CurrentLock.push(handle);
 		return new Attempt(handle, null);
 	}
 
-	/** Called by {@link ReadWriteLockHandle#close()} on the owning thread. */
+	/**
+	 * Called by {@link ReadWriteLockHandle#close()} on the owning thread. The last close of a WRITE hold whose
+	 * commit-time validation is pending in the current transaction releases it only once that transaction has
+	 * completed (as {@link #deferRelease} does for exclusive holds): the hold stays the thread's meanwhile, with no
+	 * open handle, and the thread may re-enter it; once the transaction has completed it is released unless it was
+	 * re-entered and is still open.
+	 */
 	void releaseReadWrite(ReadWriteLockHandle.State state) {
 		if (--state.holds > 0) {
 			return;
 		}
+		CommitValidation.Check check = CommitValidation.pending(state.held);
+		if (check != null) {
+			if (!check.isDeferred()) {
+				check.deferUntilCompletion(() -> {
+					if (state.holds > 0) {
+						return; // re-entered in the transaction and still open: its last close() releases
+					}
+					try {
+						releaseReadWriteNow(state);
+					}
+					catch (LockLostException ex) {
+						// the commit, if any, was checked under the row lock; only the lease's end was found late
+						logger.warn(ex.getMessage() + " (released after its transaction completed)");
+					}
+					catch (RuntimeException ex) {
+						logger.warn("Could not release the " + state.type + " lock '" + state.resource
+								+ "' after its transaction completed", ex);
+					}
+				});
+			}
+			// else re-entered and closed again in the same transaction: the release deferred at the first close does it
+			return;
+		}
+		releaseReadWriteNow(state);
+	}
+
+	private void releaseReadWriteNow(ReadWriteLockHandle.State state) {
 		this.readWriteHolds.remove(new ReadWriteKey(state.resource, state.owner), state);
 		Observation holding = state.holding;
 		state.holding = null;

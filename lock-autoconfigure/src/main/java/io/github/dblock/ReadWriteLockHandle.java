@@ -67,6 +67,16 @@ final class ReadWriteLockHandle implements LockHandle {
 		this.template.releaseReadWrite(this.state);
 	}
 
+	/**
+	 * Registers commit-time validation of this hold in the transaction that has just begun on the owning thread, if
+	 * it is a LEASE WRITE hold (a hold whose handle is a READ re-entry of the thread's WRITE hold included).
+	 */
+	void validateInTransaction() {
+		if (this.state.type == LockType.WRITE && this.state.mode == LockMode.LEASE) {
+			this.template.validateAtCommit(this.state.resource, this.state.held);
+		}
+	}
+
 	@Override
 	public String toString() {
 		return "LockHandle[resource=" + resource() + ", mode=" + mode() + ", type=" + this.type + ", fencingToken="

@@ -228,7 +228,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 				+ " WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)";
 		this.renewSql = "UPDATE " + t + " SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND"
 				+ " WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)";
-		this.readWrite = new ReadWriteLeases(this.jdbc, table, this.backoff, this::renewals);
+		this.readWrite = new ReadWriteLeases(this.jdbc, table, this.backoff, this::renewals, this);
 		this.dataSource = dataSource;
 		String ours = " WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)";
 		this.lockRowSql = "SELECT fencing_token FROM " + t + ours + " FOR UPDATE";
@@ -257,6 +257,11 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 		return this.multiPrimary ? this.touchRowSql : this.lockRowSql;
 	}
 
+	/** The statements commit-time validation runs in the application's transaction for a write lock, in order (tests). */
+	java.util.List<String> readWriteCommitCheckSql() {
+		return this.readWrite.commitCheckSql();
+	}
+
 	/**
 	 * The key under which a transaction manager bound a connection of the lock's database to this thread: the data
 	 * source as given, or the one behind its {@code TransactionAwareDataSourceProxy} (a
@@ -278,16 +283,9 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	 * @return whether the row is still the lease's (and now locked, or written, by the transaction)
 	 */
 	private boolean lockRowInTransaction(LeaseLock lock) {
-		DataSource key = transactionKey();
-		Connection connection = (key != null) ? this.jdbc.boundTransactionalConnection(key) : null;
-		if (key == null || connection == null) {
-			throw new IllegalStateException("No transaction on the lock data source to check lock '" + lock.resource
-					+ "' in");
-		}
-		try {
+		return inTransaction("check lock '" + lock.resource + "' at commit", (connection, timeout) -> {
 			boolean write = this.multiPrimary;
-			try (PreparedStatement ps = prepareBounded(connection, write ? this.touchRowSql : this.lockRowSql,
-					this.jdbc.statementTimeoutSeconds())) {
+			try (PreparedStatement ps = prepareBounded(connection, write ? this.touchRowSql : this.lockRowSql, timeout)) {
 				ps.setBytes(1, LockRows.bytes(lock.resource));
 				ps.setString(2, lock.ownerToken);
 				if (write) {
@@ -297,13 +295,59 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 					return rows.next();
 				}
 			}
+		});
+	}
+
+	/**
+	 * Whether the current thread runs an active transaction on this provider's data source (a connection of it bound
+	 * to the thread, not in autocommit). No SQL runs. Used by the commit checks of exclusive and write leases.
+	 */
+	boolean inTransactionOfItsDatabase() {
+		DataSource key = transactionKey();
+		Connection connection = (key != null) ? this.jdbc.boundTransactionalConnection(key) : null;
+		if (connection == null) {
+			return false; // no transaction on the lock's database, or one in autocommit
+		}
+		org.springframework.jdbc.datasource.DataSourceUtils.releaseConnection(connection, key);
+		return true;
+	}
+
+	/**
+	 * Runs a commit check on the connection of the current thread's transaction on this provider's data source.
+	 * @param task what is done, for messages
+	 * @param check the statements; given the connection and the statement timeout in seconds
+	 * @return what the check returned
+	 * @throws IllegalStateException if there is no such transaction
+	 * @throws DataAccessException if a statement failed
+	 */
+	boolean inTransaction(String task, TransactionCheck check) {
+		DataSource key = transactionKey();
+		Connection connection = (key != null) ? this.jdbc.boundTransactionalConnection(key) : null;
+		if (key == null || connection == null) {
+			throw new IllegalStateException("No transaction on the lock data source for the commit check (" + task + ")");
+		}
+		try {
+			return check.run(connection, this.jdbc.statementTimeoutSeconds());
 		}
 		catch (SQLException ex) {
-			throw this.jdbc.translate("check lock '" + lock.resource + "' at commit", ex);
+			throw this.jdbc.translate(task, ex);
 		}
 		finally {
 			org.springframework.jdbc.datasource.DataSourceUtils.releaseConnection(connection, key);
 		}
+	}
+
+	/** Statements of a commit check, run on the application's transactional connection. */
+	@FunctionalInterface
+	interface TransactionCheck {
+
+		/**
+		 * @param connection the transaction's connection (not to be closed or committed)
+		 * @param timeoutSeconds the statement timeout, in seconds
+		 * @return whether the lock is still held
+		 */
+		boolean run(Connection connection, int timeoutSeconds) throws SQLException;
+
 	}
 
 	@Override
@@ -851,13 +895,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 
 		@Override
 		public boolean inTransactionOfItsDatabase() {
-			DataSource key = transactionKey();
-			Connection connection = (key != null) ? LeaseLockProvider.this.jdbc.boundTransactionalConnection(key) : null;
-			if (connection == null) {
-				return false; // no transaction on the lock's database, or one in autocommit
-			}
-			org.springframework.jdbc.datasource.DataSourceUtils.releaseConnection(connection, key);
-			return true;
+			return LeaseLockProvider.this.inTransactionOfItsDatabase();
 		}
 
 		/**

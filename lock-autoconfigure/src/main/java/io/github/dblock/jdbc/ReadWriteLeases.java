@@ -15,6 +15,7 @@ import io.github.dblock.LockType;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
+import io.github.dblock.spi.TransactionCheckedLock;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
@@ -116,15 +117,26 @@ final class ReadWriteLeases {
 
 	private final String ownRemainingSql;
 
+	/** Commit check of a write lease: a locking read of its live holder row. */
+	private final String lockHoldSql;
+
+	/** Commit check on a multi-primary cluster, first: a write to the resource's row, which a cluster certifies. */
+	private final String touchResourceSql;
+
+	/** Where commit checks run: the transaction of the lease provider's data source, and its cluster topology. */
+	private final LeaseLockProvider transactions;
+
 	/**
 	 * @param jdbc the lock data source's statement support
 	 * @param table the lock table; the read/write tables are named after it
 	 * @param backoff pauses between attempts
 	 * @param renewals the lease provider's shared renewal scheduler
+	 * @param transactions the lease provider, which runs commit checks in the application's transaction
 	 */
 	ReadWriteLeases(JdbcLockSupport jdbc, LockTable table, Backoff backoff,
-			Supplier<ScheduledExecutorService> renewals) {
+			Supplier<ScheduledExecutorService> renewals, LeaseLockProvider transactions) {
 		this.jdbc = jdbc;
+		this.transactions = transactions;
 		this.backoff = backoff;
 		this.renewals = renewals;
 		// at least 5 of the longest pauses between a waiting writer's attempts, and at least 2 s
@@ -161,6 +173,41 @@ final class ReadWriteLeases {
 		// a plain (non-locking) read: it answers even while the holder row is locked
 		this.ownRemainingSql = "SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM " + hold
 				+ " WHERE resource = ? AND owner_token = ?";
+		this.lockHoldSql = "SELECT fencing_token FROM " + hold
+				+ " WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6) FOR UPDATE";
+		this.touchResourceSql = "UPDATE " + rw + " SET fencing_token = fencing_token + 1 WHERE resource = ?";
+	}
+
+	/** The statements of a write lease's commit check, in order (tests). */
+	java.util.List<String> commitCheckSql() {
+		return this.transactions.isMultiPrimary() ? java.util.List.of(this.touchResourceSql, this.lockHoldSql)
+				: java.util.List.of(this.lockHoldSql);
+	}
+
+	/**
+	 * Runs the commit check of a write lease on the transaction's connection (see the class comment).
+	 * @return whether the holder row is still the lease's and live (and now locked by the transaction)
+	 */
+	private boolean lockHoldInTransaction(Lease lease) {
+		return this.transactions.inTransaction("check the write lock '" + lease.resource + "' at commit",
+				(connection, timeout) -> {
+					byte[] key = LockRows.bytes(lease.resource);
+					if (this.transactions.isMultiPrimary()) {
+						try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.touchResourceSql,
+								timeout, false)) {
+							ps.setBytes(1, key);
+							ps.executeUpdate(); // if the lease is not ours any more, the transaction rolls back anyway
+						}
+					}
+					try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.lockHoldSql, timeout,
+							false)) {
+						ps.setBytes(1, key);
+						ps.setString(2, lease.ownerToken);
+						try (ResultSet rs = JdbcLockSupport.query(ps)) {
+							return rs.next();
+						}
+					}
+				});
 	}
 
 	/** How long a waiting writer's intent keeps new readers out without being refreshed. */
@@ -448,8 +495,11 @@ final class ReadWriteLeases {
 
 	/** A lock just taken (or found again), not renewed yet: renewal starts once its grant is known committed. */
 	private HeldLock leased(LockRequest request, String owner, String kind, long token, long validUntilNanos) {
-		return new Lease(request.resource(), owner, kind, token, request.leaseTime().toNanos(), request.minHoldMicros(),
-				validUntilNanos);
+		return kind.equals(WRITE)
+				? new WriteLease(request.resource(), owner, token, request.leaseTime().toNanos(), request.minHoldMicros(),
+						validUntilNanos)
+				: new Lease(request.resource(), owner, kind, token, request.leaseTime().toNanos(), request.minHoldMicros(),
+						validUntilNanos);
 	}
 
 	/**
@@ -508,7 +558,7 @@ final class ReadWriteLeases {
 	}
 
 	/** One owner's read or write lease: renewed on the shared scheduler, lost once renewal finds it gone. */
-	private final class Lease extends OwnedLease {
+	private class Lease extends OwnedLease {
 
 		private final String kind;
 
@@ -595,6 +645,32 @@ final class ReadWriteLeases {
 		@Override
 		public String toString() {
 			return kindName() + " lease of '" + this.resource + "' (fencing token " + fencingToken() + ")";
+		}
+
+	}
+
+	/**
+	 * A write lease, which can be checked in the application's transaction at its commit (see the class comment).
+	 * A lease known lost or released fails the check without a statement.
+	 */
+	private final class WriteLease extends Lease implements TransactionCheckedLock {
+
+		WriteLease(String resource, String ownerToken, long fencingToken, long leaseNanos, long minHoldMicros,
+				long validUntilNanos) {
+			super(resource, ownerToken, WRITE, fencingToken, leaseNanos, minHoldMicros, validUntilNanos);
+		}
+
+		@Override
+		public boolean inTransactionOfItsDatabase() {
+			return ReadWriteLeases.this.transactions.inTransactionOfItsDatabase();
+		}
+
+		@Override
+		public boolean lockRowInTransaction() {
+			if (this.lost || this.released) {
+				return false;
+			}
+			return lockHoldInTransaction(this);
 		}
 
 	}
