@@ -11,12 +11,15 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
 
 /**
  * Commit-time validation ({@code distributed-lock.validate-at-commit}): a transaction on the lock's data source that
- * runs while its thread holds a LEASE lock commits only while that lock is held.
+ * runs while its thread holds a LEASE lock (exclusive, or the WRITE side of a read/write lock) commits only while that
+ * lock is held. READ holds are not checked: readers share the lock, so a reader's commit has nothing exclusive to
+ * protect.
  * <p>
  * For every such hold, a {@link TransactionSynchronization} is registered in the transaction; its
  * {@link TransactionSynchronization#beforeCommit beforeCommit} checks the lock row on the transaction's own connection
  * ({@link TransactionCheckedLock#lockRowInTransaction()}: a {@code SELECT ... FOR UPDATE} of the row by owner token
- * and unexpired lease, or on a multi-primary cluster a write to it). If the lock is no longer this hold's, it throws
+ * and unexpired lease, for a WRITE lock its holder row, or on a multi-primary cluster a write that certification
+ * orders against a take on another node). If the lock is no longer this hold's, it throws
  * {@link LockLostException} and the transaction rolls back; if it is, the row stays locked until the commit, so no
  * other owner can take the lock between the check and the commit. Read-only transactions are not checked.
  * <p>
@@ -34,7 +37,8 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
 public final class CommitValidation implements TransactionExecutionListener {
 
 	/**
-	 * Registers the validation of the current thread's LEASE locks in a transaction that has just begun.
+	 * Registers the validation of the current thread's LEASE locks (exclusive and WRITE holds) in a transaction that
+	 * has just begun.
 	 * @param transaction the transaction
 	 * @param beginFailure the failure if the transaction could not begin ({@code null} if it began)
 	 */

@@ -1039,7 +1039,7 @@ public class LockTemplate {
 	/**
 	 * Called by {@link ReadWriteLockHandle#close()} on the owning thread. The last close of a WRITE hold whose
 	 * commit-time validation is pending in the current transaction releases it only once that transaction has
-	 * completed (as {@link #deferRelease} does for exclusive holds): the hold stays the thread's meanwhile, with no
+	 * completed (as {@code deferRelease} does for exclusive holds): the hold stays the thread's meanwhile, with no
 	 * open handle, and the thread may re-enter it; once the transaction has completed it is released unless it was
 	 * re-entered and is still open.
 	 */
