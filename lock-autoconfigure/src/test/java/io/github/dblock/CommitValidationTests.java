@@ -293,7 +293,7 @@ class CommitValidationTests {
 	@Test
 	void theHoldersOwnRenewalWaitsForTheCommitWithoutDeadlock() throws Exception {
 		LockTemplate renewing = new LockTemplate(List.of(LockNodes.provider(LockMode.LEASE, this.poolA)), LockMode.LEASE,
-				Duration.ZERO, Duration.ofSeconds(1), "node-a-renewing");
+				Duration.ZERO, Duration.ofSeconds(3), "node-a-renewing"); // renewed every second, room for a loaded machine
 		long[] renewedBefore = new long[1];
 		Future<?> holder = this.holderThread.submit(() -> {
 			try (LockHandle lock = renewing.acquire(this.resource)) {
@@ -303,12 +303,12 @@ class CommitValidationTests {
 						@Override
 						public void beforeCompletion() {
 							renewedBefore[0] = expiresAtMicros();
-							sleep(600); // spans at least one renewal (every 333 ms), which waits for the row
+							sleep(1_200); // spans at least one renewal (every second), which waits for the row
 						}
 					});
 				});
 				assertThat(lock.isHeld()).isTrue();
-				sleep(500); // the waiting renewal has gone through, and one more
+				sleep(1_200); // the waiting renewal has gone through, and one more
 				assertThat(expiresAtMicros()).isGreaterThan(renewedBefore[0]);
 				assertThat(lock.isHeld()).isTrue();
 			}
