@@ -99,6 +99,7 @@ class LockJdbcConfiguration {
 				transactionManager(transactionManagers, dataSource), properties.getStatementTimeout(), backoff(properties),
 				properties.getPessimistic().getMaxConnections());
 		provider.setIdleTimeout(properties.getPessimistic().getIdleTimeout());
+		provider.setFencing(properties.getPessimistic().getFencing());
 		return provider;
 	}
 
