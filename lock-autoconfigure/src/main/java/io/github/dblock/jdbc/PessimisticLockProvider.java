@@ -797,8 +797,10 @@ public class PessimisticLockProvider implements LockProvider {
 		/**
 		 * The locking {@code UPDATE} advances the row's counter to {@code GREATEST(fencing_token + 1, <server µs at
 		 * the statement's start>)} and records the holder: one durable write per acquisition, flushed by the
-		 * {@code COMMIT} that releases the lock. Tokens of every holder of the resource, whatever its mode, strictly
-		 * increase, whatever the server clock does. The default.
+		 * {@code COMMIT} that releases the lock. Each token is strictly greater than every committed token of the
+		 * resource, whatever the holder's mode and whatever the server clock does; a holder that dies before its
+		 * release has its write rolled back, so a later holder's token may be equal to or smaller than the one it was
+		 * handed. The default.
 		 */
 		DURABLE,
 
