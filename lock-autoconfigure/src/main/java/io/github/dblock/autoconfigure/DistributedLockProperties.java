@@ -395,7 +395,7 @@ public class DistributedLockProperties implements InitializingBean {
 
 		/**
 		 * How PESSIMISTIC acquisitions hand out fencing tokens. "durable": the locking UPDATE writes the next token,
-		 * strictly increasing for every holder of the resource in every mode. "server-clock": a locking read that
+		 * strictly greater than every committed token of the resource in every mode. "server-clock": a locking read that
 		 * writes nothing, with the server's UTC clock in microseconds (read after the row lock is granted) as the
 		 * token, falling back to the durable write when the stored token is ahead of the clock or a minimum hold time
 		 * is asked for; strictly increasing only among server-clock holders of the resource and only while the server
