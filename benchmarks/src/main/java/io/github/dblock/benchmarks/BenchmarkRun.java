@@ -34,6 +34,15 @@ public final class BenchmarkRun {
 	static final Contender.Kind[] LOCKS = { Contender.Kind.LEASE, Contender.Kind.PESSIMISTIC, Contender.Kind.OPTIMISTIC,
 			Contender.Kind.SHEDLOCK, Contender.Kind.JDBC_LOCK_REGISTRY };
 
+	/**
+	 * The contenders of the hot-lock scenarios (2 and 3): {@link #LOCKS}, PESSIMISTIC with {@code fencing =
+	 * server-clock}, and the two row-lock baselines (PESSIMISTIC's statements in plain JDBC, and the bare
+	 * {@code SELECT … FOR UPDATE} that writes nothing).
+	 */
+	static final Contender.Kind[] HOT = { Contender.Kind.LEASE, Contender.Kind.PESSIMISTIC,
+			Contender.Kind.PESSIMISTIC_SERVER_CLOCK, Contender.Kind.PLAIN_PESSIMISTIC, Contender.Kind.BARE_ROW_LOCK,
+			Contender.Kind.OPTIMISTIC, Contender.Kind.SHEDLOCK, Contender.Kind.JDBC_LOCK_REGISTRY };
+
 	private final Settings settings;
 
 	private final BenchDatabase db;
@@ -73,7 +82,7 @@ public final class BenchmarkRun {
 			log("scenario 2: one hot resource, 8 threads");
 			for (int hold : new int[] { 0, 1 }) {
 				List<Results.Throughput> list = new ArrayList<>();
-				for (Contender.Kind kind : LOCKS) {
+				for (Contender.Kind kind : HOT) {
 					try (Contender contender = Contenders.create(kind, pool, BenchSchema.SMALL, "jvm")) {
 						list.add(throughput(kind, Contention.run(contender, List.of("hot-jvm-" + hold), 8,
 								Duration.ofMillis(hold), this.settings.warmup(), this.settings.measure())));
@@ -84,7 +93,7 @@ public final class BenchmarkRun {
 			log("scenario 3: one hot resource across processes");
 			List<ProcessScenarios.Phase> phases = new ArrayList<>();
 			for (int hold : new int[] { 0, 1 }) {
-				for (Contender.Kind kind : LOCKS) {
+				for (Contender.Kind kind : HOT) {
 					phases.add(new ProcessScenarios.Phase(kind, Duration.ofMillis(hold)));
 				}
 			}

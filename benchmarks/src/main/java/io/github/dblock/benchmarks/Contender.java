@@ -30,7 +30,9 @@ public interface Contender extends AutoCloseable {
 		SHEDLOCK("ShedLock JDBC", true), JDBC_LOCK_REGISTRY("JdbcLockRegistry", true),
 		SELECT_1("baseline: SELECT 1", false), TWO_WRITES("baseline: two writes", false),
 		PLAIN_PESSIMISTIC("baseline: JDBC row lock", false), SEMAPHORE("semaphore permit (N = 1)", false),
-		PESSIMISTIC_EXECUTE("PESSIMISTIC, execute", true);
+		PESSIMISTIC_EXECUTE("PESSIMISTIC, execute", true),
+		PESSIMISTIC_SERVER_CLOCK("PESSIMISTIC, fencing = server-clock", true),
+		BARE_ROW_LOCK("baseline: bare row lock (no write)", false);
 
 		private final String label;
 

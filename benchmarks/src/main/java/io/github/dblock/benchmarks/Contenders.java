@@ -47,7 +47,8 @@ import org.springframework.jdbc.datasource.DataSourceTransactionManager;
  * 100 ms between tries of a busy lock); {@code lock()} blocks.</li>
  * <li>Baselines: {@code SELECT 1}; two autocommit writes on a row of a plain table (a conditional take and an
  * owner-checked give-back); and the exact statements of PESSIMISTIC in a plain JDBC loop (start transaction, the
- * row-locking token write by primary key, commit).</li>
+ * row-locking token write by primary key, commit), and the bare row lock that writes nothing (start transaction,
+ * {@code SELECT … FOR UPDATE} by primary key, commit).</li>
  * </ul>
  */
 public final class Contenders {
@@ -75,18 +76,29 @@ public final class Contenders {
 			case PLAIN_PESSIMISTIC -> new PlainPessimistic(dataSource, table);
 			case SEMAPHORE -> semaphore(dataSource, table, node);
 			case PESSIMISTIC_EXECUTE -> ours(kind, LockMode.PESSIMISTIC, dataSource, table, node);
+			case PESSIMISTIC_SERVER_CLOCK -> ours(kind, LockMode.PESSIMISTIC, dataSource, table, node);
+			case BARE_ROW_LOCK -> new BareRowLock(dataSource, table);
 		};
 	}
 
 	/** A lock template with providers for all three modes and the given default mode. */
 	public static LockTemplate template(LockMode mode, DataSource dataSource, LockTable table, String node) {
+		return template(mode, PessimisticLockProvider.Fencing.DURABLE, dataSource, table, node);
+	}
+
+	/** {@link #template(LockMode, DataSource, LockTable, String)} with the given PESSIMISTIC fencing setting. */
+	public static LockTemplate template(LockMode mode, PessimisticLockProvider.Fencing fencing, DataSource dataSource,
+			LockTable table, String node) {
 		LockDialect dialect = LockDialect.of(DatabaseServer.detect(dataSource));
 		Duration statementTimeout = Duration.ofSeconds(5);
 		Backoff backoff = new Backoff(Duration.ofMillis(10), Duration.ofMillis(200));
 		DataSourceTransactionManager transactions = new DataSourceTransactionManager(dataSource);
+		PessimisticLockProvider pessimistic = new PessimisticLockProvider(dataSource, table, dialect, transactions,
+				statementTimeout, backoff, 64);
+		pessimistic.setFencing(fencing);
 		return new LockTemplate(List.of(
 				new LeaseLockProvider(dataSource, table, dialect, statementTimeout, backoff.initial(), backoff.max()),
-				new PessimisticLockProvider(dataSource, table, dialect, transactions, statementTimeout, backoff, 64),
+				pessimistic,
 				new OptimisticLockProvider(dataSource, table, transactions, statementTimeout, backoff, 1000)), mode,
 				WAIT, LEASE, node);
 	}
@@ -162,9 +174,12 @@ public final class Contenders {
 	 */
 	private static Contender ours(Contender.Kind kind, LockMode mode, DataSource dataSource, LockTable table,
 			String node) {
-		LockTemplate template = template(mode, dataSource, table, node);
+		LockTemplate template = template(mode, (kind == Contender.Kind.PESSIMISTIC_SERVER_CLOCK)
+				? PessimisticLockProvider.Fencing.SERVER_CLOCK : PessimisticLockProvider.Fencing.DURABLE, dataSource, table,
+				node);
 		LockOptions options = LockOptions.defaults().withWaitTime(WAIT);
-		boolean hold = kind == Contender.Kind.LEASE || kind == Contender.Kind.PESSIMISTIC;
+		boolean hold = kind == Contender.Kind.LEASE || kind == Contender.Kind.PESSIMISTIC
+				|| kind == Contender.Kind.PESSIMISTIC_SERVER_CLOCK;
 		return new Contender() {
 
 			@Override
@@ -327,8 +342,11 @@ public final class Contenders {
 
 		private final boolean mariaDb;
 
+		private final String table;
+
 		PlainPessimistic(DataSource dataSource, LockTable table) {
 			this.dataSource = dataSource;
+			this.table = table.quoted();
 			this.mariaDb = DatabaseServer.detect(dataSource).product() == DatabaseServer.Product.MARIADB;
 			this.lockSql = "UPDATE " + table.quoted() + " SET owner_token = ?, holder = ?, fencing_token = "
 					+ "LAST_INSERT_ID(GREATEST(fencing_token + 1, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', "
@@ -341,6 +359,16 @@ public final class Contenders {
 			return Contender.Kind.PLAIN_PESSIMISTIC;
 		}
 
+		/** Inserts the free row of a resource that has none yet (scenarios 2 and 3 use fresh names), autocommit. */
+		private void createRow(Connection c, String resource) throws java.sql.SQLException {
+			try (PreparedStatement insert = c.prepareStatement("INSERT IGNORE INTO " + this.table + " (resource,"
+					+ " owner_token, holder, fencing_token, acquired_at, expires_at) VALUES (?, NULL, NULL, 0,"
+					+ " UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))")) {
+				insert.setBytes(1, resource.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+				insert.executeUpdate();
+			}
+		}
+
 		@Override
 		public void cycle(String resource, Runnable section) throws Exception {
 			try (Connection c = this.dataSource.getConnection(); Statement s = c.createStatement()) {
@@ -351,12 +379,80 @@ public final class Contenders {
 					ps.setString(2, "plain-jdbc");
 					ps.setLong(3, 0);
 					ps.setBytes(4, resource.getBytes(java.nio.charset.StandardCharsets.UTF_8));
-					if (ps.executeUpdate() != 1) {
-						throw new IllegalStateException("lock row '" + resource + "' missing or leased");
+					// a statement that waited for the row compared expires_at with the clock fixed when it started,
+					// which can predate the previous holder's commit: re-run it once, at once (the row is ours), as
+					// PessimisticLockProvider does; only a second miss means a missing row
+					if (ps.executeUpdate() != 1 && ps.executeUpdate() != 1) {
+						s.execute("ROLLBACK");
+						createRow(c, resource);
+						s.execute("START TRANSACTION");
+						if (ps.executeUpdate() != 1) {
+							throw new IllegalStateException("lock row '" + resource + "' missing or leased");
+						}
 					}
 					try (ResultSet keys = ps.getGeneratedKeys()) {
 						keys.next();
 						keys.getLong(1);
+					}
+				}
+				section.run();
+				s.execute("COMMIT");
+			}
+		}
+
+	}
+
+	/**
+	 * The floor of any row-lock mutex: start a transaction, {@code SELECT … FOR UPDATE} the resource's row by primary
+	 * key (bounded lock wait), run the section, commit. Nothing is written, so the commit flushes nothing; no fencing
+	 * token, no lease check. A missing row is inserted (free, autocommit) and the cycle starts again.
+	 */
+	private static final class BareRowLock implements Contender {
+
+		private final DataSource dataSource;
+
+		private final String lockSql;
+
+		private final String insertSql;
+
+		BareRowLock(DataSource dataSource, LockTable table) {
+			this.dataSource = dataSource;
+			boolean mariaDb = DatabaseServer.detect(dataSource).product() == DatabaseServer.Product.MARIADB;
+			String select = "SELECT fencing_token FROM " + table.quoted() + " WHERE resource = ? FOR UPDATE";
+			this.lockSql = mariaDb ? "SET STATEMENT innodb_lock_wait_timeout=60 FOR " + select : select;
+			this.insertSql = "INSERT IGNORE INTO " + table.quoted() + " (resource, owner_token, holder, fencing_token,"
+					+ " acquired_at, expires_at) VALUES (?, NULL, NULL, 0, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))";
+		}
+
+		@Override
+		public Contender.Kind kind() {
+			return Contender.Kind.BARE_ROW_LOCK;
+		}
+
+		@Override
+		public void cycle(String resource, Runnable section) throws Exception {
+			byte[] key = resource.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+			try (Connection c = this.dataSource.getConnection(); Statement s = c.createStatement()) {
+				for (int attempt = 0;; attempt++) {
+					s.execute("START TRANSACTION");
+					boolean found;
+					try (PreparedStatement ps = c.prepareStatement(this.lockSql)) {
+						ps.setBytes(1, key);
+						ps.execute(); // Connector/J refuses executeQuery() for text starting with SET
+						try (ResultSet rs = ps.getResultSet()) {
+							found = rs.next();
+						}
+					}
+					if (found) {
+						break;
+					}
+					s.execute("ROLLBACK");
+					if (attempt > 0) {
+						throw new IllegalStateException("lock row '" + resource + "' could not be created");
+					}
+					try (PreparedStatement insert = c.prepareStatement(this.insertSql)) {
+						insert.setBytes(1, key);
+						insert.executeUpdate();
 					}
 				}
 				section.run();

@@ -192,6 +192,12 @@ public final class Report {
 		target("1", "LEASE ≤ 0.5 × JdbcLockRegistry (p50)", ratio(lease / registry), lease <= 0.5 * registry);
 		target("1", "PESSIMISTIC ≤ 1.2 × plain JDBC loop of its statements (p50)", ratio(pessimistic / plain),
 				pessimistic <= 1.2 * plain);
+		double bare = this.results.uncontended(Contender.Kind.BARE_ROW_LOCK).p50();
+		double clock = this.results.uncontended(Contender.Kind.PESSIMISTIC_SERVER_CLOCK).p50();
+		target("1", "PESSIMISTIC, fencing = server-clock ≤ 1.3 × bare row lock (p50; issue 20)", ratio(clock / bare),
+				clock <= 1.3 * bare);
+		target("1", "PESSIMISTIC, fencing = durable (default) / bare row lock (p50; no target)", ratio(pessimistic / bare),
+				true);
 	}
 
 	private void scenario2and3(StringBuilder md) {
@@ -209,6 +215,7 @@ public final class Report {
 			target("2", "LEASE ≥ 2 × ShedLock, " + hold, ratio(lease / shed), lease >= 2 * shed);
 			target("2", "PESSIMISTIC ≥ 5 × JdbcLockRegistry, " + hold, ratio(pessimistic / registry),
 					pessimistic >= 5 * registry);
+			bareRowLockRatios("2", list, hold, 0);
 		}
 		md.append("## 3. One hot resource across " + this.settings.processes() + " JVM processes\n\nEach process runs "
 				+ this.settings.threadsPerProcess() + " threads; the processes start together once all are ready. The "
@@ -226,6 +233,27 @@ public final class Report {
 			target("3", "LEASE ≥ 2 × ShedLock, " + hold, ratio(lease.perSecond() / shed), lease.perSecond() >= 2 * shed);
 			target("3", "LEASE wait p99 < 20 ms, " + hold, String.format(Locale.ROOT, "%.1f ms", lease.waitP99Millis()),
 					lease.waitP99Millis() < 20);
+			bareRowLockRatios("3", list, hold, 0.9);
+		}
+	}
+
+	/**
+	 * Throughput of PESSIMISTIC (durable, server-clock) as a ratio of the bare row lock's; {@code floor} 0 reports the
+	 * ratio with no target.
+	 */
+	private void bareRowLockRatios(String scenario, List<Results.Throughput> list, String hold, double floor) {
+		double bare = Results.find(list, Contender.Kind.BARE_ROW_LOCK).perSecond();
+		double durable = Results.find(list, Contender.Kind.PESSIMISTIC).perSecond();
+		double clock = Results.find(list, Contender.Kind.PESSIMISTIC_SERVER_CLOCK).perSecond();
+		target(scenario, "PESSIMISTIC, fencing = durable / bare row lock, " + hold + " (no target)", ratio(durable / bare),
+				true);
+		if (floor > 0) {
+			target(scenario, "PESSIMISTIC, fencing = server-clock ≥ " + floor + " × bare row lock, " + hold + " (issue 20)",
+					ratio(clock / bare), clock >= floor * bare);
+		}
+		else {
+			target(scenario, "PESSIMISTIC, fencing = server-clock / bare row lock, " + hold + " (no target)",
+					ratio(clock / bare), true);
 		}
 	}
 

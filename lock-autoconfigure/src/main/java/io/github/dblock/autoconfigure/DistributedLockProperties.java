@@ -7,6 +7,7 @@ import java.util.Map;
 import io.github.dblock.LockMode;
 import io.github.dblock.jdbc.LockDialect;
 import io.github.dblock.jdbc.LockTable;
+import io.github.dblock.jdbc.PessimisticLockProvider;
 import org.jspecify.annotations.Nullable;
 import org.springframework.beans.factory.InitializingBean;
 import org.springframework.boot.context.properties.ConfigurationProperties;
@@ -408,6 +409,16 @@ public class DistributedLockProperties implements InitializingBean {
 		 */
 		private Duration idleTimeout;
 
+		/**
+		 * How PESSIMISTIC acquisitions hand out fencing tokens. "durable": the locking UPDATE writes the next token,
+		 * strictly greater than every committed token of the resource in every mode. "server-clock": a locking read that
+		 * writes nothing, with the server's UTC clock in microseconds (read after the row lock is granted) as the
+		 * token, falling back to the durable write when the stored token is ahead of the clock or a minimum hold time
+		 * is asked for; strictly increasing only among server-clock holders of the resource and only while the server
+		 * clock never steps back, so use one setting and no LEASE locks per resource.
+		 */
+		private PessimisticLockProvider.Fencing fencing = PessimisticLockProvider.Fencing.DURABLE;
+
 		public Integer getMaxConnections() {
 			return this.maxConnections;
 		}
@@ -422,6 +433,14 @@ public class DistributedLockProperties implements InitializingBean {
 
 		public void setIdleTimeout(Duration idleTimeout) {
 			this.idleTimeout = idleTimeout;
+		}
+
+		public PessimisticLockProvider.Fencing getFencing() {
+			return this.fencing;
+		}
+
+		public void setFencing(PessimisticLockProvider.Fencing fencing) {
+			this.fencing = fencing;
 		}
 
 	}

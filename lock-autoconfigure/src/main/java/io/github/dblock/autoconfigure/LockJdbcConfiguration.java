@@ -145,6 +145,7 @@ class LockJdbcConfiguration {
 				transactionManager(transactionManagers, dataSource), properties.getStatementTimeout(), backoff(properties),
 				LockPoolChecks.maxConnections(properties, dataSource));
 		provider.setIdleTimeout(properties.getPessimistic().getIdleTimeout());
+		provider.setFencing(properties.getPessimistic().getFencing());
 		return provider;
 	}
 

@@ -109,6 +109,11 @@ public class PessimisticLockProvider implements LockProvider {
 
 	private final String nowaitSql;
 
+	/** The locking read of {@link Fencing#SERVER_CLOCK}: stored token, whether free, server clock in µs. */
+	private final String clockReadSql;
+
+	private volatile Fencing fencing = Fencing.DURABLE;
+
 	private final KnownRows knownRows = new KnownRows();
 
 	/** The holder's session idle bound in whole seconds ({@code wait_timeout}), 0 for the server's own. */
@@ -143,6 +148,8 @@ public class PessimisticLockProvider implements LockProvider {
 				+ ", acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND"
 				+ " WHERE resource = ? AND " + LockRows.FREE;
 		this.nowaitSql = "SELECT 1 FROM " + t + " WHERE resource = ? FOR UPDATE NOWAIT";
+		this.clockReadSql = "SELECT fencing_token, " + LockRows.FREE + ", " + LockRows.SERVER_MICROS + " FROM " + t
+				+ " WHERE resource = ? FOR UPDATE";
 	}
 
 	@Override
@@ -176,6 +183,19 @@ public class PessimisticLockProvider implements LockProvider {
 		}
 		this.idleTimeoutSeconds = (int) ((idleTimeout.toNanos() + TimeUnit.SECONDS.toNanos(1) - 1)
 				/ TimeUnit.SECONDS.toNanos(1));
+	}
+
+	/**
+	 * Chooses how fencing tokens are handed out (see {@link Fencing}). Call during configuration.
+	 * @param fencing the setting; {@code null} for {@link Fencing#DURABLE}
+	 */
+	public void setFencing(@Nullable Fencing fencing) {
+		this.fencing = (fencing != null) ? fencing : Fencing.DURABLE;
+	}
+
+	/** The fencing setting in use, never {@code null}. */
+	public Fencing fencing() {
+		return this.fencing;
 	}
 
 	/** Applies the idle bound to a holder's session (see {@link #setIdleTimeout}); no statement when unset. */
@@ -501,6 +521,7 @@ public class PessimisticLockProvider implements LockProvider {
 			throws SQLException, InterruptedException {
 		int waitSeconds = waitSeconds(request);
 		int timeout = waitSeconds + this.jdbc.statementTimeoutSeconds();
+		boolean clock = this.fencing == Fencing.SERVER_CLOCK && request.minHoldMicros() == 0;
 		try {
 			if (this.dialect == LockDialect.MYSQL && waitSeconds == 0) {
 				try (PreparedStatement ps = connection.prepareStatement(this.nowaitSql)) {
@@ -508,7 +529,15 @@ public class PessimisticLockProvider implements LockProvider {
 					ps.setBytes(1, LockRows.bytes(request.resource()));
 					ps.executeQuery().close();
 				}
+				if (clock) {
+					return run(connection, this.clockReadSql, false,
+							(ps) -> readClockAndLock(connection, ps, request, owner, timeout));
+				}
 				return run(connection, this.lockSql, true, (ps) -> bindAndLock(connection, ps, request, owner, timeout, rowExists));
+			}
+			if (clock) {
+				return withLockWait(connection, waitSeconds, this.clockReadSql, false,
+						(ps) -> readClockAndLock(connection, ps, request, owner, timeout));
 			}
 			return withLockWait(connection, waitSeconds, this.lockSql, true,
 					(ps) -> bindAndLock(connection, ps, request, owner, timeout, rowExists));
@@ -643,6 +672,41 @@ public class PessimisticLockProvider implements LockProvider {
 		return new Locking(this.rows.fencingToken(connection, ps, request.resource(), owner, timeout), false);
 	}
 
+	/**
+	 * The locking statement of {@link Fencing#SERVER_CLOCK}: a locking read of the row ({@code SELECT fencing_token,
+	 * expires_at <= UTC_TIMESTAMP(6), <server µs> ... FOR UPDATE}), which waits in the row's lock queue and writes
+	 * nothing, run twice. The first run waits for the row lock; its clock is the one fixed when it <em>started</em>,
+	 * possibly before the previous holder read its own clock (see {@link #bindAndLock}). The second run finds the row
+	 * locked by this transaction, so it does not wait, and its clock starts after the grant, hence after the previous
+	 * holder's commit and the clock that holder read. The token is that clock when it exceeds the stored counter;
+	 * otherwise (the counter is ahead: LEASE takes reserve blocks of {@link LeaseLockProvider#TOKEN_BLOCK} tokens, a
+	 * {@link Fencing#DURABLE} holder wrote {@code fencing_token + 1}, or the server clock stepped back since the last
+	 * write) the durable {@code UPDATE} runs, at once since the row is ours, and its token is written.
+	 * @return the token, {@link Locking#NOT_MATCHED} for a missing row or one held under a lease (the transaction
+	 * keeps the row lock, or a gap lock, until the caller rolls it back)
+	 */
+	private Locking readClockAndLock(Connection connection, PreparedStatement ps, LockRequest request, String owner,
+			int timeout) throws SQLException {
+		ps.setQueryTimeout(timeout);
+		ps.setBytes(1, LockRows.bytes(request.resource()));
+		try (java.sql.ResultSet waited = JdbcLockSupport.query(ps)) {
+			if (!waited.next()) {
+				return Locking.NOT_MATCHED;
+			}
+		}
+		try (java.sql.ResultSet granted = JdbcLockSupport.query(ps)) {
+			if (!granted.next() || !granted.getBoolean(2)) {
+				return Locking.NOT_MATCHED;
+			}
+			long stored = granted.getLong(1);
+			long clock = granted.getLong(3);
+			if (clock > stored) {
+				return new Locking(clock, false);
+			}
+		}
+		return run(connection, this.lockSql, true, (update) -> bindAndLock(connection, update, request, owner, timeout, true));
+	}
+
 	/** The caller's remaining wait in whole seconds, rounded up (the unit of {@code innodb_lock_wait_timeout}). */
 	private static int waitSeconds(LockRequest request) {
 		return (int) Math.min(Integer.MAX_VALUE / 2,
@@ -732,6 +796,38 @@ public class PessimisticLockProvider implements LockProvider {
 		catch (SQLException ex) {
 			logger.debug("Could not close lock connection", ex);
 		}
+	}
+
+	/**
+	 * How a PESSIMISTIC acquisition hands out its fencing token.
+	 */
+	public enum Fencing {
+
+		/**
+		 * The locking {@code UPDATE} advances the row's counter to {@code GREATEST(fencing_token + 1, <server µs at
+		 * the statement's start>)} and records the holder: one durable write per acquisition, flushed by the
+		 * {@code COMMIT} that releases the lock. Each token is strictly greater than every committed token of the
+		 * resource, whatever the holder's mode and whatever the server clock does; a holder that dies before its
+		 * release has its write rolled back, so a later holder's token may be equal to or smaller than the one it was
+		 * handed. The default.
+		 */
+		DURABLE,
+
+		/**
+		 * A locking read ({@code SELECT ... FOR UPDATE}) takes the row lock and writes nothing: the token is the
+		 * server's UTC clock in microseconds, read after the row lock was granted, when that exceeds the stored
+		 * counter; otherwise, and whenever a minimum hold time is asked for, the acquisition falls back to
+		 * {@link #DURABLE}'s write. Guarantee: among holders of a resource that all use this setting, each token is
+		 * greater than the token of every earlier holder, provided the server's clock never steps back (a step back
+		 * smaller than the time since the last written token is not detected and can hand out a smaller token) and
+		 * advances by at least a microsecond between one holder reading it and the next holder being granted the row
+		 * (one commit round trip apart). Not guaranteed against LEASE holders or {@link #DURABLE} holders of the same
+		 * resource: their statements compute the token from the stored counter and the clock at their start, which
+		 * can precede a no-write holder's clock read while they waited for its row lock. Use one fencing setting, and
+		 * no LEASE locks, per resource. The row's holder and acquisition time are not updated.
+		 */
+		SERVER_CLOCK
+
 	}
 
 	/** The outcome of the locking statement. */

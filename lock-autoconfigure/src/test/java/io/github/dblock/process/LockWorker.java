@@ -38,11 +38,18 @@ public final class LockWorker {
 
 	public static void main(String[] args) throws Exception {
 		String command = args[0];
-		LockMode mode = LockMode.valueOf(args[4]);
+		// "<MODE>" or "PESSIMISTIC/<fencing>", e.g. PESSIMISTIC/SERVER_CLOCK
+		String[] modeArg = args[4].split("/");
+		LockMode mode = LockMode.valueOf(modeArg[0]);
 		String resource = args[5];
 		String node = "process-" + ProcessHandle.current().pid();
 		try (HikariDataSource dataSource = dataSource(args)) {
-			LockTemplate locks = LockNodes.node(mode, node, dataSource);
+			io.github.dblock.spi.LockProvider provider = LockNodes.provider(mode, dataSource);
+			if (modeArg.length > 1) {
+				((io.github.dblock.jdbc.PessimisticLockProvider) provider)
+					.setFencing(io.github.dblock.jdbc.PessimisticLockProvider.Fencing.valueOf(modeArg[1]));
+			}
+			LockTemplate locks = LockNodes.node(provider, node);
 			if (command.equals("hold")) {
 				LockHandle lock = locks.acquire(resource,
 						LockOptions.defaults().withLeaseTime(Duration.ofMillis(Long.parseLong(args[6]))));

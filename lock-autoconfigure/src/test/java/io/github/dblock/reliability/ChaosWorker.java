@@ -38,7 +38,13 @@ import org.springframework.jdbc.datasource.DataSourceUtils;
  * <li>{@code pause ... <resource>}: takes the lock, prints {@code HOLDING <token>}, and on each line of standard
  * input tries a fenced write of its token to {@code lock_test_fenced}, printing {@code WRITE rows=N held=B lost=B};
  * at end of input it releases and prints {@code RELEASED} or {@code RELEASE-LOST}.</li>
+ * <li>{@code soak ...}: as {@code chaos}, for {@link SoakTests}, but a thread survives a failed call (a lost lock, a
+ * broken connection: it prints {@code E <exception>} and carries on), each section ends with a fenced write of its
+ * token to {@code lock_test_fenced} ({@code UPDATE ... WHERE name = ? AND token < ?}; {@code STALE <resource>} when
+ * it was rejected), and the result line adds {@code stale=N errors=N worstCallMillis=N} (the longest
+ * {@code executeWithoutResult}, bound: its 60 s wait plus the statement time-outs).</li>
  * </ul>
+ * The mode may be {@code PESSIMISTIC/SERVER_CLOCK} (PESSIMISTIC with {@code fencing = server-clock}).
  */
 public final class ChaosWorker {
 
@@ -47,23 +53,29 @@ public final class ChaosWorker {
 
 	public static void main(String[] args) throws Exception {
 		String command = args[0];
-		LockMode mode = LockMode.valueOf(args[4]);
+		String[] modeArg = args[4].split("/");
+		LockMode mode = LockMode.valueOf(modeArg[0]);
 		Duration lease = Duration.ofMillis(Long.parseLong(args[5]));
 		String node = "process-" + ProcessHandle.current().pid();
 		try (HikariDataSource dataSource = WorkerProcesses.dataSource(args, 10)) {
-			LockTemplate locks = new LockTemplate(List.of(LockNodes.provider(mode, dataSource)), mode, Duration.ZERO,
-					lease, node);
+			io.github.dblock.spi.LockProvider provider = LockNodes.provider(mode, dataSource);
+			if (modeArg.length > 1) {
+				((io.github.dblock.jdbc.PessimisticLockProvider) provider)
+					.setFencing(io.github.dblock.jdbc.PessimisticLockProvider.Fencing.valueOf(modeArg[1]));
+			}
+			LockTemplate locks = new LockTemplate(List.of(provider), mode, Duration.ZERO, lease, node);
 			if (command.equals("pause")) {
 				pause(locks, dataSource, args[6]);
 			}
 			else {
-				chaos(locks, dataSource, mode, args[6].split(","), Integer.parseInt(args[7]), Integer.parseInt(args[8]));
+				chaos(locks, dataSource, mode, args[6].split(","), Integer.parseInt(args[7]), Integer.parseInt(args[8]),
+						command.equals("soak"));
 			}
 		}
 	}
 
 	private static void chaos(LockTemplate locks, HikariDataSource dataSource, LockMode mode, String[] resources,
-			int threads, int maxHoldMillis) throws Exception {
+			int threads, int maxHoldMillis, boolean soak) throws Exception {
 		AtomicBoolean stop = new AtomicBoolean();
 		Thread stdin = new Thread(() -> {
 			try {
@@ -77,6 +89,9 @@ public final class ChaosWorker {
 		stdin.setDaemon(true);
 		stdin.start();
 		AtomicInteger acquisitions = new AtomicInteger();
+		AtomicInteger stale = new AtomicInteger();
+		AtomicInteger errors = new AtomicInteger();
+		java.util.concurrent.atomic.AtomicLong worstCall = new java.util.concurrent.atomic.AtomicLong();
 		List<Thread> workers = new ArrayList<>();
 		for (int t = 0; t < threads; t++) {
 			String holder = "process-" + ProcessHandle.current().pid() + "/" + t;
@@ -85,19 +100,39 @@ public final class ChaosWorker {
 				while (!stop.get()) {
 					String resource = resources[random.nextInt(resources.length)];
 					say("W");
-					locks.executeWithoutResult(resource, LockOptions.defaults().withWaitTime(Duration.ofSeconds(60)),
-							(lock) -> {
-								say("H " + resource);
-								if (mode == LockMode.OPTIMISTIC) {
-									countInTransaction(dataSource, resource, lock.fencingToken());
-								}
-								else {
-									long interval = enter(dataSource, resource, holder, lock.fencingToken());
-									sleep(random.nextInt(maxHoldMillis + 1));
-									exit(dataSource, interval);
-								}
-								say("R " + resource);
-							});
+					long called = System.nanoTime();
+					try {
+						locks.executeWithoutResult(resource, LockOptions.defaults().withWaitTime(Duration.ofSeconds(60)),
+								(lock) -> {
+									say("H " + resource);
+									if (mode == LockMode.OPTIMISTIC) {
+										countInTransaction(dataSource, resource, lock.fencingToken());
+									}
+									else {
+										long interval = enter(dataSource, resource, holder, lock.fencingToken());
+										sleep(random.nextInt(maxHoldMillis + 1));
+										exit(dataSource, interval);
+										if (soak && update(dataSource, "UPDATE lock_test_fenced SET value = value + 1, token = ?"
+												+ " WHERE name = ? AND token < ?", lock.fencingToken(), resource,
+												lock.fencingToken()) != 1) {
+											stale.incrementAndGet();
+											say("STALE " + resource);
+										}
+									}
+									say("R " + resource);
+								});
+					}
+					catch (RuntimeException ex) {
+						if (!soak) {
+							throw ex;
+						}
+						errors.incrementAndGet();
+						say("E " + ex);
+						continue;
+					}
+					finally {
+						worstCall.accumulateAndGet((System.nanoTime() - called) / 1_000_000, Math::max);
+					}
 					acquisitions.incrementAndGet();
 					say("F");
 				}
@@ -108,7 +143,8 @@ public final class ChaosWorker {
 		for (Thread worker : workers) {
 			worker.join();
 		}
-		say("RESULT acquisitions=" + acquisitions);
+		say("RESULT acquisitions=" + acquisitions + (soak ? " stale=" + stale + " errors=" + errors
+				+ " worstCallMillis=" + worstCall : ""));
 	}
 
 	private static void pause(LockTemplate locks, HikariDataSource dataSource, String resource) throws Exception {

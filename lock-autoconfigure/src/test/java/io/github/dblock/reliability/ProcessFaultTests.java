@@ -257,9 +257,9 @@ class ProcessFaultTests {
 	}
 
 	/** A {@link ChaosWorker} process whose output is read continuously, so that it never blocks on a full pipe. */
-	private static final class Worker {
+	static final class Worker {
 
-		private final Process process;
+		final Process process;
 
 		private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
 
@@ -289,12 +289,17 @@ class ProcessFaultTests {
 		}
 
 		static Worker start(String command, LockMode mode, String... args) throws Exception {
+			return start(command, mode.name(), args);
+		}
+
+		/** {@code mode}: a lock mode's name, or {@code PESSIMISTIC/SERVER_CLOCK} (see {@link ChaosWorker}). */
+		static Worker start(String command, String mode, String... args) throws Exception {
 			TestDatabase db = TestDatabase.get();
 			List<String> cmd = new ArrayList<>(List.of(
 					System.getProperty("java.home") + File.separator + "bin" + File.separator + "java", "-Xmx128m",
 					"-XX:TieredStopAtLevel=1", "-cp", System.getProperty("java.class.path"), ChaosWorker.class.getName(),
 					command, db.jdbcUrl(), (db.username() != null) ? db.username() : "",
-					(db.password() == null || db.password().isEmpty()) ? "-" : db.password(), mode.name(),
+					(db.password() == null || db.password().isEmpty()) ? "-" : db.password(), mode,
 					String.valueOf(LEASE_MILLIS)));
 			cmd.addAll(List.of(args));
 			return new Worker(new ProcessBuilder(cmd).redirectErrorStream(true).start());
