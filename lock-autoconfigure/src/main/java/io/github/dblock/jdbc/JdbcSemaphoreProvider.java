@@ -581,7 +581,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	}
 
 	/** One held permit: a lease on a holder row, renewed on the shared scheduler. */
-	private final class Permit extends OwnedLease {
+	private final class Permit extends RereadableLease {
 
 		Permit(String name, String ownerToken, long fencingToken, long leaseNanos, long validUntilNanos) {
 			super(name, ownerToken, fencingToken, leaseNanos, validUntilNanos);
@@ -598,54 +598,20 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 					TimeUnit.NANOSECONDS.toMicros(this.leaseNanos)) == 1;
 		}
 
-		/** When the first release statement was sent ({@link System#nanoTime()}); 0 before. */
-		private volatile long releaseStartedNanos;
-
-		/**
-		 * One release statement; see the class comment for a failing one.
-		 * @throws LockLostException if the statement failed and the lease is known to have ended before the release
-		 * began
-		 * @throws DataAccessException if it failed otherwise
-		 */
 		@Override
-		boolean releaseInDatabase() {
-			long sentAt = System.nanoTime();
-			if (this.releaseStartedNanos == 0) {
-				this.releaseStartedNanos = sentAt;
-			}
-			try {
-				return ownerStatement(JdbcSemaphoreProvider.this.releaseSql, "release", this, -1) == 1;
-			}
-			catch (DataAccessException ex) {
-				if (JdbcLockSupport.isConnectionFailure(ex) && System.nanoTime() - this.validUntilNanos < 0) {
-					throw ex; // retried by release() while the lease is valid
-				}
-				return afterFailedRelease(ex);
-			}
+		boolean releaseStatement() {
+			return ownerStatement(JdbcSemaphoreProvider.this.releaseSql, "release", this, -1) == 1;
 		}
 
-		private boolean afterFailedRelease(DataAccessException failure) {
-			Long remainingMicros;
-			try {
-				remainingMicros = ownRemainingMicros(this);
-			}
-			catch (RuntimeException checkFailed) {
-				failure.addSuppressed(checkFailed);
-				throw failure;
-			}
-			if (remainingMicros != null && remainingMicros > 0) {
-				throw failure; // still ours and running: not released, ends with its lease
-			}
-			if (this.releaseStartedNanos - this.validUntilNanos < 0) {
-				// let go in time: released by the failed statement after all, or ended with the lease since
-				logger.warn("The release of " + describe() + " failed, but its lease is over: counted as released ("
-						+ failure.getMostSpecificCause() + ")");
-				return true;
-			}
-			throw new LockLostException(this.resource, this.fencingToken, "Permit of semaphore '" + this.resource
-					+ "' (fencing token " + this.fencingToken + ") was no longer held at release: its lease had ended "
-					+ "before it was released, and another owner may have been admitted in its place (the release "
-					+ "statement failed: " + failure.getMostSpecificCause() + ")", failure);
+		@Override
+		@Nullable
+		Long remainingMicrosInDatabase() {
+			return ownRemainingMicros(this);
+		}
+
+		@Override
+		String lostConsequence() {
+			return "another owner may have been admitted in its place";
 		}
 
 	}

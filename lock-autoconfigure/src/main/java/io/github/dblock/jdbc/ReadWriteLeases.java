@@ -558,7 +558,7 @@ final class ReadWriteLeases {
 	}
 
 	/** One owner's read or write lease: renewed on the shared scheduler, lost once renewal finds it gone. */
-	private class Lease extends OwnedLease {
+	private class Lease extends RereadableLease {
 
 		private final String kind;
 
@@ -582,55 +582,16 @@ final class ReadWriteLeases {
 			return this.minHoldMicros > 0;
 		}
 
-		/** When the first release statement was sent ({@link System#nanoTime()}); 0 before. */
-		private volatile long releaseStartedNanos;
-
-		/**
-		 * One release statement; see the class comment for a failing one.
-		 * @throws LockLostException if the statement failed and the lease is known to have ended before the release
-		 * began
-		 * @throws DataAccessException if it failed otherwise
-		 */
 		@Override
-		boolean releaseInDatabase() {
-			long sentAt = System.nanoTime();
-			if (this.releaseStartedNanos == 0) {
-				this.releaseStartedNanos = sentAt;
-			}
-			try {
-				return (this.minHoldMicros > 0) ? update("release", releaseKeepingSql, this, this.minHoldMicros) == 1
-						: update("release", releaseSql, this, -1) == 1;
-			}
-			catch (DataAccessException ex) {
-				if (JdbcLockSupport.isConnectionFailure(ex) && System.nanoTime() - this.validUntilNanos < 0) {
-					throw ex; // retried by release() while the lease is valid
-				}
-				return afterFailedRelease(ex);
-			}
+		boolean releaseStatement() {
+			return (this.minHoldMicros > 0) ? update("release", releaseKeepingSql, this, this.minHoldMicros) == 1
+					: update("release", releaseSql, this, -1) == 1;
 		}
 
-		private boolean afterFailedRelease(DataAccessException failure) {
-			Long remainingMicros;
-			try {
-				remainingMicros = ownRemainingMicros(this);
-			}
-			catch (RuntimeException checkFailed) {
-				failure.addSuppressed(checkFailed);
-				throw failure;
-			}
-			if (remainingMicros != null && remainingMicros > 0) {
-				throw failure; // still ours and running: not released, ends with its lease
-			}
-			if (this.releaseStartedNanos - this.validUntilNanos < 0) {
-				// let go in time: released by the failed statement after all, or ended with the lease since
-				logger.warn("The release of " + describe() + " failed, but its lease is over: counted as released ("
-						+ failure.getMostSpecificCause() + ")");
-				return true;
-			}
-			throw new LockLostException(this.resource, this.fencingToken, "The " + kindName() + " lock '" + this.resource
-					+ "' (fencing token " + this.fencingToken + ") was no longer held at release: its lease had ended "
-					+ "before it was released, and another owner may have taken it (the release statement failed: "
-					+ failure.getMostSpecificCause() + ")", failure);
+		@Override
+		@Nullable
+		Long remainingMicrosInDatabase() {
+			return ownRemainingMicros(this);
 		}
 
 		@Override
