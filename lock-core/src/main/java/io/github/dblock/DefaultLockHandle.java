@@ -10,7 +10,7 @@ import org.jspecify.annotations.Nullable;
  */
 final class DefaultLockHandle implements LockHandle {
 
-	private final LockTemplate template;
+	private final ExclusiveHolds holds;
 
 	private final LocalLocks.Entry entry;
 
@@ -28,9 +28,9 @@ final class DefaultLockHandle implements LockHandle {
 	/** The LEASE acquisition this hold belongs to, {@code null} for a PESSIMISTIC hold. */
 	private final LocalLocks.@Nullable LeaseHold lease;
 
-	DefaultLockHandle(LockTemplate template, LocalLocks.Entry entry, HeldLock lock, LockMode mode,
+	DefaultLockHandle(ExclusiveHolds holds, LocalLocks.Entry entry, HeldLock lock, LockMode mode,
 			LocalLocks.@Nullable Gateless gateless, LocalLocks.@Nullable LeaseHold lease) {
-		this.template = template;
+		this.holds = holds;
 		this.entry = entry;
 		this.lock = lock;
 		this.mode = mode;
@@ -48,8 +48,13 @@ final class DefaultLockHandle implements LockHandle {
 	}
 
 	/** Registers commit-time validation of this LEASE hold in the current transaction, if the template validates. */
+	/** Whether this is a PESSIMISTIC hold, which lets the local gate go once the row is its own. */
+	boolean isGateless() {
+		return this.gateless != null;
+	}
+
 	void validateInTransaction() {
-		this.template.validateAtCommit(this.entry.resource, this.lock);
+		this.holds.settings().validateAtCommit(this.entry.resource, this.lock);
 	}
 
 	@Override
@@ -104,7 +109,7 @@ final class DefaultLockHandle implements LockHandle {
 		}
 		this.closed = true;
 		CurrentLock.pop(this);
-		this.template.release(this.entry, this.lock, this.gateless, this.lease);
+		this.holds.release(this.entry, this.lock, this.gateless, this.lease);
 	}
 
 	@Override

@@ -1,10 +1,15 @@
 package io.github.dblock;
 
 import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 import io.github.dblock.spi.HeldLock;
+import io.github.dblock.spi.LockRequest;
+import io.micrometer.observation.Observation;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The JVM-local side of every lock: one fair gate per resource that is in use, so that only one thread of this JVM
@@ -64,15 +69,19 @@ final class LocalLocks {
 		return this.entries.size();
 	}
 
-	/** The entries this JVM holds now, a snapshot. */
-	java.util.List<Entry> heldEntries() {
-		java.util.List<Entry> held = new java.util.ArrayList<>();
+	/**
+	 * The exclusive locks this JVM holds now, a snapshot for diagnostics.
+	 * @param nodeName names the holder when the entry has no description of it
+	 */
+	List<LockTemplate.LocalHold> holds(String nodeName) {
+		List<LockTemplate.LocalHold> holds = new ArrayList<>();
 		for (Entry entry : this.entries.values()) {
-			if (entry.held != null) {
-				held.add(entry);
+			LockTemplate.LocalHold hold = entry.snapshot(nodeName);
+			if (hold != null) {
+				holds.add(hold);
 			}
 		}
-		return held;
+		return holds;
 	}
 
 	/** The number of resources this JVM holds now (not counting waiters). */
@@ -86,6 +95,12 @@ final class LocalLocks {
 		return held;
 	}
 
+	/**
+	 * The local state of one resource: its fair gate, its holder (a LEASE {@link LeaseHold} that owns the gate, or a
+	 * PESSIMISTIC {@link Gateless} that let it go), a lease handed off for the next local thread, and the bookkeeping
+	 * of PESSIMISTIC connections. All of it is reached through methods; those that read or change more than one field
+	 * do so under the entry's monitor. Thread-safe.
+	 */
 	static final class Entry {
 
 		final String resource;
@@ -94,24 +109,22 @@ final class LocalLocks {
 		 * The thread that owns the gate: a thread asking the database for the resource, or a LEASE holder; guarded by
 		 * the entry's monitor.
 		 */
-		@org.jspecify.annotations.Nullable
-		private Thread gateOwner;
+		private @Nullable Thread gateOwner;
 
 		/** Threads waiting for the gate, in arrival order (fair); guarded by the entry's monitor. */
 		private final ArrayDeque<Object> queue = new ArrayDeque<>();
 
 		/** The LEASE hold that owns the gate, {@code null} while none does; written under the entry's monitor. */
-		@org.jspecify.annotations.Nullable
-		volatile LeaseHold lease;
+		private volatile @Nullable LeaseHold lease;
 
 		/** Threads holding or waiting for the gate; guarded by the map's per-key locking. */
-		int users;
+		private int users;
 
 		/**
 		 * The database-level lock while it is held: written by the gate holder, or, for a PESSIMISTIC holder, under
 		 * the entry's monitor (see {@link #gateless}).
 		 */
-		volatile HeldLock held;
+		private volatile @Nullable HeldLock held;
 
 		/**
 		 * The PESSIMISTIC holder, which holds the lock without holding the gate; {@code null} for a LEASE holder (the
@@ -121,47 +134,47 @@ final class LocalLocks {
 		 * holder's connection died) before the previous holder's thread has cleared them, so a holder clears them
 		 * only while its own {@link Gateless} is still the one recorded here.
 		 */
-		volatile Gateless gateless;
+		private volatile @Nullable Gateless gateless;
 
 		/**
 		 * PESSIMISTIC holds of this entry on connections of the provider's own that have not given their connection
 		 * back yet; guarded by the entry's monitor.
 		 */
-		int ownConnections;
+		private int ownConnections;
 
 		/**
 		 * How often a PESSIMISTIC holder of this entry has cleared its fields or given its connection back; guarded by
 		 * the entry's monitor, which is notified at each. A local thread that waits in the JVM instead of the database
 		 * (the provider could not spare a connection) waits for the next one.
 		 */
-		long releases;
+		private long releases;
 
 		/** The mode {@link #held} was taken in; reentrant holds share it. */
-		volatile LockMode mode;
+		private volatile @Nullable LockMode mode;
 
 		/** Times the hold while the lock is held ({@code distributed.lock.held}). */
-		volatile io.micrometer.observation.Observation holding;
+		private volatile @Nullable Observation holding;
 
 		/**
 		 * A lock its last holder handed off for the next local thread to take the gate (see
 		 * {@link HeldLock#handOff()}); taken by that thread, or released by the entry's last user if nobody takes it.
 		 */
-		volatile HeldLock parked;
+		private volatile @Nullable HeldLock parked;
 
 		/**
 		 * Until when ({@link System#nanoTime()}) local threads let other nodes take the resource before they ask the
 		 * database, after a hand-off chain ended with threads still queued; written and read by gate holders.
 		 */
-		volatile long courtesyUntilNanos;
+		private volatile long courtesyUntilNanos;
 
 		/**
 		 * Whether {@link #courtesyUntilNanos} is set and not yet honoured (nanoTime values may be negative, so 0 is no
 		 * "unset"); the next gate holder that asks the database honours and clears it.
 		 */
-		volatile boolean courtesyPending;
+		private volatile boolean courtesyPending;
 
 		/** Description of the local holder, for error messages of local waiters. */
-		volatile String holder;
+		private volatile @Nullable String holder;
 
 		Entry(String resource) {
 			this.resource = resource;
@@ -175,6 +188,57 @@ final class LocalLocks {
 		/** Whether threads wait for the gate. */
 		synchronized boolean hasQueuedThreads() {
 			return !this.queue.isEmpty();
+		}
+
+		/** Whether a lock is held (by any local thread) now. */
+		boolean isHeld() {
+			return this.held != null;
+		}
+
+		/** The PESSIMISTIC holder, or {@code null}. */
+		@Nullable Gateless gateless() {
+			return this.gateless;
+		}
+
+		/** The holder's description for a local waiter's error message: {@code "… (this JVM)"}. */
+		String localHolder() {
+			String description = this.holder;
+			return ((description != null) ? description : "another thread") + " (this JVM)";
+		}
+
+		/** The holder's description for a local waiter that gave up in the gate queue. */
+		String gateHolder() {
+			String description = this.holder;
+			return (description != null) ? description + " (this JVM)" : "another thread of this JVM";
+		}
+
+		/** The lock this entry holds now as a diagnostic snapshot, or {@code null} when none is held. */
+		LockTemplate.@Nullable LocalHold snapshot(String nodeName) {
+			HeldLock lock = this.held;
+			LockMode heldMode = this.mode;
+			String description = this.holder;
+			if (lock == null || heldMode == null) {
+				return null;
+			}
+			Gateless pessimistic = this.gateless;
+			LeaseHold leaseHold = this.lease;
+			int holdCount = (pessimistic != null) ? pessimistic.holds : (leaseHold != null) ? leaseHold.holds : 0;
+			return new LockTemplate.LocalHold(this.resource, heldMode, holdCount, lock.fencingToken(),
+					(description != null) ? description : nodeName);
+		}
+
+		/**
+		 * For the gate owner that re-enters: its current LEASE hold if that is not over; a hold that is over is
+		 * superseded (and returned through {@code superseded}, for the caller to report outside the monitor).
+		 * @return the hold to re-enter, or {@code null} when the caller must acquire anew
+		 */
+		synchronized @Nullable LeaseHold reentrantLease(LeaseHold[] superseded) {
+			LeaseHold outer = this.lease;
+			if (outer != null && outer.isOver()) {
+				superseded[0] = supersede(outer);
+				return null;
+			}
+			return outer;
 		}
 
 		/**
@@ -195,17 +259,17 @@ final class LocalLocks {
 					while (true) {
 						long wait = deadlineNanos - System.nanoTime();
 						if (this.queue.peekFirst() == ticket) {
-							LeaseHold holder = this.lease;
+							LeaseHold current = this.lease;
 							if (this.gateOwner == null) {
 								owned = true;
 							}
-							else if (holder != null && holder.isOver()) {
-								superseded[0] = supersede(holder);
+							else if (current != null && current.isOver()) {
+								superseded[0] = supersede(current);
 								owned = true;
 							}
-							else if (holder != null) {
+							else if (current != null) {
 								// wake up when its lease ends (a renewal moves that on; a loss notifies at once)
-								wait = Math.min(wait, holder.lock.validUntilNanos() - System.nanoTime() + 1_000_000);
+								wait = Math.min(wait, current.lock.validUntilNanos() - System.nanoTime() + 1_000_000);
 							}
 							if (owned) {
 								this.gateOwner = Thread.currentThread();
@@ -228,11 +292,10 @@ final class LocalLocks {
 		}
 
 		/**
-		 * Marks a LEASE hold whose lease is over as superseded and clears it as the entry's holder, keeping the gate
-		 * with its thread (that thread re-enters; it acquires anew). Must be called under the entry's monitor.
-		 * @return the hold
+		 * Marks a LEASE hold superseded and, if it is still the entry's holder, clears the holder fields; its hold
+		 * observation moves to the hold for the superseding thread to end. Called under the entry's monitor.
 		 */
-		LeaseHold supersede(LeaseHold hold) {
+		private LeaseHold supersede(LeaseHold hold) {
 			hold.superseded = true;
 			if (this.lease == hold) {
 				this.lease = null;
@@ -244,7 +307,7 @@ final class LocalLocks {
 			return hold;
 		}
 
-		/** Gives the gate back: the next queued thread takes it. */
+		/** Lets the gate go, if the current thread owns it, and wakes the queued threads. */
 		synchronized void releaseGate() {
 			if (this.gateOwner == Thread.currentThread()) {
 				this.gateOwner = null;
@@ -255,6 +318,140 @@ final class LocalLocks {
 		/** Wakes the threads waiting for the gate, for example because the holder's lease was found lost. */
 		synchronized void wakeWaiters() {
 			notifyAll();
+		}
+
+		/** Takes the lease the previous local holder handed off for the gate's next owner, if any. */
+		@Nullable HeldLock takeParked() {
+			HeldLock handedOff = this.parked;
+			this.parked = null;
+			return handedOff;
+		}
+
+		/** Hands a lease off to the gate's next owner (see {@link HeldLock#handOff()}). */
+		void park(HeldLock handedOff) {
+			this.parked = handedOff;
+		}
+
+		/**
+		 * Takes the time this JVM still holds back for other nodes' waiters, once: in nanoseconds, zero or negative
+		 * when there is none.
+		 */
+		long takeCourtesyNanos() {
+			long courtesy = this.courtesyPending ? this.courtesyUntilNanos - System.nanoTime() : 0;
+			this.courtesyPending = false;
+			return courtesy;
+		}
+
+		/** Makes the next gate owner that asks the database hold back for other nodes' waiters for a while. */
+		void holdBackFor(long courtesyNanos) {
+			this.courtesyUntilNanos = System.nanoTime() + courtesyNanos;
+			this.courtesyPending = true;
+		}
+
+		/** How often a PESSIMISTIC holder has ended or given its connection back so far. */
+		synchronized long releases() {
+			return this.releases;
+		}
+
+		/**
+		 * Whether no local PESSIMISTIC holder will give a connection back to a thread that has seen {@code seen}
+		 * releases: nothing ended since, and no holder has a connection of the provider's own.
+		 */
+		synchronized boolean noConnectionToComeBack(long seen) {
+			return this.releases == seen && this.ownConnections == 0;
+		}
+
+		/**
+		 * Waits until a PESSIMISTIC hold of the entry has ended or given its connection back since {@code seen}.
+		 * @return whether one did before the request's deadline
+		 */
+		synchronized boolean awaitRelease(long seen, LockRequest request) throws InterruptedException {
+			while (this.releases == seen) {
+				long remaining = request.remainingNanos();
+				if (remaining <= 0) {
+					return false;
+				}
+				TimeUnit.NANOSECONDS.timedWait(this, remaining);
+			}
+			return true;
+		}
+
+		/**
+		 * Counts the end of a PESSIMISTIC hold on a connection of the provider's own (the connection is back) and wakes
+		 * threads waiting for one.
+		 */
+		synchronized void connectionReturned() {
+			this.ownConnections--;
+			this.releases++;
+			notifyAll();
+		}
+
+		/**
+		 * Records the current thread as the entry's holder. A PESSIMISTIC previous holder may not have cleared its
+		 * fields yet (we were granted the row at its commit, and its thread clears them after): its hold observation is
+		 * returned for the caller to stop, and it no longer clears anything (see {@link #gateless}).
+		 * @return the previous holder's observation to stop, or {@code null}
+		 */
+		synchronized @Nullable Observation claim(HeldLock lock, LockMode heldMode, String description,
+				Observation heldObservation, @Nullable Gateless pessimistic, @Nullable LeaseHold leaseHold) {
+			Observation previous = (this.gateless != null) ? this.holding : null;
+			this.lease = leaseHold;
+			this.held = lock;
+			this.mode = heldMode;
+			this.holder = description;
+			this.holding = heldObservation;
+			this.gateless = pessimistic;
+			if (pessimistic != null && pessimistic.ownConnection) {
+				this.ownConnections++;
+			}
+			return previous;
+		}
+
+		/**
+		 * Clears the holder fields if the given PESSIMISTIC acquisition is still recorded as the holder.
+		 * @return its hold observation to stop, or {@code null}
+		 */
+		synchronized @Nullable Observation clearGateless(Gateless pessimistic) {
+			if (this.gateless != pessimistic) {
+				return null; // the next holder has claimed the entry already
+			}
+			Observation observation = this.holding;
+			this.held = null;
+			this.holder = null;
+			this.holding = null;
+			this.gateless = null;
+			this.releases++;
+			notifyAll();
+			return observation;
+		}
+
+		/**
+		 * Begins the final release of a LEASE hold: unless it was superseded, no local waiter takes the gate from it
+		 * from now on.
+		 * @return whether it had been superseded
+		 */
+		synchronized boolean beginClosing(LeaseHold leaseHold) {
+			boolean superseded = leaseHold.superseded;
+			if (!superseded && leaseHold.holds == 1) {
+				leaseHold.closing = true;
+			}
+			return superseded;
+		}
+
+		/**
+		 * Clears the holder fields of the LEASE holder, which owns the gate and is releasing.
+		 * @return its hold observation to stop, or {@code null}
+		 */
+		@Nullable Observation clearLease() {
+			Observation observation;
+			synchronized (this) {
+				this.lease = null;
+				this.held = null;
+				this.holder = null;
+			}
+			observation = this.holding;
+			this.holding = null;
+			return observation;
 		}
 
 	}
@@ -283,7 +480,7 @@ final class LocalLocks {
 		volatile boolean closing;
 
 		/** Its hold observation once superseded, for the superseding thread to end with a {@code lost} event. */
-		volatile io.micrometer.observation.@org.jspecify.annotations.Nullable Observation holding;
+		volatile @Nullable Observation holding;
 
 		LeaseHold(HeldLock lock) {
 			this.lock = lock;

@@ -8,7 +8,7 @@ import io.github.dblock.spi.HeldLock;
  */
 final class ReadWriteLockHandle implements LockHandle {
 
-	private final LockTemplate template;
+	private final ReadWriteHolds holds;
 
 	private final State state;
 
@@ -16,8 +16,8 @@ final class ReadWriteLockHandle implements LockHandle {
 
 	private volatile boolean closed;
 
-	ReadWriteLockHandle(LockTemplate template, State state, LockType type) {
-		this.template = template;
+	ReadWriteLockHandle(ReadWriteHolds holds, State state, LockType type) {
+		this.holds = holds;
 		this.state = state;
 		this.type = type;
 	}
@@ -64,7 +64,7 @@ final class ReadWriteLockHandle implements LockHandle {
 		}
 		this.closed = true;
 		CurrentLock.pop(this);
-		this.template.releaseReadWrite(this.state);
+		this.holds.release(this.state);
 	}
 
 	/**
@@ -73,7 +73,7 @@ final class ReadWriteLockHandle implements LockHandle {
 	 */
 	void validateInTransaction() {
 		if (this.state.type == LockType.WRITE && this.state.mode == LockMode.LEASE) {
-			this.template.validateAtCommit(this.state.resource, this.state.held);
+			this.holds.settings().validateAtCommit(this.state.resource, this.state.held);
 		}
 	}
 
@@ -105,7 +105,7 @@ final class ReadWriteLockHandle implements LockHandle {
 		/** Open handles of the owning thread (its hold count). */
 		volatile int holds = 1;
 
-		volatile io.micrometer.observation.Observation holding;
+		volatile io.micrometer.observation.@org.jspecify.annotations.Nullable Observation holding;
 
 		State(String resource, LockMode mode, LockType type, HeldLock held, String holder) {
 			this.resource = resource;

@@ -829,7 +829,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	}
 
 	/** One owner's hold of a {@link LeaseLock}: the first taker's, or a local successor's after a hand-off. */
-	private final class Hold implements io.github.dblock.spi.TransactionCheckedLock {
+	private final class Hold implements io.github.dblock.spi.TransactionCheckedLock, io.github.dblock.spi.HandOffLock {
 
 		private final LeaseLock lease;
 

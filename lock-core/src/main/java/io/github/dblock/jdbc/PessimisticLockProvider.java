@@ -18,6 +18,7 @@ import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockProvider;
 import io.github.dblock.spi.LockRequest;
+import io.github.dblock.spi.TransactionalLockProvider;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
@@ -68,7 +69,7 @@ import org.springframework.transaction.support.TransactionTemplate;
  * of its own whose connection breaks (server restart, killed connection) tries again on a new connection until its
  * deadline; a waiter inside the caller's transaction cannot, since that transaction is gone. Thread-safe.
  */
-public class PessimisticLockProvider implements LockProvider {
+public class PessimisticLockProvider implements TransactionalLockProvider {
 
 	private static final Log logger = LogFactory.getLog(PessimisticLockProvider.class);
 

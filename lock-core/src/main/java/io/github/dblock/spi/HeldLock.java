@@ -44,35 +44,6 @@ public interface HeldLock {
 	}
 
 	/**
-	 * Passes the lock to the next owner in this JVM instead of releasing it, so that a thread queued for the same
-	 * resource gets it without a database round trip. The successor gets a fencing token greater than this one's and
-	 * smaller than any token another owner can get afterwards; this handle is then finished (do not release it).
-	 * Providers bound how long a JVM may keep a lock this way, so that other nodes get their turn.
-	 * @return the successor's lock, or {@code null} if this lock cannot be handed off now (release it instead)
-	 */
-	default @Nullable HeldLock handOff() {
-		return null;
-	}
-
-	/**
-	 * How long, in nanoseconds, the threads of this JVM still queued for the resource hold back after this lock went
-	 * back to the database instead of being handed off: long enough for a waiter on another node to take it, so that a
-	 * JVM with a stream of local waiters cannot starve the other nodes, and zero when no other node is known to wait.
-	 * Asked after {@link #release()} returned, since the release may be what learns of such a waiter.
-	 */
-	default long handOffCourtesyNanos() {
-		return 0;
-	}
-
-	/**
-	 * Whether this lock, received through {@link #handOff()}, gives what the request asks for (the same kind of
-	 * lease), so the request may take it instead of acquiring anew.
-	 */
-	default boolean canServe(LockRequest request) {
-		return false;
-	}
-
-	/**
 	 * Sets the lease of a lock taken with an explicit lease time (not renewed) to end {@code leaseTime} after the
 	 * statement runs, on the database server's clock, with one owner-checked {@code UPDATE} of {@code expires_at}
 	 * that matches only while this owner's lease has not ended. The new end may be earlier than the current one.

@@ -1,0 +1,481 @@
+package io.github.dblock;
+
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import io.github.dblock.spi.AcquireResult;
+import io.github.dblock.spi.HandOffLock;
+import io.github.dblock.spi.HeldLock;
+import io.github.dblock.spi.LockRequest;
+import io.github.dblock.spi.TransactionalLockProvider;
+import io.micrometer.observation.Observation;
+import org.jspecify.annotations.Nullable;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+
+/**
+ * The JVM-local engine of exclusive locks: per-thread reentrancy, the fair local gate of each resource
+ * ({@link LocalLocks}), the in-memory hand-off of a LEASE to the next local thread, the PESSIMISTIC hand-over through
+ * the server's row lock queue, and the release. It asks the {@link io.github.dblock.spi.LockProvider} of the call for
+ * the database side only; everything here is testable against an in-memory provider.
+ * <p>
+ * LEASE: the holder keeps the gate while it holds the lock, but only while its lease lasts (see {@link LocalLocks});
+ * a re-entry once the lease is over counts the outer hold as lost and acquires anew. PESSIMISTIC: the holder lets the
+ * gate go once the row is its own, and the next local thread waits in the server's queue. Thread-safe.
+ */
+final class ExclusiveHolds {
+
+	private static final org.apache.commons.logging.Log logger = org.apache.commons.logging.LogFactory
+		.getLog(LockTemplate.class);
+
+	private final LocalLocks locals = new LocalLocks();
+
+	private final LockSettings settings;
+
+	ExclusiveHolds(LockSettings settings) {
+		this.settings = settings;
+	}
+
+	LockSettings settings() {
+		return this.settings;
+	}
+
+	/**
+	 * Acquires an exclusive lock for the current thread: re-entry, the local gate, then the provider.
+	 * @return the handle, or what kept the lock
+	 * @throws LockLostException if the thread re-enters a PESSIMISTIC hold that is lost or was taken over
+	 * @throws LockInterruptedException if interrupted while waiting
+	 */
+	Attempt acquire(LockCall call) {
+		LocalLocks.Entry entry = this.locals.retain(call.resource());
+		boolean gateHeld = false;
+		boolean acquired = false;
+		try {
+			DefaultLockHandle reentered = reenterPessimistic(entry, call.resource());
+			if (reentered != null) {
+				acquired = true;
+				return Attempt.acquired(reentered);
+			}
+			long deadline = call.deadlineNanos();
+			if (entry.isGateOwner()) {
+				gateHeld = true;
+				reentered = reenterLease(entry, call.resource());
+				if (reentered != null) {
+					acquired = true;
+					return Attempt.acquired(reentered);
+				}
+			}
+			else {
+				gateHeld = takeGate(entry, call.resource(), deadline);
+				if (!gateHeld) {
+					return Attempt.notAcquired(entry.gateHolder());
+				}
+			}
+			LockRequest lockRequest = call.toLockRequest(deadline, this.settings.holderDescription());
+			AcquireResult result = obtain(entry, call, lockRequest);
+			HeldLock lock = result.lock();
+			if (lock == null) {
+				return Attempt.notAcquired(result.holder(), result.cause());
+			}
+			DefaultLockHandle handle = hold(entry, call, lockRequest.holder(), lock);
+			acquired = true;
+			if (handle.isGateless()) {
+				entry.releaseGate();
+				gateHeld = false;
+			}
+			return Attempt.acquired(handle);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new LockInterruptedException(call.resource(), ex);
+		}
+		finally {
+			if (!acquired) {
+				if (gateHeld) {
+					entry.releaseGate();
+				}
+				leave(entry);
+			}
+		}
+	}
+
+	/**
+	 * A PESSIMISTIC holder re-enters its own acquisition (never a later holder's).
+	 * @return the new handle, or {@code null} when the thread holds no PESSIMISTIC lock of the resource
+	 */
+	private @Nullable DefaultLockHandle reenterPessimistic(LocalLocks.Entry entry, String resource) {
+		LocalLocks.Gateless own = entry.gateless();
+		LocalLocks.Gateless mine = (CurrentLock.get(resource).orElse(null) instanceof DefaultLockHandle open)
+				? open.gatelessOf(entry) : null;
+		if (mine != null && mine != own) {
+			// this thread still holds the resource, but its row was taken over since (its connection died and the
+			// next local thread was granted the row): re-entering would run more work without exclusion
+			HeldLock superseded = mine.lock;
+			throw new LockLostException(resource, superseded.fencingToken(), "Lock '" + resource
+					+ "' (fencing token " + superseded.fencingToken() + ") was taken over after its connection "
+					+ "failed; it cannot be re-entered");
+		}
+		if (own == null || own.thread != Thread.currentThread()) {
+			return null;
+		}
+		if (own.lock.isLost()) {
+			throw new LockLostException(resource, own.lock.fencingToken(), "Lock '" + resource
+					+ "' (fencing token " + own.lock.fencingToken() + ") is already lost; it cannot be re-entered");
+		}
+		own.holds++;
+		DefaultLockHandle handle = new DefaultLockHandle(this, entry, own.lock, LockMode.PESSIMISTIC, own, null);
+		CurrentLock.push(handle);
+		return handle;
+	}
+
+	/**
+	 * The gate owner re-enters its LEASE hold while the lease lasts; once the lease is over (by this JVM's clock, or
+	 * found lost) re-entering would run more work without exclusion, so the outer hold counts as lost and the call
+	 * acquires anew, keeping the gate.
+	 * @return the new handle, or {@code null} when the caller must acquire anew
+	 */
+	private @Nullable DefaultLockHandle reenterLease(LocalLocks.Entry entry, String resource) {
+		LocalLocks.LeaseHold[] stale = new LocalLocks.LeaseHold[1];
+		LocalLocks.LeaseHold outer = entry.reentrantLease(stale);
+		if (stale[0] != null) {
+			superseded(resource, stale[0]);
+		}
+		if (outer == null) {
+			return null;
+		}
+		outer.holds++;
+		DefaultLockHandle handle = new DefaultLockHandle(this, entry, outer.lock, LockMode.LEASE, null, outer);
+		this.settings.validateAtCommit(resource, outer.lock);
+		CurrentLock.push(handle);
+		return handle;
+	}
+
+	/** Waits for the resource's local gate until the deadline; reports a hold it superseded. */
+	private static boolean takeGate(LocalLocks.Entry entry, String resource, long deadline)
+			throws InterruptedException {
+		LocalLocks.LeaseHold[] stale = new LocalLocks.LeaseHold[1];
+		boolean owned = entry.acquireGate(deadline, stale);
+		if (stale[0] != null) {
+			superseded(resource, stale[0]);
+		}
+		return owned;
+	}
+
+	/**
+	 * The gate owner gets the lock: the lease the previous local holder handed off if it suits the request (no round
+	 * trip), else from the database, after holding back for other nodes' waiters if a hand-off chain asked for it.
+	 */
+	private AcquireResult obtain(LocalLocks.Entry entry, LockCall call, LockRequest lockRequest)
+			throws InterruptedException {
+		HeldLock parked = entry.takeParked();
+		if (parked != null) {
+			if (parked instanceof HandOffLock handedOff && !parked.isLost() && handedOff.canServe(lockRequest)) {
+				return AcquireResult.acquired(parked); // handed off by the previous local holder: no round trip
+			}
+			releaseQuietly(call.resource(), parked);
+		}
+		long courtesy = entry.takeCourtesyNanos();
+		if (courtesy > 0) {
+			// this JVM just kept the lock for a whole hand-off budget: give other nodes' waiters their turn
+			TimeUnit.NANOSECONDS.sleep(Math.min(courtesy, lockRequest.remainingNanos()));
+		}
+		return askDatabase(entry, call, lockRequest);
+	}
+
+	/** Records the acquired lock as the entry's hold and returns the caller's handle, pushed on {@link CurrentLock}. */
+	private DefaultLockHandle hold(LocalLocks.Entry entry, LockCall call, String holder, HeldLock lock) {
+		Observation holding = this.settings.holding(call.resource(), call.mode(), lock);
+		// PESSIMISTIC: the row lock is ours now, so the gate goes to the next local thread, which waits in the
+		// server's row lock queue and is granted the row at our commit (no round trip between the two holders)
+		LocalLocks.Gateless gateless = (call.provider() instanceof TransactionalLockProvider)
+				? new LocalLocks.Gateless(lock) : null;
+		LocalLocks.LeaseHold lease = (gateless == null) ? new LocalLocks.LeaseHold(lock) : null;
+		Observation previous = entry.claim(lock, call.mode(), holder, holding, gateless, lease);
+		if (previous != null) {
+			previous.stop();
+		}
+		if (lease != null) {
+			// a local waiter takes the gate once this lease is found lost, without waiting for its end by the clock
+			lock.onLost(entry::wakeWaiters);
+		}
+		DefaultLockHandle handle = new DefaultLockHandle(this, entry, lock, call.mode(), gateless, lease);
+		this.settings.interruptOnLoss(lock);
+		if (lease != null) {
+			this.settings.validateAtCommit(call.resource(), lock);
+		}
+		CurrentLock.push(handle);
+		return handle;
+	}
+
+	/**
+	 * Asks the provider for the lock. A PESSIMISTIC holder of this JVM lets the next local thread wait in the
+	 * database, on a connection of its own, while the provider can spare one
+	 * ({@link TransactionalLockProvider#canWaitInDatabase()}); otherwise, and when the provider refuses for its
+	 * cap ({@link LockLimitExceededException}) while a local holder of the resource still has a connection to give
+	 * back, that thread waits in the JVM for the local holder, as every local waiter did before, rather than fail.
+	 */
+	private static AcquireResult askDatabase(LocalLocks.Entry entry, LockCall call, LockRequest lockRequest)
+			throws InterruptedException {
+		while (true) {
+			long seen = entry.releases();
+			if (entry.gateless() != null && call.provider() instanceof TransactionalLockProvider transactional
+					&& !transactional.canWaitInDatabase()) {
+				if (!entry.awaitRelease(seen, lockRequest)) {
+					return AcquireResult.busy(entry.localHolder());
+				}
+				continue;
+			}
+			try {
+				return call.provider().acquire(lockRequest);
+			}
+			catch (LockLimitExceededException ex) {
+				if (entry.noConnectionToComeBack(seen)) {
+					throw ex; // no local holder of this resource will give a connection back
+				}
+				if (!entry.awaitRelease(seen, lockRequest)) {
+					return AcquireResult.busy(entry.localHolder());
+				}
+			}
+		}
+	}
+
+	/**
+	 * Called by {@link DefaultLockHandle#close()} on the acquiring thread.
+	 * @param gateless the PESSIMISTIC acquisition the handle belongs to, {@code null} for a LEASE hold
+	 * @param lease the LEASE acquisition the handle belongs to, {@code null} for a PESSIMISTIC hold
+	 * @throws LockLostException if the lock was no longer held at release
+	 */
+	void release(LocalLocks.Entry entry, HeldLock lock, LocalLocks.@Nullable Gateless gateless,
+			LocalLocks.@Nullable LeaseHold lease) {
+		if (gateless != null) {
+			releaseGateless(entry, gateless);
+			return;
+		}
+		if (lease == null) {
+			throw new IllegalStateException("a LEASE handle has its hold");
+		}
+		if (lease.holds == 1 && deferRelease(entry, lock, lease)) {
+			return;
+		}
+		boolean superseded = entry.beginClosing(lease);
+		if (--lease.holds > 0) {
+			leave(entry);
+			return;
+		}
+		if (superseded) {
+			releaseSuperseded(entry, lock);
+			return;
+		}
+		Observation holding = entry.clearLease();
+		if (holding != null) {
+			holding.stop();
+		}
+		boolean queued = entry.hasQueuedThreads();
+		if (queued) {
+			HeldLock successor = (lock instanceof HandOffLock handOff) ? handOff.handOff() : null;
+			if (successor != null) {
+				// a local thread waits: pass the lock on in memory instead of releasing and re-taking it in the database
+				entry.park(successor);
+				entry.releaseGate();
+				leave(entry);
+				return;
+			}
+		}
+		releaseLease(entry, lock, queued);
+	}
+
+	/** Releases a LEASE in the database and lets the gate go; the holder fields are cleared already. */
+	private void releaseLease(LocalLocks.Entry entry, HeldLock lock, boolean queued) {
+		boolean released;
+		try {
+			released = lock.release();
+			long courtesy = (queued && lock instanceof HandOffLock handOff) ? handOff.handOffCourtesyNanos() : 0;
+			if (courtesy > 0) {
+				// local threads still wait, and so does another node (as the release learned): they hold back for it
+				entry.holdBackFor(courtesy);
+			}
+		}
+		finally {
+			entry.releaseGate();
+			leave(entry);
+		}
+		if (!released) {
+			throw new LockLostException(entry.resource, lock.fencingToken(), "Lock '" + entry.resource
+					+ "' (fencing token " + lock.fencingToken() + ") was no longer held at release (its lease had "
+					+ "expired, or its connection failed) and another owner may have taken it");
+		}
+	}
+
+	/**
+	 * Releases a hold whose lease was over while another hold has the gate now: only this hold's own lease (an
+	 * owner-checked statement, which changes nothing once the lease has ended), touching nothing of the entry's.
+	 */
+	private void releaseSuperseded(LocalLocks.Entry entry, HeldLock lock) {
+		boolean released;
+		try {
+			released = lock.release();
+		}
+		finally {
+			leave(entry);
+		}
+		if (!released) {
+			throw new LockLostException(entry.resource, lock.fencingToken(), "Lock '" + entry.resource
+					+ "' (fencing token " + lock.fencingToken() + ") was no longer held at release (its lease had "
+					+ "ended before it was closed) and another owner may have taken it");
+		}
+	}
+
+	/**
+	 * Defers the final release of a LEASE hold whose commit-time validation is pending in the current transaction
+	 * until that transaction completes: released now, the lock could pass to another owner before the commit, and the
+	 * validation would then roll back the transaction. Meanwhile the hold keeps the gate with no open handle (its
+	 * thread may re-enter); once the transaction has completed, the hold is released as usual unless it was re-entered
+	 * and is still open, and a loss found then is logged (the commit, if any, was validated under the row lock).
+	 * @return whether the release was deferred (the hold count is then zero)
+	 */
+	private boolean deferRelease(LocalLocks.Entry entry, HeldLock lock, LocalLocks.LeaseHold lease) {
+		CommitValidation.Check check = CommitValidation.pending(lock);
+		if (check == null || lease.superseded) {
+			return false;
+		}
+		lease.holds = 0;
+		if (check.isDeferred()) {
+			// re-entered and closed again in the same transaction: the release deferred at the first close does it;
+			// this close only stops counting as a user of the entry
+			leave(entry);
+			return true;
+		}
+		check.deferUntilCompletion(() -> {
+			if (lease.holds > 0) {
+				return; // re-entered in the transaction and still open: its last close() releases
+			}
+			lease.holds = 1;
+			try {
+				release(entry, lock, null, lease);
+			}
+			catch (LockLostException ex) {
+				// the commit, if any, was checked under the row lock; only the lease's end was found late
+				logger.warn(ex.getMessage() + " (released after its transaction completed)");
+			}
+			catch (RuntimeException ex) {
+				logger.warn("Could not release lock '" + entry.resource + "' after its transaction completed", ex);
+			}
+		});
+		return true;
+	}
+
+	/**
+	 * Releases a hold of a PESSIMISTIC holder, which holds no gate. The holder fields are cleared before the
+	 * database lock is released (the next holder may be granted the row at the commit); a transaction-bound lock is
+	 * released by its transaction, after which the fields are cleared unless the next holder claimed them first.
+	 */
+	private void releaseGateless(LocalLocks.Entry entry, LocalLocks.Gateless gateless) {
+		HeldLock lock = gateless.lock;
+		if (--gateless.holds > 0) {
+			leave(entry);
+			return;
+		}
+		if (lock.isTransactionBound() && TransactionSynchronizationManager.isSynchronizationActive()) {
+			// the row lock ends with the transaction; until then the thread may re-enter (the fields stay)
+			afterTransaction(() -> {
+				if (gateless.holds == 0) {
+					stop(entry.clearGateless(gateless));
+				}
+				leave(entry);
+			});
+			return;
+		}
+		stop(entry.clearGateless(gateless));
+		boolean released;
+		try {
+			released = lock.release();
+		}
+		finally {
+			if (gateless.ownConnection) {
+				entry.connectionReturned();
+			}
+			leave(entry);
+		}
+		if (!released) {
+			throw new LockLostException(entry.resource, lock.fencingToken(), "Lock '" + entry.resource
+					+ "' (fencing token " + lock.fencingToken() + ") was no longer held at release (its connection "
+					+ "failed) and another owner may have taken it");
+		}
+	}
+
+	private static void stop(@Nullable Observation observation) {
+		if (observation != null) {
+			observation.stop();
+		}
+	}
+
+	/**
+	 * Stops counting the caller as a user of the entry; the last user releases a handed-off lock nobody took (its
+	 * intended successor gave up waiting).
+	 */
+	private void leave(LocalLocks.Entry entry) {
+		if (this.locals.release(entry)) {
+			HeldLock parked = entry.takeParked();
+			if (parked != null) {
+				releaseQuietly(entry.resource, parked);
+			}
+		}
+	}
+
+	private static void releaseQuietly(String resource, HeldLock lock) {
+		try {
+			lock.release();
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Could not release the lock '" + resource + "' handed off to a thread that no longer wanted it; "
+					+ "it ends with its lease", ex);
+		}
+	}
+
+	/**
+	 * Ends the hold observation of a LEASE hold that was superseded because its lease was over, with a {@code lost}
+	 * event, and says so in the log: the holder had not closed it in time.
+	 */
+	private static void superseded(String resource, LocalLocks.LeaseHold stale) {
+		Observation holding = stale.holding;
+		stale.holding = null;
+		if (holding != null) {
+			holding.event(LockSettings.LOST);
+			holding.stop();
+		}
+		logger.warn("The lease of lock '" + resource + "' (fencing token " + stale.lock.fencingToken() + ", thread "
+				+ stale.thread.getName() + ") ended before it was closed; the next local owner acquires anew, and the "
+				+ "stale hold's close() will throw LockLostException");
+	}
+
+	/** Runs the action when the current (synchronized) transaction has completed, committed or rolled back. */
+	private static void afterTransaction(Runnable action) {
+		TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+			@Override
+			public void afterCompletion(int status) {
+				action.run();
+			}
+		});
+	}
+
+	/** The exclusive locks this JVM holds now, a snapshot. */
+	List<LockTemplate.LocalHold> localHolds() {
+		return this.locals.holds(this.settings.nodeName());
+	}
+
+	/** The number of resources this JVM holds exclusively now. */
+	int heldCount() {
+		return this.locals.heldCount();
+	}
+
+	/** The number of resources this JVM holds or waits for exclusively. */
+	int resourceCount() {
+		return this.locals.size();
+	}
+
+	/** Whether other threads of this JVM are queued for the resource right now. */
+	boolean hasQueuedThreads(String resource) {
+		return this.locals.hasQueuedThreads(resource);
+	}
+
+}

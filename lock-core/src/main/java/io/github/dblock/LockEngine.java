@@ -1,0 +1,305 @@
+package io.github.dblock;
+
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+
+import io.github.dblock.jdbc.Backoff;
+import io.github.dblock.spi.TransactionalLockProvider;
+import io.github.dblock.spi.WorkLockProvider;
+import io.micrometer.observation.Observation;
+import org.jspecify.annotations.Nullable;
+import org.springframework.core.NestedExceptionUtils;
+import org.springframework.transaction.TransactionSystemException;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+
+/**
+ * The engine behind {@link LockTemplate}: takes a resolved {@link LockCall} to the JVM-local side
+ * ({@link ExclusiveHolds}, {@link ReadWriteHolds}) and runs actions under locks in the way each mode needs (a work
+ * provider's own transaction for OPTIMISTIC, a transaction per attempt for PESSIMISTIC outside any transaction, the
+ * provider's transaction otherwise). Observes acquisitions. Thread-safe.
+ */
+final class LockEngine {
+
+	private static final org.apache.commons.logging.Log logger = org.apache.commons.logging.LogFactory
+		.getLog(LockTemplate.class);
+
+	/**
+	 * Pauses between the attempts of a PESSIMISTIC {@code execute} that each run in a transaction of their own:
+	 * 5 ms doubling to 100 ms, with jitter.
+	 */
+	private static final Backoff ATTEMPT_BACKOFF = new Backoff(Duration.ofMillis(5), Duration.ofMillis(100));
+
+	private final LockSettings settings;
+
+	private final ExclusiveHolds exclusive;
+
+	private final ReadWriteHolds readWrite;
+
+	LockEngine(LockSettings settings) {
+		this.settings = settings;
+		this.exclusive = new ExclusiveHolds(settings);
+		this.readWrite = new ReadWriteHolds(settings);
+	}
+
+	ExclusiveHolds exclusive() {
+		return this.exclusive;
+	}
+
+	ReadWriteHolds readWrite() {
+		return this.readWrite;
+	}
+
+	/** Acquires for the current thread, observed as one {@code distributed.lock.acquire}. */
+	Attempt acquire(LockCall call) {
+		if (call.provider() instanceof WorkLockProvider) {
+			return acquireUnobserved(call); // refuses with a clear message
+		}
+		Observation observation = this.settings.acquisition(call.resource(), call.mode()).start();
+		try {
+			Attempt attempt = acquireUnobserved(call);
+			observation.lowCardinalityKeyValue("outcome", (attempt.handle() != null) ? "acquired" : "timed_out");
+			return attempt;
+		}
+		catch (RuntimeException | Error ex) {
+			observation.lowCardinalityKeyValue("outcome", "failed");
+			observation.error(ex);
+			throw ex;
+		}
+		finally {
+			observation.stop();
+		}
+	}
+
+	private Attempt acquireUnobserved(LockCall call) {
+		if (call.type() != LockType.EXCLUSIVE) {
+			return this.readWrite.acquire(call);
+		}
+		if (call.provider() instanceof WorkLockProvider) {
+			throw new IllegalArgumentException("Lock mode " + call.mode() + " has no lock to hold: its work runs in the "
+					+ "transaction that checks the version. Use execute(...) or @DistributedLock for '" + call.resource() + "'");
+		}
+		return this.exclusive.acquire(call);
+	}
+
+	/** Runs the action under the lock as {@link LockTemplate#execute(String, LockOptions, LockCallback)} describes. */
+	<T> @Nullable T execute(LockCall call, LockCallback<T> action) {
+		if (call.provider() instanceof WorkLockProvider work) {
+			return executeWork(work, call, action);
+		}
+		if (!(call.provider() instanceof TransactionalLockProvider transactional)) {
+			return executeHolding(call, action, call.waitTime(), null);
+		}
+		if (!TransactionSynchronizationManager.isActualTransactionActive()
+				&& TransactionSynchronizationManager.getResourceMap().isEmpty()) {
+			return executeInTransactionsOfItsOwn(transactional, call, action);
+		}
+		return transactional.inTransaction(() -> executeHolding(call, action, call.waitTime(), null));
+	}
+
+	/**
+	 * PESSIMISTIC {@code execute} outside any transaction, with nothing transactional bound to the thread (an
+	 * open-in-view {@code EntityManager} is: a JPA transaction manager would begin on it and clear it at each
+	 * rollback): every attempt is a transaction of its own. Inside a transaction the provider reports a row held
+	 * under a lease (a LEASE-mode owner, or a minimum hold time) at once, since its locking statement has locked the
+	 * row until the transaction ends and waiting would keep the LEASE holder from releasing. So while the wait time
+	 * lasts, an attempt that was not granted the lock ends its transaction (the transaction manager rolls it back on
+	 * the {@link LockNotAcquiredException}; it holds nothing but that attempt), and after a pause
+	 * ({@link #ATTEMPT_BACKOFF}), announced in the row so that a LEASE holder's JVM holds its own threads back at its
+	 * next release ({@link TransactionalLockProvider#announceNextAttempt}), a new transaction tries again. The
+	 * action runs only in the attempt that holds the lock, so it never runs twice; a {@link LockNotAcquiredException}
+	 * thrown by the action itself is not retried. A lost or unobtainable connection before the action started
+	 * ({@link TransactionalLockProvider#isRetryableAttemptFailure}) is retried the same way, without the
+	 * announcement.
+	 */
+	private <T> @Nullable T executeInTransactionsOfItsOwn(TransactionalLockProvider provider, LockCall call,
+			LockCallback<T> action) {
+		long deadline = call.deadlineNanos();
+		Attempts attempts = new Attempts(this.settings.acquisition(call.resource(), call.mode()).start());
+		LockCall attempt = call;
+		int outages = 0;
+		for (int n = 0;; n++) {
+			attempts.notAcquired = false;
+			attempts.actionStarted = false;
+			LockCall current = attempt;
+			try {
+				return provider.inTransaction(() -> executeHolding(current, action, call.waitTime(), attempts));
+			}
+			catch (LockNotAcquiredException ex) {
+				long remaining = deadline - System.nanoTime();
+				if (!attempts.notAcquired) {
+					attempts.stop("failed", ex); // not the acquisition's (no-op when it had succeeded)
+					throw ex;
+				}
+				if (remaining <= 0) {
+					attempts.stop("timed_out", null);
+					throw ex;
+				}
+				long pause = ATTEMPT_BACKOFF.pauseNanos(n, 0, remaining);
+				if (pause < remaining) {
+					announceNextAttempt(provider, call, pause + ATTEMPT_BACKOFF.initial().toNanos());
+				}
+				pause(call, attempts, pause);
+			}
+			catch (RuntimeException ex) {
+				long remaining = deadline - System.nanoTime();
+				if (attempts.actionStarted || remaining <= 0 || hidesAnError(ex)
+						|| !provider.isRetryableAttemptFailure(ex)) {
+					attempts.stop("failed", ex); // no-op when the acquisition had already succeeded
+					throw ex;
+				}
+				// a lost or unobtainable connection before the action started: the attempt's transaction died
+				// with it, so a new attempt is safe
+				if (outages++ == 0) {
+					logger.warn("Lost the connection to the lock database while acquiring '" + call.resource()
+							+ "' (PESSIMISTIC); retrying until the wait time ends: "
+							+ NestedExceptionUtils.getMostSpecificCause(ex));
+				}
+				pause(call, attempts, ATTEMPT_BACKOFF.pauseNanos(n, 0, remaining));
+			}
+			catch (Error ex) {
+				attempts.stop("failed", ex);
+				throw ex;
+			}
+			attempt = call.withWaitTime(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
+		}
+	}
+
+	/**
+	 * Tells a LEASE holder's JVM that this waiter tries again soon, so that it lets the waiter in instead of passing
+	 * the lock among its own threads; only a hint, so a failure is logged.
+	 */
+	private static void announceNextAttempt(TransactionalLockProvider provider, LockCall call, long withinNanos) {
+		try {
+			provider.announceNextAttempt(call.resource(), Duration.ofNanos(withinNanos));
+		}
+		catch (RuntimeException ex) {
+			logger.debug("Could not announce the next attempt on lock '" + call.resource() + "'", ex);
+		}
+	}
+
+	/**
+	 * Whether the failure is a rollback's, thrown in place of an {@link Error} from the attempt (see
+	 * {@code TransactionTemplate}): that must surface, not be retried as the rollback's connection failure.
+	 */
+	private static boolean hidesAnError(RuntimeException ex) {
+		return ex instanceof TransactionSystemException rollback && rollback.getApplicationException() instanceof Error;
+	}
+
+	private static void pause(LockCall call, Attempts attempts, long pauseNanos) {
+		try {
+			TimeUnit.NANOSECONDS.sleep(pauseNanos);
+		}
+		catch (InterruptedException interrupted) {
+			Thread.currentThread().interrupt();
+			LockInterruptedException failure = new LockInterruptedException(call.resource(), interrupted);
+			attempts.stop("failed", failure);
+			throw failure;
+		}
+	}
+
+	private <T> @Nullable T executeWork(WorkLockProvider provider, LockCall call,
+			LockCallback<T> action) {
+		WorkLockProvider.Outcome<T> outcome;
+		Observation observation = this.settings.acquisition(call.resource(), call.mode()).start();
+		try (Observation.Scope scope = observation.openScope()) {
+			outcome = provider.execute(call.toLockRequest(call.deadlineNanos(), this.settings.holderDescription()),
+					(held) -> {
+						LockHandle handle = new WorkLockHandle(call.resource(), call.mode(), held.fencingToken());
+						CurrentLock.push(handle);
+						try {
+							return action.doWithLock(handle);
+						}
+						finally {
+							CurrentLock.pop(handle);
+						}
+					});
+			observation.lowCardinalityKeyValue("outcome", outcome.committed() ? "acquired" : "timed_out");
+		}
+		catch (InterruptedException ex) {
+			observation.lowCardinalityKeyValue("outcome", "failed").error(ex);
+			Thread.currentThread().interrupt();
+			throw new LockInterruptedException(call.resource(), ex);
+		}
+		catch (RuntimeException | Error ex) {
+			observation.lowCardinalityKeyValue("outcome", "failed").error(ex);
+			throw ex;
+		}
+		finally {
+			observation.stop();
+		}
+		if (!outcome.committed()) {
+			throw new LockNotAcquiredException(call.resource(), call.waitTime(), outcome.failure());
+		}
+		return outcome.value();
+	}
+
+	/**
+	 * Acquires, runs the action and releases.
+	 * @param reportedWaitTime the wait time a {@link LockNotAcquiredException} names (the caller's, also when this
+	 * attempt had only the rest of it)
+	 * @param attempts when not {@code null}, one of several attempts: the acquisition is observed by it rather than
+	 * on its own, and it is told when the acquisition itself (not the action) failed
+	 */
+	private <T> @Nullable T executeHolding(LockCall call, LockCallback<T> action,
+			Duration reportedWaitTime, @Nullable Attempts attempts) {
+		T result;
+		Attempt attempt = (attempts != null) ? acquireUnobserved(call) : acquire(call);
+		LockHandle lock = attempt.handle();
+		if (lock == null) {
+			if (attempts != null) {
+				attempts.notAcquired = true;
+			}
+			throw new LockNotAcquiredException(call.resource(), reportedWaitTime, attempt.holder(), attempt.cause());
+		}
+		try {
+			if (attempts != null) {
+				attempts.actionStarted = true; // from here on a failure is not retried: the action may have run
+				attempts.stop("acquired", null); // inside the try: a failing observation handler still releases
+			}
+			result = action.doWithLock(lock);
+		}
+		catch (Throwable ex) {
+			try {
+				lock.close();
+			}
+			catch (RuntimeException releaseFailure) {
+				ex.addSuppressed(releaseFailure);
+			}
+			throw ex;
+		}
+		lock.close();
+		return result;
+	}
+
+	/** The attempts of one {@link #executeInTransactionsOfItsOwn}: one acquisition observation for all of them. */
+	private static final class Attempts {
+
+		private final Observation observation;
+
+		private boolean stopped;
+
+		/** Set when the current attempt's acquisition (not its action) failed. */
+		boolean notAcquired;
+
+		/** Set when the current attempt holds the lock and its action is about to run. */
+		boolean actionStarted;
+
+		Attempts(Observation observation) {
+			this.observation = observation;
+		}
+
+		void stop(String outcome, @Nullable Throwable error) {
+			if (this.stopped) {
+				return;
+			}
+			this.stopped = true;
+			this.observation.lowCardinalityKeyValue("outcome", outcome);
+			if (error != null) {
+				this.observation.error(error);
+			}
+			this.observation.stop();
+		}
+
+	}
+
+}
