@@ -1,0 +1,168 @@
+package io.github.dblock;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import io.github.dblock.spi.AcquireResult;
+import io.github.dblock.spi.HandOffLock;
+import io.github.dblock.spi.HeldLock;
+import io.github.dblock.spi.LockProvider;
+import io.github.dblock.spi.LockRequest;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * A LEASE provider kept in memory, for testing the engine without a database: one row per resource with an owner
+ * token, an expiry by {@link System#nanoTime()} and a fencing counter, guarded by the provider's monitor. It counts
+ * what the engine asked of it (acquisitions, releases, waiters at once), which is how the tests see that re-entry and
+ * hand-off need no round trip and that at most one thread of a JVM asks for a resource. Hand-off passes the lease on
+ * with the next token, as the JDBC provider's token block does. Thread-safe.
+ */
+final class InMemoryLockProvider implements LockProvider {
+
+	private final Map<String, Row> rows = new HashMap<>();
+
+	final AtomicInteger acquisitions = new AtomicInteger();
+
+	final AtomicInteger releases = new AtomicInteger();
+
+	final AtomicInteger handOffs = new AtomicInteger();
+
+	/** Threads inside {@link #acquire} now, and the most there ever were at once. */
+	private int waiting;
+
+	private int mostWaiting;
+
+	@Override
+	public LockMode mode() {
+		return LockMode.LEASE;
+	}
+
+	@Override
+	public AcquireResult acquire(LockRequest request) throws InterruptedException {
+		this.acquisitions.incrementAndGet();
+		synchronized (this) {
+			this.waiting++;
+			this.mostWaiting = Math.max(this.mostWaiting, this.waiting);
+			try {
+				while (true) {
+					Row row = this.rows.computeIfAbsent(request.resource(), (key) -> new Row());
+					long now = System.nanoTime();
+					if (row.owner == null || now - row.expiresAt >= 0) {
+						row.owner = UUID.randomUUID().toString();
+						row.fencing++;
+						row.expiresAt = now + request.leaseTime().toNanos();
+						return AcquireResult.acquired(new Lease(request.resource(), row.owner, row.fencing, row.expiresAt));
+					}
+					long remaining = request.remainingNanos();
+					if (remaining <= 0) {
+						return AcquireResult.busy(row.holder);
+					}
+					TimeUnit.NANOSECONDS.timedWait(this, Math.min(remaining, row.expiresAt - now + 1));
+				}
+			}
+			finally {
+				this.waiting--;
+			}
+		}
+	}
+
+	/** The most threads that were inside {@link #acquire} at the same time. */
+	synchronized int mostWaiting() {
+		return this.mostWaiting;
+	}
+
+	/** The current owner token of the resource, {@code null} when free or expired. */
+	synchronized @Nullable String owner(String resource) {
+		Row row = this.rows.get(resource);
+		return (row == null || System.nanoTime() - row.expiresAt >= 0) ? null : row.owner;
+	}
+
+	private static final class Row {
+
+		@Nullable String owner;
+
+		String holder = "in-memory holder";
+
+		long fencing;
+
+		long expiresAt;
+
+	}
+
+	private final class Lease implements HandOffLock {
+
+		private final String resource;
+
+		private final String owner;
+
+		private final long token;
+
+		private final long validUntil;
+
+		Lease(String resource, String owner, long token, long validUntil) {
+			this.resource = resource;
+			this.owner = owner;
+			this.token = token;
+			this.validUntil = validUntil;
+		}
+
+		@Override
+		public long fencingToken() {
+			return this.token;
+		}
+
+		@Override
+		public String ownerToken() {
+			return this.owner;
+		}
+
+		@Override
+		public long validUntilNanos() {
+			return this.validUntil;
+		}
+
+		@Override
+		public boolean release() {
+			InMemoryLockProvider provider = InMemoryLockProvider.this;
+			synchronized (provider) {
+				provider.releases.incrementAndGet();
+				Row row = provider.rows.get(this.resource);
+				if (row == null || !this.owner.equals(row.owner) || System.nanoTime() - row.expiresAt >= 0) {
+					return false;
+				}
+				row.owner = null;
+				provider.notifyAll();
+				return true;
+			}
+		}
+
+		@Override
+		public @Nullable HeldLock handOff() {
+			InMemoryLockProvider provider = InMemoryLockProvider.this;
+			synchronized (provider) {
+				Row row = provider.rows.get(this.resource);
+				if (row == null || !this.owner.equals(row.owner) || System.nanoTime() - row.expiresAt >= 0) {
+					return null;
+				}
+				provider.handOffs.incrementAndGet();
+				row.fencing++;
+				return new Lease(this.resource, this.owner, row.fencing, row.expiresAt);
+			}
+		}
+
+		@Override
+		public long handOffCourtesyNanos() {
+			return 0;
+		}
+
+		@Override
+		public boolean canServe(LockRequest request) {
+			return true;
+		}
+
+	}
+
+}

@@ -1,0 +1,196 @@
+package io.github.dblock;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The JVM-local engine behind {@link LockTemplate} (reentrancy, the local queue, hand-off, expired holds) against
+ * {@link InMemoryLockProvider}, without a database: what it asks of the provider is counted exactly. The same
+ * behaviours run against MariaDB/MySQL in lock-autoconfigure's tests (ExpiredLeaseTests, LocalHandOffTests).
+ */
+class LockEngineTests {
+
+	private final InMemoryLockProvider provider = new InMemoryLockProvider();
+
+	private final LockTemplate template = new LockTemplate(List.of(this.provider), LockMode.LEASE, Duration.ofSeconds(5),
+			Duration.ofSeconds(30), "node-1");
+
+	private final ExecutorService executor = Executors.newCachedThreadPool();
+
+	@AfterEach
+	void stop() {
+		this.executor.shutdownNow();
+	}
+
+	@Test
+	void reentryByTheHoldingThreadCostsNoAcquisitionAndReleasesOnTheLastClose() {
+		try (LockHandle outer = this.template.acquire("r")) {
+			try (LockHandle inner = this.template.acquire("r")) {
+				assertThat(inner.fencingToken()).isEqualTo(outer.fencingToken());
+				assertThat(this.template.localHolds()).singleElement()
+					.satisfies((hold) -> assertThat(hold.holdCount()).isEqualTo(2));
+			}
+			assertThat(this.provider.owner("r")).as("still held after the inner close").isNotNull();
+		}
+		assertThat(this.provider.acquisitions.get()).isEqualTo(1);
+		assertThat(this.provider.releases.get()).isEqualTo(1);
+		assertThat(this.provider.owner("r")).isNull();
+		assertThat(this.template.localResourceCount()).isZero();
+	}
+
+	@Test
+	void otherLocalThreadsQueueInTheJvmAndOnlyOneAsksTheProvider() throws Exception {
+		int threads = 6;
+		CountDownLatch start = new CountDownLatch(1);
+		int[] inside = new int[1];
+		int[] mostInside = new int[1];
+		List<Future<Long>> tokens = new java.util.ArrayList<>();
+		for (int i = 0; i < threads; i++) {
+			tokens.add(this.executor.submit(() -> {
+				start.await();
+				try (LockHandle lock = this.template.acquire("hot")) {
+					synchronized (inside) {
+						mostInside[0] = Math.max(mostInside[0], ++inside[0]);
+					}
+					Thread.sleep(5);
+					synchronized (inside) {
+						inside[0]--;
+					}
+					return lock.fencingToken();
+				}
+			}));
+		}
+		start.countDown();
+		java.util.Set<Long> distinct = new java.util.HashSet<>();
+		for (Future<Long> token : tokens) {
+			distinct.add(token.get(10, TimeUnit.SECONDS));
+		}
+		assertThat(mostInside[0]).as("threads inside the section at once").isEqualTo(1);
+		assertThat(distinct).as("every holder has a token of its own").hasSize(threads);
+		assertThat(this.provider.mostWaiting()).as("threads of this JVM in the provider at once").isEqualTo(1);
+		assertThat(this.provider.acquisitions.get() + this.provider.handOffs.get()).isEqualTo(threads);
+		assertThat(this.provider.owner("hot")).isNull();
+		assertThat(this.template.localResourceCount()).isZero();
+	}
+
+	@Test
+	void aQueuedLocalThreadIsHandedTheLeaseWithoutAnAcquisition() throws Exception {
+		LockHandle first = this.template.acquire("h");
+		Future<Long> second = this.executor.submit(() -> {
+			try (LockHandle lock = this.template.acquire("h")) {
+				return lock.fencingToken();
+			}
+		});
+		awaitQueued("h");
+		long firstToken = first.fencingToken();
+		first.close();
+		assertThat(second.get(10, TimeUnit.SECONDS)).isGreaterThan(firstToken);
+		assertThat(this.provider.acquisitions.get()).isEqualTo(1);
+		assertThat(this.provider.handOffs.get()).isEqualTo(1);
+		assertThat(this.provider.owner("h")).isNull();
+	}
+
+	@Test
+	void reentryAfterTheLeaseEndedAcquiresAnewAndTheStaleHoldReportsItsLoss() throws Exception {
+		LockOptions shortLease = LockOptions.defaults().withLeaseTime(Duration.ofMillis(100));
+		LockHandle outer = this.template.acquire("e", shortLease);
+		Thread.sleep(150);
+		try (LockHandle again = this.template.acquire("e", shortLease)) {
+			assertThat(again.fencingToken()).as("a new acquisition, not a re-entry").isGreaterThan(outer.fencingToken());
+			assertThat(this.provider.acquisitions.get()).isEqualTo(2);
+		}
+		assertThatThrownBy(outer::close).isInstanceOf(LockLostException.class)
+			.satisfies((ex) -> assertThat(((LockLostException) ex).getFencingToken()).isEqualTo(outer.fencingToken()));
+		assertThat(this.template.localResourceCount()).isZero();
+	}
+
+	@Test
+	void anExpiredHoldDoesNotKeepOtherLocalThreadsWaitingAndItsCloseLeavesTheNextHolderAlone() throws Exception {
+		LockOptions shortLease = LockOptions.defaults().withLeaseTime(Duration.ofMillis(200));
+		LockHandle stale = this.template.acquire("x", shortLease);
+		CountDownLatch holding = new CountDownLatch(1);
+		CountDownLatch done = new CountDownLatch(1);
+		Future<Long> next = this.executor.submit(() -> {
+			try (LockHandle lock = this.template.acquire("x", LockOptions.defaults().withWaitTime(Duration.ofSeconds(5)))) {
+				holding.countDown();
+				done.await();
+				return lock.fencingToken();
+			}
+		});
+		assertThat(holding.await(5, TimeUnit.SECONDS)).as("the next thread got the lock after the lease ended").isTrue();
+		String nextOwner = this.provider.owner("x");
+		assertThat(nextOwner).isNotNull();
+		assertThatThrownBy(stale::close).isInstanceOf(LockLostException.class);
+		assertThat(this.provider.owner("x")).as("the stale close did not release the next holder's lock")
+			.isEqualTo(nextOwner);
+		done.countDown();
+		assertThat(next.get(5, TimeUnit.SECONDS)).isGreaterThan(stale.fencingToken());
+		assertThat(this.provider.owner("x")).isNull();
+		assertThat(this.template.localResourceCount()).isZero();
+	}
+
+	@Test
+	void aLocalWaiterGivesUpAtItsWaitTimeNamingTheLocalHolder() throws Exception {
+		try (LockHandle held = this.template.acquire("w")) {
+			Future<Throwable> waiter = this.executor.submit(() -> {
+				try {
+					this.template.acquire("w", LockOptions.defaults().withWaitTime(Duration.ofMillis(100)));
+					return null;
+				}
+				catch (LockNotAcquiredException ex) {
+					return ex;
+				}
+			});
+			assertThat(waiter.get(5, TimeUnit.SECONDS)).isInstanceOf(LockNotAcquiredException.class)
+				.hasMessageContaining("node-1").hasMessageContaining("this JVM");
+			assertThat(held.isHeld()).isTrue();
+		}
+		assertThat(this.provider.acquisitions.get()).as("the waiter never asked the provider").isEqualTo(1);
+		assertThat(this.template.localResourceCount()).isZero();
+	}
+
+	@Test
+	void anInterruptedLocalWaiterStopsWaitingAndHoldsNothing() throws Exception {
+		Throwable[] failure = new Throwable[1];
+		try (LockHandle held = this.template.acquire("i")) {
+			Thread waiter = new Thread(() -> {
+				try {
+					this.template.acquire("i", LockOptions.defaults().withWaitTime(Duration.ofSeconds(30))).close();
+				}
+				catch (RuntimeException ex) {
+					failure[0] = ex;
+				}
+			});
+			waiter.start();
+			awaitQueued("i");
+			waiter.interrupt();
+			waiter.join(5_000);
+			assertThat(waiter.isAlive()).isFalse();
+			assertThat(held.isHeld()).isTrue();
+		}
+		assertThat(failure[0]).isInstanceOf(LockInterruptedException.class);
+		assertThat(this.template.localResourceCount()).isZero();
+		assertThat(this.provider.owner("i")).isNull();
+		assertThat(this.provider.acquisitions.get()).as("the waiter never asked the provider").isEqualTo(1);
+	}
+
+	private void awaitQueued(String resource) throws InterruptedException {
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+		while (!this.template.hasQueuedLocalWaiters(resource)) {
+			assertThat(System.nanoTime() - deadline).as("a local thread queued for %s", resource).isNegative();
+			Thread.sleep(1);
+		}
+	}
+
+}
