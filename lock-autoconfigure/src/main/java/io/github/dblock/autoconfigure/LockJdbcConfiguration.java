@@ -1,7 +1,6 @@
 package io.github.dblock.autoconfigure;
 
 import java.lang.reflect.Method;
-import java.net.InetAddress;
 import java.util.List;
 
 import javax.sql.DataSource;
@@ -269,16 +268,7 @@ class LockJdbcConfiguration {
 	}
 
 	static String defaultNodeName() {
-		String host = System.getenv("HOSTNAME");
-		if (host == null || host.isBlank()) {
-			try {
-				host = InetAddress.getLocalHost().getHostName();
-			}
-			catch (Exception ex) {
-				host = "unknown-host";
-			}
-		}
-		return host + "/" + ProcessHandle.current().pid();
+		return io.github.dblock.jdbc.JdbcLockTemplateBuilder.defaultNodeName();
 	}
 
 }

@@ -197,11 +197,8 @@ public class LockSchemaInitializer implements InitializingBean {
 			logger.warn(message + " Starting anyway because " + DistributedLockProperties.PREFIX
 					+ ".topology.enforce=false.");
 		}
-		String cluster = this.topology.multiPrimaryCluster();
-		if (cluster != null) {
-			String reason = "the lock database is " + cluster + ", where a row lock taken on one node does not block "
-					+ "transactions on the other nodes (conflicts are found only at commit, by certification), so a "
-					+ "PESSIMISTIC lock excludes no one. Use LEASE or OPTIMISTIC mode.";
+		String reason = this.topology.pessimisticRefusal();
+		if (reason != null) {
 			String relies = " LEASE and OPTIMISTIC locks rely on the cluster aborting the later of two conflicting "
 					+ "commits on the lock row, and LEASE expiry on the nodes' clocks agreeing (keep them synchronized). "
 					+ "Galera clusters have been seen to lose committed transactions (Jepsen): protect data with fencing "

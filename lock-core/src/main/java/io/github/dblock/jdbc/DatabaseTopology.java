@@ -235,6 +235,21 @@ public final class DatabaseTopology {
 		return null;
 	}
 
+	/**
+	 * Why PESSIMISTIC locks must be refused on this server: on a multi-primary cluster a row lock taken on one node
+	 * does not block transactions on the others, so a PESSIMISTIC lock excludes no one.
+	 * @return the reason, naming the cluster, or {@code null} when PESSIMISTIC is safe here
+	 */
+	public @Nullable String pessimisticRefusal() {
+		String cluster = multiPrimaryCluster();
+		if (cluster == null) {
+			return null;
+		}
+		return "the lock database is " + cluster + ", where a row lock taken on one node does not block "
+				+ "transactions on the other nodes (conflicts are found only at commit, by certification), so a "
+				+ "PESSIMISTIC lock excludes no one. Use LEASE or OPTIMISTIC mode.";
+	}
+
 	/** Whether the replica status could be read (the user had the privilege). */
 	public boolean replicaStatusKnown() {
 		return this.replicationSources != null;
