@@ -261,6 +261,14 @@ public class DistributedLockProperties implements InitializingBean {
 	 */
 	@Override
 	public void afterPropertiesSet() {
+		checkLockDefaults();
+		checkRetryAndModes();
+		checkCleanupAndFlyway();
+		checkSemaphores();
+		checkIdempotency();
+	}
+
+	private void checkLockDefaults() {
 		try {
 			LockTable.of(this.tableName);
 		}
@@ -286,6 +294,9 @@ public class DistributedLockProperties implements InitializingBean {
 		if (this.statementTimeout == null || this.statementTimeout.compareTo(Duration.ofSeconds(1)) < 0) {
 			throw invalid("statement-timeout", this.statementTimeout, "must be at least 1s (JDBC counts seconds)");
 		}
+	}
+
+	private void checkRetryAndModes() {
 		Duration initial = this.retry.getInitialBackoff();
 		if (initial == null || initial.isNegative() || initial.isZero()) {
 			throw invalid("retry.initial-backoff", initial, "must be positive");
@@ -300,6 +311,9 @@ public class DistributedLockProperties implements InitializingBean {
 		if (this.optimistic.getMaxAttempts() < 1) {
 			throw invalid("optimistic.max-attempts", this.optimistic.getMaxAttempts(), "must be at least 1");
 		}
+	}
+
+	private void checkCleanupAndFlyway() {
 		if (this.cleanup.getRetention() == null || this.cleanup.getRetention().compareTo(Duration.ofHours(1)) < 0) {
 			throw invalid("cleanup.retention", this.cleanup.getRetention(), "must be at least 1h");
 		}
@@ -320,6 +334,9 @@ public class DistributedLockProperties implements InitializingBean {
 		if (this.cleanup.getBatchSize() < 1 || this.cleanup.getBatchSize() > 10_000) {
 			throw invalid("cleanup.batch-size", this.cleanup.getBatchSize(), "must be between 1 and 10000");
 		}
+	}
+
+	private void checkSemaphores() {
 		this.semaphores.forEach((name, semaphore) -> {
 			try {
 				io.github.dblock.LockTemplate.validateResource(name);
@@ -331,7 +348,6 @@ public class DistributedLockProperties implements InitializingBean {
 				throw invalid("semaphores." + name + ".permits", semaphore.getPermits(), "must be at least 1");
 			}
 		});
-		checkIdempotency();
 	}
 
 	private void checkIdempotency() {
