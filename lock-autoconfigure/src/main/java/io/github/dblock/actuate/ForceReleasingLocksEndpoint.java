@@ -54,7 +54,8 @@ public class ForceReleasingLocksEndpoint extends LocksEndpoint {
 				.orElseGet(() -> new WebEndpointResponse<>(WebEndpointResponse.STATUS_NOT_FOUND));
 		}
 		catch (IllegalStateException ex) {
-			return new WebEndpointResponse<>(new Failure(name, Objects.requireNonNullElse(ex.getMessage(), ex.toString())), STATUS_CONFLICT);
+			return new WebEndpointResponse<>(new Failure(name, Objects.requireNonNullElse(ex.getMessage(), ex.toString())),
+					STATUS_CONFLICT);
 		}
 	}
 

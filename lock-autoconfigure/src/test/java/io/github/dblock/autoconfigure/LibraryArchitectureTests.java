@@ -48,7 +48,11 @@ class LibraryArchitectureTests {
 
 	@Test
 	void onlyAutoConfigurationClassesAreAutoConfigurations() {
-		classes().that().areAnnotatedWith(AutoConfiguration.class).should().resideInAPackage(AUTOCONFIGURE).check(library);
+		classes().that()
+			.areAnnotatedWith(AutoConfiguration.class)
+			.should()
+			.resideInAPackage(AUTOCONFIGURE)
+			.check(library);
 	}
 
 	@Test

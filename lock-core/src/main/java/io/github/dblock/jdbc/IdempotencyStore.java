@@ -308,8 +308,8 @@ public class IdempotencyStore {
 					return null;
 				}
 				IdempotencyRecord record = new IdempotencyRecord(key, IdempotencyStatus.valueOf(rs.getString(1)),
-						rs.getString(2), rs.getLong(4), rs.getInt(5), instant(rs, 6), instant(rs, 7), nullableInstant(rs, 8),
-						instant(rs, 9), rs.getString(10), rs.getString(11), rs.getString(12));
+						rs.getString(2), rs.getLong(4), rs.getInt(5), instant(rs, 6), instant(rs, 7),
+						nullableInstant(rs, 8), instant(rs, 9), rs.getString(10), rs.getString(11), rs.getString(12));
 				return new Snapshot(record, rs.getString(3),
 						TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(13))), rs.getBoolean(14));
 			}
@@ -523,7 +523,7 @@ public class IdempotencyStore {
 		 * @throws DataAccessException {@code failure}, if the record is still running under this claim or cannot be
 		 * read
 		 */
-		@SuppressWarnings("NullAway") // a lambda returns null as ConnectionWork's T extends @Nullable Object: only JSpecify mode (not available on JDK 17.0.15) sees that bound
+		@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
 		private boolean afterFailedCompletion(IdempotencyStatus status, DataAccessException failure) {
 			Snapshot row;
 			try {

@@ -438,7 +438,8 @@ final class JdbcLockSupport {
 	 * {@code START TRANSACTION} and {@code COMMIT} statements (one round trip each, where switching autocommit off and
 	 * on again would cost one more), otherwise with the connection's own commit; rolled back when the work throws.
 	 */
-	static <T extends @Nullable Object> T inShortTransaction(Connection connection, int timeoutSeconds, ConnectionWork<T> work)
+	static <T extends @Nullable Object> T inShortTransaction(Connection connection, int timeoutSeconds,
+			ConnectionWork<T> work)
 			throws SQLException {
 		boolean autoCommit = connection.getAutoCommit();
 		if (autoCommit) {

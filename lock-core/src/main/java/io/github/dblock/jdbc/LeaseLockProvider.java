@@ -522,7 +522,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	 * clean-up (a slow pool or a silent connection); a failure is logged, and the lease or announcement then runs out
 	 * on its own within about a second.
 	 */
-	@SuppressWarnings("NullAway") // a lambda returns null as ConnectionWork's T extends @Nullable Object: only JSpecify mode (not available on JDK 17.0.15) sees that bound
+	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
 	private void withdraw(LockRequest request, String owner) {
 		Runnable withdrawal = () -> {
 			try {

@@ -286,7 +286,7 @@ public class PessimisticLockProvider implements LockProvider {
 	 * whole seconds; it changes a row only while a lease on it runs. A failure is logged at debug level.
 	 */
 	@Override
-	@SuppressWarnings("NullAway") // a lambda returns null as ConnectionWork's T extends @Nullable Object: only JSpecify mode (not available on JDK 17.0.15) sees that bound
+	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
 	public void announceNextAttempt(String resource, Duration nextAttemptWithin) {
 		try {
 			this.jdbc.execute("announce a waiter for lock '" + resource + "'", (connection) -> {
@@ -587,7 +587,7 @@ public class PessimisticLockProvider implements LockProvider {
 	 * The insert waits for a lock when another node has just created and locked the row (its duplicate-key check) or
 	 * when another transaction holds the gap where the row goes, so that wait is bounded like the lock wait.
 	 */
-	@SuppressWarnings("NullAway") // a lambda returns null as BoundedStatement's T extends @Nullable Object: only JSpecify mode (not available on JDK 17.0.15) sees that bound
+	@SuppressWarnings("NullAway") // a lambda returns null for BoundedStatement<T extends @Nullable Object>: see pom.xml
 	private boolean insertFreeRow(Connection connection, LockRequest request) throws SQLException, InterruptedException {
 		try {
 			withLockWait(connection, waitSeconds(request), this.rows.insertFreeSql(), false, (ps) -> {
@@ -618,7 +618,8 @@ public class PessimisticLockProvider implements LockProvider {
 	 * prefix, or, on MySQL, the session variable set before and reset after. The statement is registered with
 	 * {@link InterruptibleWaits} so that an interrupt cancels the wait.
 	 */
-	private <T extends @Nullable Object> T withLockWait(Connection connection, int waitSeconds, String sql, boolean generatedKeys,
+	private <T extends @Nullable Object> T withLockWait(Connection connection, int waitSeconds, String sql,
+			boolean generatedKeys,
 			BoundedStatement<T> action) throws SQLException {
 		if (this.dialect == LockDialect.MARIADB) {
 			// SET STATEMENT needs a constant: the value is an int computed here, never user input.
@@ -639,7 +640,8 @@ public class PessimisticLockProvider implements LockProvider {
 		}
 	}
 
-	private static <T extends @Nullable Object> T run(Connection connection, String sql, boolean generatedKeys, BoundedStatement<T> action)
+	private static <T extends @Nullable Object> T run(Connection connection, String sql, boolean generatedKeys,
+			BoundedStatement<T> action)
 			throws SQLException {
 		try (PreparedStatement ps = generatedKeys ? connection.prepareStatement(sql, Statement.RETURN_GENERATED_KEYS)
 				: connection.prepareStatement(sql);
@@ -756,7 +758,7 @@ public class PessimisticLockProvider implements LockProvider {
 		return true;
 	}
 
-	@SuppressWarnings("NullAway") // a lambda returns null as ConnectionWork's T extends @Nullable Object: only JSpecify mode (not available on JDK 17.0.15) sees that bound
+	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
 	private LockRows.@Nullable Peek peek(LockRequest request) {
 		return this.jdbc.execute("read the lock row of '" + request.resource() + "'",
 				(connection) -> this.rows.peek(connection, request.resource(), this.jdbc.statementTimeoutSeconds()));
