@@ -32,7 +32,7 @@ final class CheckedCalls {
 			});
 		}
 		catch (Carrier carrier) {
-			Exception original = (Exception) carrier.getCause();
+			Exception original = carrier.original;
 			for (Throwable suppressed : carrier.getSuppressed()) {
 				original.addSuppressed(suppressed); // a loss found on release
 			}
@@ -45,8 +45,11 @@ final class CheckedCalls {
 
 		private static final long serialVersionUID = 1L;
 
+		private final transient Exception original;
+
 		Carrier(Exception cause) {
 			super(cause.toString(), cause, true, false);
+			this.original = cause;
 		}
 
 	}

@@ -84,7 +84,7 @@ final class DefaultLockHandle implements LockHandle {
 
 	@Override
 	public void extend(Duration leaseTime) {
-		Duration lease = LockOptions.defaults().withLeaseTime(leaseTime).getLeaseTime(); // validates
+		LockOptions.defaults().withLeaseTime(leaseTime); // validates
 		if (this.closed) {
 			throw new IllegalStateException("Lock '" + resource() + "' is closed; it cannot be extended");
 		}
@@ -92,7 +92,7 @@ final class DefaultLockHandle implements LockHandle {
 			throw new IllegalStateException("Lock '" + resource() + "' is held in " + this.mode + " mode, which has no "
 					+ "lease to extend");
 		}
-		if (!this.lock.extend(lease)) {
+		if (!this.lock.extend(leaseTime)) {
 			throw new LockLostException(resource(), fencingToken(), "Lock '" + resource() + "' (fencing token "
 					+ fencingToken() + ") could not be extended: its lease had already ended");
 		}

@@ -1,5 +1,7 @@
 package io.github.dblock;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Base class of the lock library's own exceptions. Database failures are not wrapped: they surface as Spring
  * {@link org.springframework.dao.DataAccessException}s.
@@ -8,7 +10,7 @@ public abstract class DistributedLockException extends RuntimeException {
 
 	private final String resource;
 
-	protected DistributedLockException(String resource, String message, Throwable cause) {
+	protected DistributedLockException(String resource, String message, @Nullable Throwable cause) {
 		super(message, cause);
 		this.resource = resource;
 	}

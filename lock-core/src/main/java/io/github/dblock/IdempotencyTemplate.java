@@ -89,7 +89,8 @@ public class IdempotencyTemplate {
 		}
 		IdempotencyOptions.checkRetention("The default idempotency retention", defaultRetention);
 		IdempotencyOptions.checkLeaseTime("The default idempotency lease time", defaultLeaseTime);
-		this.defaultWaitTime = IdempotencyOptions.defaults().withWaitTime(defaultWaitTime).getWaitTime();
+		IdempotencyOptions.defaults().withWaitTime(defaultWaitTime); // validates
+		this.defaultWaitTime = defaultWaitTime;
 		if (nodeName == null || nodeName.isBlank()) {
 			throw new IllegalArgumentException("nodeName must not be null or blank, was '" + nodeName + "'");
 		}

@@ -1,5 +1,7 @@
 package io.github.dblock;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Thrown when a lock turns out not to be held any more by the owner that took it, typically because its lease
  * expired before release (the holder ran longer than its lease time) and possibly another owner took it.
@@ -14,7 +16,7 @@ public class LockLostException extends DistributedLockException {
 		this(resource, fencingToken, message, null);
 	}
 
-	public LockLostException(String resource, long fencingToken, String message, Throwable cause) {
+	public LockLostException(String resource, long fencingToken, String message, @Nullable Throwable cause) {
 		super(resource, message, cause);
 		this.fencingToken = fencingToken;
 	}

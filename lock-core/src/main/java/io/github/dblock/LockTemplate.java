@@ -111,7 +111,8 @@ public class LockTemplate implements LockOperations {
 			throw new IllegalArgumentException("No LockProvider for the default mode " + defaultMode);
 		}
 		this.defaultMode = defaultMode;
-		this.defaultWaitTime = LockOptions.defaults().withWaitTime(defaultWaitTime).getWaitTime();
+		LockOptions.defaults().withWaitTime(defaultWaitTime); // checks it: not null, not negative
+		this.defaultWaitTime = defaultWaitTime;
 		if (defaultLeaseTime == null || defaultLeaseTime.compareTo(MIN_DEFAULT_LEASE_TIME) < 0) {
 			throw new IllegalArgumentException("The default lease time must be at least "
 					+ MIN_DEFAULT_LEASE_TIME.toSeconds() + "s (it is renewed every third of it while a lock is held), was "

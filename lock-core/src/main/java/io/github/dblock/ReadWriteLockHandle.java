@@ -2,6 +2,8 @@ package io.github.dblock;
 
 import io.github.dblock.spi.HeldLock;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A {@link LockHandle} for one hold of a read or write lock. All holds of one thread on one resource share a
  * {@link State}, whose database lock is released when the thread's last hold is closed.
@@ -105,7 +107,7 @@ final class ReadWriteLockHandle implements LockHandle {
 		/** Open handles of the owning thread (its hold count). */
 		volatile int holds = 1;
 
-		volatile io.micrometer.observation.@org.jspecify.annotations.Nullable Observation holding;
+		volatile io.micrometer.observation.@Nullable Observation holding;
 
 		State(String resource, LockMode mode, LockType type, HeldLock held, String holder) {
 			this.resource = resource;

@@ -65,7 +65,8 @@ public class SemaphoreTemplate {
 	public SemaphoreTemplate(SemaphoreProvider provider, Duration defaultWaitTime, Duration defaultLeaseTime,
 			String nodeName) {
 		this.provider = Objects.requireNonNull(provider, "provider must not be null");
-		this.defaultWaitTime = LockOptions.defaults().withWaitTime(defaultWaitTime).getWaitTime();
+		LockOptions.defaults().withWaitTime(defaultWaitTime); // validates
+		this.defaultWaitTime = defaultWaitTime;
 		if (defaultLeaseTime == null || defaultLeaseTime.compareTo(LockTemplate.MIN_DEFAULT_LEASE_TIME) < 0) {
 			throw new IllegalArgumentException("The default lease time must be at least "
 					+ LockTemplate.MIN_DEFAULT_LEASE_TIME.toSeconds() + "s (it is renewed every third of it while a permit "

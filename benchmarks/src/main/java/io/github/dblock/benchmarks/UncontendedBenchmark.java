@@ -3,6 +3,7 @@ package io.github.dblock.benchmarks;
 import java.util.concurrent.ThreadLocalRandom;
 
 import com.zaxxer.hikari.HikariDataSource;
+import org.jspecify.annotations.Nullable;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Param;
@@ -41,7 +42,7 @@ public class UncontendedBenchmark {
 	 * The small table's resource names, kept for the whole trial as an application keeps its constant names (ShedLock
 	 * remembers the names it has inserted in a weak map, so a fresh string per call made it insert again after a GC).
 	 */
-	private java.util.List<String> names;
+	private java.util.@Nullable List<String> names; // null: the large table, whose names are made per call
 
 	private static final Runnable NOTHING = () -> {
 	};

@@ -1,6 +1,7 @@
 package io.github.dblock.actuate;
 
 import java.security.Principal;
+import java.util.Objects;
 
 import io.github.dblock.jdbc.LockTableAdmin;
 
@@ -53,7 +54,8 @@ public class ForceReleasingLocksEndpoint extends LocksEndpoint {
 				.orElseGet(() -> new WebEndpointResponse<>(WebEndpointResponse.STATUS_NOT_FOUND));
 		}
 		catch (IllegalStateException ex) {
-			return new WebEndpointResponse<>(new Failure(name, ex.getMessage()), STATUS_CONFLICT);
+			return new WebEndpointResponse<>(new Failure(name, Objects.requireNonNullElse(ex.getMessage(), ex.toString())),
+					STATUS_CONFLICT);
 		}
 	}
 

@@ -2,6 +2,7 @@ package io.github.dblock.actuate;
 
 import java.time.Instant;
 import java.util.List;
+import java.util.Objects;
 
 import io.github.dblock.jdbc.LockTableAdmin;
 import io.github.dblock.jdbc.LockTableAdmin.HeldLocks;
@@ -87,7 +88,8 @@ public class LocksEndpoint {
 			io.github.dblock.LockTemplate.validateResource(resource);
 		}
 		catch (IllegalArgumentException ex) {
-			throw new InvalidEndpointRequestException(ex.getMessage(), "invalid resource name");
+			throw new InvalidEndpointRequestException(Objects.requireNonNullElse(ex.getMessage(), ex.toString()),
+					"invalid resource name");
 		}
 		return resource;
 	}

@@ -3,6 +3,7 @@ package io.github.dblock.autoconfigure;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Objects;
 
 import io.github.dblock.LockMode;
 import io.github.dblock.jdbc.LockDialect;
@@ -273,7 +274,7 @@ public class DistributedLockProperties implements InitializingBean {
 			LockTable.of(this.tableName);
 		}
 		catch (IllegalArgumentException ex) {
-			throw invalid("table-name", this.tableName, ex.getMessage());
+			throw invalid("table-name", this.tableName, Objects.requireNonNullElse(ex.getMessage(), ex.toString()));
 		}
 		if (this.mode == null) {
 			throw invalid("mode", null, "must be set");
@@ -355,7 +356,8 @@ public class DistributedLockProperties implements InitializingBean {
 			io.github.dblock.IdempotencyOptions.checkRetention("retention", this.idempotency.getRetention());
 		}
 		catch (IllegalArgumentException ex) {
-			throw invalid("idempotency.retention", this.idempotency.getRetention(), ex.getMessage());
+			throw invalid("idempotency.retention", this.idempotency.getRetention(),
+					Objects.requireNonNullElse(ex.getMessage(), ex.toString()));
 		}
 		if (this.idempotency.getOnDuplicate() == null) {
 			throw invalid("idempotency.on-duplicate", null, "must be set");
@@ -365,7 +367,8 @@ public class DistributedLockProperties implements InitializingBean {
 				io.github.dblock.IdempotencyOptions.checkLeaseTime("lease time", this.idempotency.getLeaseTime());
 			}
 			catch (IllegalArgumentException ex) {
-				throw invalid("idempotency.lease-time", this.idempotency.getLeaseTime(), ex.getMessage());
+				throw invalid("idempotency.lease-time", this.idempotency.getLeaseTime(),
+						Objects.requireNonNullElse(ex.getMessage(), ex.toString()));
 			}
 		}
 	}
@@ -415,7 +418,7 @@ public class DistributedLockProperties implements InitializingBean {
 		 * that join a caller's transaction do not count. Unset: the lock pool's HikariCP maximumPoolSize minus a
 		 * reserve of a quarter of it (at least 2), at least 1; 5 when the pool is not HikariCP.
 		 */
-		private Integer maxConnections;
+		private @Nullable Integer maxConnections;
 
 		/**
 		 * How long the server keeps a PESSIMISTIC holder's transaction (and the row lock) while the holder's session
@@ -423,7 +426,7 @@ public class DistributedLockProperties implements InitializingBean {
 		 * wait_timeout while the lock is held. Unset: the server's own wait_timeout (8 hours by default). A holder
 		 * silent for longer loses the lock.
 		 */
-		private Duration idleTimeout;
+		private @Nullable Duration idleTimeout;
 
 		/**
 		 * How PESSIMISTIC acquisitions hand out fencing tokens. "durable": the locking UPDATE writes the next token,
@@ -435,19 +438,19 @@ public class DistributedLockProperties implements InitializingBean {
 		 */
 		private PessimisticLockProvider.Fencing fencing = PessimisticLockProvider.Fencing.DURABLE;
 
-		public Integer getMaxConnections() {
+		public @Nullable Integer getMaxConnections() {
 			return this.maxConnections;
 		}
 
-		public void setMaxConnections(Integer maxConnections) {
+		public void setMaxConnections(@Nullable Integer maxConnections) {
 			this.maxConnections = maxConnections;
 		}
 
-		public Duration getIdleTimeout() {
+		public @Nullable Duration getIdleTimeout() {
 			return this.idleTimeout;
 		}
 
-		public void setIdleTimeout(Duration idleTimeout) {
+		public void setIdleTimeout(@Nullable Duration idleTimeout) {
 			this.idleTimeout = idleTimeout;
 		}
 

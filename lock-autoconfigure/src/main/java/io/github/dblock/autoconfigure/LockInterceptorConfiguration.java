@@ -18,7 +18,6 @@ import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.beans.factory.support.BeanDefinitionRegistry;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.context.properties.bind.Binder;
-import org.springframework.context.EnvironmentAware;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
@@ -122,12 +121,12 @@ class LockInterceptorConfiguration {
 	 * Registers Spring's infrastructure auto-proxy creator if no (stronger) one is registered yet, using class
 	 * proxies unless {@code spring.aop.proxy-target-class=false}, as Spring Boot does.
 	 */
-	static class AutoProxyRegistrar implements ImportBeanDefinitionRegistrar, EnvironmentAware {
+	static class AutoProxyRegistrar implements ImportBeanDefinitionRegistrar {
 
-		private Environment environment;
+		private final Environment environment;
 
-		@Override
-		public void setEnvironment(Environment environment) {
+		/** Spring passes the environment to the constructor of an {@link ImportBeanDefinitionRegistrar}. */
+		AutoProxyRegistrar(Environment environment) {
 			this.environment = environment;
 		}
 

@@ -59,9 +59,11 @@ public class LockSchemaInitializer implements InitializingBean {
 
 	private @Nullable String migrationPassword;
 
-	private DatabaseServer server;
+	/** Found by {@link #afterPropertiesSet()}. */
+	private @Nullable DatabaseServer server;
 
-	private DatabaseTopology topology;
+	/** Found by {@link #afterPropertiesSet()}. */
+	private @Nullable DatabaseTopology topology;
 
 	private Map<LockMode, String> refusedModes = Map.of();
 
@@ -103,11 +105,12 @@ public class LockSchemaInitializer implements InitializingBean {
 	 */
 	@Override
 	public void afterPropertiesSet() {
-		this.server = detectServer();
-		if (!this.server.isSupportedVersion()) {
-			logger.warn("Distributed locks are tested on MySQL 8.0+ and MariaDB 10.6+; the lock database is " + this.server);
+		DatabaseServer server = detectServer();
+		this.server = server;
+		if (!server.isSupportedVersion()) {
+			logger.warn("Distributed locks are tested on MySQL 8.0+ and MariaDB 10.6+; the lock database is " + server);
 		}
-		checkTopology();
+		checkTopology(server);
 		if (!this.migrate) {
 			LockSchema.validate(this.dataSource, this.table, DistributedLockProperties.PREFIX + ".flyway.enabled");
 			this.schemaStatus = "schema checked, migrations off";
@@ -119,7 +122,7 @@ public class LockSchemaInitializer implements InitializingBean {
 			migrate();
 			this.schemaStatus = "schema migrated to v" + LATEST_VERSION;
 		}
-		logger.debug("Lock table '" + this.table + "' ready on " + this.server);
+		logger.debug("Lock table '" + this.table + "' ready on " + server);
 	}
 
 	/**
@@ -177,15 +180,16 @@ public class LockSchemaInitializer implements InitializingBean {
 		return null;
 	}
 
-	private void checkTopology() {
-		this.topology = detectTopology(this.dataSource, this.server);
-		logger.debug("Lock database topology: " + this.topology);
-		if (!this.topology.replicaStatusKnown()) {
+	private void checkTopology(DatabaseServer server) {
+		DatabaseTopology topology = detectTopology(this.dataSource, server);
+		this.topology = topology;
+		logger.debug("Lock database topology: " + topology);
+		if (!topology.replicaStatusKnown()) {
 			logger.debug("Replica status of the lock database not checked: the lock DataSource's user may not read it");
 		}
-		List<String> readOnly = this.topology.readOnlyReasons();
+		List<String> readOnly = topology.readOnlyReasons();
 		if (!readOnly.isEmpty()) {
-			String message = "Distributed locks need a writable primary, but on the lock database (" + this.server + ") "
+			String message = "Distributed locks need a writable primary, but on the lock database (" + server + ") "
 					+ String.join("; ", readOnly) + ". Every lock is a write: point the lock DataSource at the primary "
 					+ "(spring.datasource.url, or a @LockDataSource / distributed-lock.datasource pool) with read-write "
 					+ "connections.";
@@ -197,7 +201,7 @@ public class LockSchemaInitializer implements InitializingBean {
 			logger.warn(message + " Starting anyway because " + DistributedLockProperties.PREFIX
 					+ ".topology.enforce=false.");
 		}
-		String reason = this.topology.pessimisticRefusal();
+		String reason = topology.pessimisticRefusal();
 		if (reason != null) {
 			String relies = " LEASE and OPTIMISTIC locks rely on the cluster aborting the later of two conflicting "
 					+ "commits on the lock row, and LEASE expiry on the nodes' clocks agreeing (keep them synchronized). "
@@ -320,14 +324,27 @@ public class LockSchemaInitializer implements InitializingBean {
 		return null;
 	}
 
-	/** The server found at start-up. */
+	/**
+	 * The server found at start-up.
+	 * @throws IllegalStateException before {@link #afterPropertiesSet()} has run
+	 */
 	public DatabaseServer getServer() {
-		return this.server;
+		return checked(this.server);
 	}
 
-	/** The topology found at start-up. */
+	/**
+	 * The topology found at start-up.
+	 * @throws IllegalStateException before {@link #afterPropertiesSet()} has run
+	 */
 	public DatabaseTopology getTopology() {
-		return this.topology;
+		return checked(this.topology);
+	}
+
+	private static <T> T checked(@Nullable T found) {
+		if (found == null) {
+			throw new IllegalStateException("The lock database has not been checked yet (afterPropertiesSet)");
+		}
+		return found;
 	}
 
 	/**

@@ -15,6 +15,7 @@ import io.github.dblock.LockTemplate;
 import io.github.dblock.jdbc.LockTableCleaner;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
 import org.springframework.context.SmartLifecycle;
 
 /**
@@ -38,7 +39,8 @@ public class LockTableCleanupJob implements SmartLifecycle {
 
 	private final Duration interval;
 
-	private volatile ScheduledExecutorService scheduler;
+	/** Set while running. */
+	private volatile @Nullable ScheduledExecutorService scheduler;
 
 	public LockTableCleanupJob(LockTableCleaner cleaner, LockTemplate locks, Duration interval) {
 		this(List.of(cleaner), locks, interval);

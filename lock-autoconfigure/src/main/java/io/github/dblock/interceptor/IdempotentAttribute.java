@@ -75,7 +75,7 @@ public final class IdempotentAttribute {
 	 * @throws IllegalArgumentException if an expression throws or gives {@code null} or blank, or the key is invalid,
 	 * naming the method
 	 */
-	String resolveKey(Method invoked, @Nullable Object[] args, Object target, Class<?> targetClass,
+	String resolveKey(Method invoked, @Nullable Object[] args, @Nullable Object target, Class<?> targetClass,
 			ParameterNameDiscoverer parameterNames, @Nullable BeanResolver beanResolver) {
 		String key = isLiteral() ? this.template : TemplateExpressions.evaluate(this.parts, "@Idempotent key",
 				this.method, invoked, args, target, targetClass, parameterNames, beanResolver);

@@ -109,7 +109,7 @@ public final class LockAttribute {
 	 * resource is not a valid lock resource name (see {@link io.github.dblock.LockTemplate#validateResource}), naming
 	 * the method and the expression or template
 	 */
-	String resolveResource(Method method, @Nullable Object[] args, Object target, Class<?> targetClass,
+	String resolveResource(Method method, @Nullable Object[] args, @Nullable Object target, Class<?> targetClass,
 			ParameterNameDiscoverer parameterNames, @Nullable BeanResolver beanResolver) {
 		if (isLiteral()) {
 			return this.template; // validated at start-up

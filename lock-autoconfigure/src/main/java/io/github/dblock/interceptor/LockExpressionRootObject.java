@@ -10,10 +10,11 @@ import org.jspecify.annotations.Nullable;
  *
  * @param method the invoked method
  * @param args its arguments
- * @param target the target bean
+ * @param target the target bean, or {@code null} if the invocation has none
  * @param targetClass the target bean's class
  */
-public record LockExpressionRootObject(Method method, @Nullable Object[] args, Object target, Class<?> targetClass) {
+public record LockExpressionRootObject(Method method, @Nullable Object[] args, @Nullable Object target,
+		Class<?> targetClass) {
 
 	/** The invoked method's name. */
 	public String methodName() {

@@ -145,7 +145,7 @@ final class TemplateExpressions {
 	 * method and the expression
 	 */
 	static String evaluate(List<Expression> parts, String what, Method annotated, Method method, @Nullable Object[] args,
-			Object target,
+			@Nullable Object target,
 			Class<?> targetClass, ParameterNameDiscoverer parameterNames, @Nullable BeanResolver beanResolver) {
 		LockExpressionRootObject root = new LockExpressionRootObject(method, args, target, targetClass);
 		MethodBasedEvaluationContext context = new MethodBasedEvaluationContext(root, method,

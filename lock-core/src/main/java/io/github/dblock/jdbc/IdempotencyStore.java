@@ -308,8 +308,8 @@ public class IdempotencyStore {
 					return null;
 				}
 				IdempotencyRecord record = new IdempotencyRecord(key, IdempotencyStatus.valueOf(rs.getString(1)),
-						rs.getString(2), rs.getLong(4), rs.getInt(5), instant(rs, 6), instant(rs, 7), instant(rs, 8),
-						instant(rs, 9), rs.getString(10), rs.getString(11), rs.getString(12));
+						rs.getString(2), rs.getLong(4), rs.getInt(5), instant(rs, 6), instant(rs, 7),
+						nullableInstant(rs, 8), instant(rs, 9), rs.getString(10), rs.getString(11), rs.getString(12));
 				return new Snapshot(record, rs.getString(3),
 						TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(13))), rs.getBoolean(14));
 			}
@@ -319,7 +319,17 @@ public class IdempotencyStore {
 		}
 	}
 
+	/** A {@code NOT NULL} column. */
 	private static Instant instant(ResultSet rs, int column) throws SQLException {
+		Instant value = nullableInstant(rs, column);
+		if (value == null) {
+			throw new SQLException("column " + column + " of the idempotency record is NULL, but it is NOT NULL");
+		}
+		return value;
+	}
+
+	@Nullable
+	private static Instant nullableInstant(ResultSet rs, int column) throws SQLException {
 		LocalDateTime value = rs.getObject(column, LocalDateTime.class);
 		return (value != null) ? value.toInstant(ZoneOffset.UTC) : null;
 	}
@@ -513,6 +523,7 @@ public class IdempotencyStore {
 		 * @throws DataAccessException {@code failure}, if the record is still running under this claim or cannot be
 		 * read
 		 */
+		@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
 		private boolean afterFailedCompletion(IdempotencyStatus status, DataAccessException failure) {
 			Snapshot row;
 			try {

@@ -10,6 +10,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Makes waits in the server's lock queue interruptible: a JDBC call blocked on a row lock does not react to
@@ -25,6 +26,8 @@ final class InterruptibleWaits {
 
 	private static final Map<Thread, Statement> waiting = new ConcurrentHashMap<>();
 
+	/** Started on first use: {@link #ensureWatcher()}. */
+	@Nullable
 	private static volatile ScheduledExecutorService watcher;
 
 	private InterruptibleWaits() {

@@ -166,7 +166,7 @@ final class JdbcLockSupport {
 	 * Runs work on a fresh connection of the lock data source, taken within one statement timeout. If the pool hands
 	 * out connections with autocommit off, each statement is committed by {@link #commitIfNeeded(Connection)}.
 	 */
-	<T> T execute(String task, ConnectionWork<T> work) {
+	<T extends @Nullable Object> T execute(String task, ConnectionWork<T> work) {
 		return execute(task, TimeUnit.SECONDS.toNanos(this.statementTimeoutSeconds), work);
 	}
 
@@ -174,7 +174,7 @@ final class JdbcLockSupport {
 	 * Runs work on a fresh connection of the lock data source, taken within {@code connectionTimeoutNanos} (at most the
 	 * pool's own timeout); every read on it is bounded by the statement timeout plus {@link #NETWORK_MARGIN_MILLIS}.
 	 */
-	<T> T execute(String task, long connectionTimeoutNanos, ConnectionWork<T> work) {
+	<T extends @Nullable Object> T execute(String task, long connectionTimeoutNanos, ConnectionWork<T> work) {
 		int transientFailures = 0;
 		while (true) {
 			try (Connection connection = connection(task, connectionTimeoutNanos)) {
@@ -438,7 +438,8 @@ final class JdbcLockSupport {
 	 * {@code START TRANSACTION} and {@code COMMIT} statements (one round trip each, where switching autocommit off and
 	 * on again would cost one more), otherwise with the connection's own commit; rolled back when the work throws.
 	 */
-	static <T> T inShortTransaction(Connection connection, int timeoutSeconds, ConnectionWork<T> work)
+	static <T extends @Nullable Object> T inShortTransaction(Connection connection, int timeoutSeconds,
+			ConnectionWork<T> work)
 			throws SQLException {
 		boolean autoCommit = connection.getAutoCommit();
 		if (autoCommit) {
@@ -531,7 +532,7 @@ final class JdbcLockSupport {
 	}
 
 	@FunctionalInterface
-	interface ConnectionWork<T> {
+	interface ConnectionWork<T extends @Nullable Object> {
 
 		T run(Connection connection) throws SQLException;
 

@@ -410,6 +410,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	}
 
 	@Override
+	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
 	public void setPermits(String name, int permits) {
 		checkPermits(name, permits);
 		this.jdbc.execute("set the permits of semaphore '" + name + "'", (connection) -> {
@@ -468,6 +469,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 
 	/** A read outside a transaction: committed at once on a pool that hands out connections without autocommit. */
 	@Nullable
+	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
 	private Integer readInt(String task, String sql, String name) {
 		return this.jdbc.execute(task + " of semaphore '" + name + "'", (connection) -> {
 			Integer value = queryInt(connection, sql, this.jdbc.statementTimeoutSeconds(), name);
@@ -517,6 +519,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	 * any, then ends with its lease, unrenewed)
 	 */
 	@Nullable
+	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
 	private Permit lastLookForOwnPermit(LockRequest request, String owner) {
 		try {
 			return this.jdbc.execute("look for the unacknowledged permit of semaphore '" + request.resource() + "'",
@@ -540,6 +543,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	 * @return microseconds (0 or less: expired), or {@code null} if the row is gone
 	 */
 	@Nullable
+	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
 	private Long ownRemainingMicros(Permit permit) {
 		return this.jdbc.execute("look for the holder row of a permit of semaphore '" + permit.resource + "'",
 				(connection) -> {

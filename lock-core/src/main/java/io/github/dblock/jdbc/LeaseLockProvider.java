@@ -167,6 +167,8 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	/** Whether commit-time validation must write the row (Galera, multi-primary group replication). */
 	private volatile boolean multiPrimary;
 
+	/** Started on first use: {@link #renewals()}. */
+	@Nullable
 	private volatile ScheduledExecutorService renewals;
 
 	/**
@@ -520,6 +522,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	 * clean-up (a slow pool or a silent connection); a failure is logged, and the lease or announcement then runs out
 	 * on its own within about a second.
 	 */
+	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
 	private void withdraw(LockRequest request, String owner) {
 		Runnable withdrawal = () -> {
 			try {

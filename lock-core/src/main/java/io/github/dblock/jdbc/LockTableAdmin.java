@@ -185,6 +185,7 @@ public final class LockTableAdmin {
 	 * Reads one row of the lock table ({@code SELECT 1 FROM t LIMIT 1}), to check that it exists and can be read.
 	 * @throws org.springframework.dao.DataAccessException if it cannot
 	 */
+	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
 	public void probe() {
 		this.jdbc.execute("read the lock table " + this.table, (connection) -> {
 			try (PreparedStatement ps = connection.prepareStatement(this.probeSql)) {

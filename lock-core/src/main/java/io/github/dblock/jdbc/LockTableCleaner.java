@@ -259,10 +259,12 @@ public class LockTableCleaner {
 	 * @throws org.springframework.dao.DataAccessException if the database fails
 	 */
 	public int deleteExpiredReadWriteHolds() {
-		if (this.holderBase == null) {
-			return 0;
+		String candidatesSql = this.expiredHoldsSql;
+		String deleteSql = this.deleteHoldSql;
+		if (this.holderBase == null || candidatesSql == null || deleteSql == null) {
+			return 0; // the three are set together
 		}
-		return deleteExpiredKeys("read/write holders", this.expiredHoldsSql, this.deleteHoldSql);
+		return deleteExpiredKeys("read/write holders", candidatesSql, deleteSql);
 	}
 
 	/**

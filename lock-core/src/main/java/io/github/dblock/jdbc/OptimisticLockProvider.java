@@ -221,6 +221,7 @@ public class OptimisticLockProvider implements WorkLockProvider {
 	}
 
 	/** Creates the row of a never-seen resource before the work's transaction starts. */
+	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
 	private void ensureRow(String resource) {
 		if (this.knownRows.contains(resource)) {
 			return;

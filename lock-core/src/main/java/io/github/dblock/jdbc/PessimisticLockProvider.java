@@ -287,6 +287,7 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 	 * whole seconds; it changes a row only while a lease on it runs. A failure is logged at debug level.
 	 */
 	@Override
+	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
 	public void announceNextAttempt(String resource, Duration nextAttemptWithin) {
 		try {
 			this.jdbc.execute("announce a waiter for lock '" + resource + "'", (connection) -> {
@@ -587,6 +588,7 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 	 * The insert waits for a lock when another node has just created and locked the row (its duplicate-key check) or
 	 * when another transaction holds the gap where the row goes, so that wait is bounded like the lock wait.
 	 */
+	@SuppressWarnings("NullAway") // a lambda returns null for BoundedStatement<T extends @Nullable Object>: see pom.xml
 	private boolean insertFreeRow(Connection connection, LockRequest request) throws SQLException, InterruptedException {
 		try {
 			withLockWait(connection, waitSeconds(request), this.rows.insertFreeSql(), false, (ps) -> {
@@ -617,7 +619,8 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 	 * prefix, or, on MySQL, the session variable set before and reset after. The statement is registered with
 	 * {@link InterruptibleWaits} so that an interrupt cancels the wait.
 	 */
-	private <T> T withLockWait(Connection connection, int waitSeconds, String sql, boolean generatedKeys,
+	private <T extends @Nullable Object> T withLockWait(Connection connection, int waitSeconds, String sql,
+			boolean generatedKeys,
 			BoundedStatement<T> action) throws SQLException {
 		if (this.dialect == LockDialect.MARIADB) {
 			// SET STATEMENT needs a constant: the value is an int computed here, never user input.
@@ -638,7 +641,8 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 		}
 	}
 
-	private static <T> T run(Connection connection, String sql, boolean generatedKeys, BoundedStatement<T> action)
+	private static <T extends @Nullable Object> T run(Connection connection, String sql, boolean generatedKeys,
+			BoundedStatement<T> action)
 			throws SQLException {
 		try (PreparedStatement ps = generatedKeys ? connection.prepareStatement(sql, Statement.RETURN_GENERATED_KEYS)
 				: connection.prepareStatement(sql);
@@ -715,7 +719,7 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 	}
 
 	@FunctionalInterface
-	private interface BoundedStatement<T> {
+	private interface BoundedStatement<T extends @Nullable Object> {
 
 		T run(PreparedStatement statement) throws SQLException;
 
@@ -755,6 +759,7 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 		return true;
 	}
 
+	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
 	private LockRows.@Nullable Peek peek(LockRequest request) {
 		return this.jdbc.execute("read the lock row of '" + request.resource() + "'",
 				(connection) -> this.rows.peek(connection, request.resource(), this.jdbc.statementTimeoutSeconds()));

@@ -299,6 +299,7 @@ final class ReadWriteLeases {
 		}
 	}
 
+	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
 	private Attempt attemptOnce(LockRequest request, String kind, String owner, boolean recovering, boolean mayWait) {
 		long leaseMicros = TimeUnit.NANOSECONDS.toMicros(request.leaseTime().toNanos());
 		byte[] key = LockRows.bytes(request.resource());
@@ -444,6 +445,7 @@ final class ReadWriteLeases {
 		}
 	}
 
+	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
 	private void clearIntentQuietly(String resource, String owner) {
 		try {
 			this.jdbc.execute("clear the writer intent of '" + resource + "'", (connection) -> {
@@ -469,6 +471,7 @@ final class ReadWriteLeases {
 	 * any, then ends with its lease, unrenewed)
 	 */
 	@Nullable
+	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
 	private HeldLock lastLookForOwnHold(LockRequest request, String kind, String owner) {
 		try {
 			Attempt own = this.jdbc.execute("look for the unacknowledged " + (kind.equals(READ) ? "read" : "write")
@@ -507,6 +510,7 @@ final class ReadWriteLeases {
 	 * @return microseconds (0 or less: expired), or {@code null} if the row is gone
 	 */
 	@Nullable
+	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
 	private Long ownRemainingMicros(Lease lease) {
 		return this.jdbc.execute("look for the holder row of '" + lease.resource + "'", (connection) -> {
 			try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.ownRemainingSql, this.jdbc.statementTimeoutSeconds(), false)) {

@@ -15,10 +15,10 @@ public interface WorkLockProvider extends LockProvider {
 	 * Runs the work under the lock, repeating it as the mode requires.
 	 * @param request what to lock and until when to keep trying
 	 * @param work the work; receives the lock as seen during the work
-	 * @return the result of the run that succeeded, or {@code null} if no attempt succeeded (contention)
+	 * @return the outcome: the result of the run that committed, or {@link Outcome#committed()} false with why no
+	 * attempt committed (contention); never {@code null}
 	 * @throws InterruptedException if interrupted between attempts
 	 */
-	@Nullable
 	<T> Outcome<T> execute(LockRequest request, Function<HeldLock, T> work) throws InterruptedException;
 
 	/**

@@ -3,6 +3,7 @@ package io.github.dblock.sample.report;
 import java.time.Duration;
 import java.time.LocalDateTime;
 import java.util.Map;
+import java.util.Objects;
 
 import io.github.dblock.DistributedLock;
 import io.github.dblock.sample.SampleProperties;
@@ -53,8 +54,9 @@ public class DailySalesReport {
 		LocalDateTime started = LocalDateTime.now();
 		Map<String, Object> today = this.jdbc.queryForMap("SELECT COUNT(*) AS orders, COALESCE(SUM(quantity), 0) AS units "
 				+ "FROM purchase WHERE purchased_at >= CURRENT_DATE");
-		int orders = ((Number) today.get("orders")).intValue();
-		int units = ((Number) today.get("units")).intValue();
+		// COUNT and COALESCE(SUM, 0) are never NULL
+		int orders = ((Number) Objects.requireNonNull(today.get("orders"))).intValue();
+		int units = ((Number) Objects.requireNonNull(today.get("units"))).intValue();
 		pretendToWork();
 		LocalDateTime ended = LocalDateTime.now();
 		this.jdbc.update("INSERT INTO report_run (report, instance, started_at, ended_at, orders, units) "

@@ -3,6 +3,7 @@ package io.github.dblock.sample.report;
 import io.github.dblock.LockFailureHandler;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
 import org.springframework.stereotype.Component;
 
 /**
@@ -15,6 +16,7 @@ public class ReportSkippedHandler implements LockFailureHandler {
 	private static final Log logger = LogFactory.getLog(ReportSkippedHandler.class);
 
 	@Override
+	@Nullable
 	public Object handle(LockFailure failure) {
 		String holder = failure.exception().getHolder();
 		logger.info("Daily sales report skipped, another instance is generating it: lock '" + failure.resource()

@@ -1,0 +1,10 @@
+/**
+ * Spring Boot auto-configuration and configuration properties of the lock library.
+ *
+ * <p>Types, parameters and return values in this package are non-null unless annotated
+ * {@link org.jspecify.annotations.Nullable @Nullable}.
+ */
+@NullMarked
+package io.github.dblock.autoconfigure;
+
+import org.jspecify.annotations.NullMarked;

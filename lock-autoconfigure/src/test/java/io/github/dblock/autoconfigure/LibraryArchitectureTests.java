@@ -1,0 +1,81 @@
+package io.github.dblock.autoconfigure;
+
+import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.importer.ClassFileImporter;
+import com.tngtech.archunit.core.importer.ImportOption;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.methods;
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+
+/**
+ * The architecture of the whole library (lock-core and lock-autoconfigure, issue 17): Spring Boot wiring stays in the
+ * auto-configuration package, and the core stays free of Spring Boot. Package cycles are checked elsewhere.
+ */
+class LibraryArchitectureTests {
+
+	private static final String AUTOCONFIGURE = "io.github.dblock.autoconfigure";
+
+	private static final String[] CORE = { "io.github.dblock", "io.github.dblock.spi..", "io.github.dblock.jdbc.." };
+
+	private static JavaClasses library;
+
+	@BeforeAll
+	static void importLibrary() {
+		library = new ClassFileImporter().withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+			.importPackages("io.github.dblock");
+	}
+
+	@Test
+	void onlyAutoConfigurationClassesAreConfigurationProperties() {
+		classes().that()
+			.areAnnotatedWith(ConfigurationProperties.class)
+			.should()
+			.resideInAPackage(AUTOCONFIGURE)
+			.check(library);
+		methods().that()
+			.areAnnotatedWith(ConfigurationProperties.class)
+			.should()
+			.beDeclaredInClassesThat()
+			.resideInAPackage(AUTOCONFIGURE)
+			.allowEmptyShould(true)
+			.check(library);
+	}
+
+	@Test
+	void onlyAutoConfigurationClassesAreAutoConfigurations() {
+		classes().that()
+			.areAnnotatedWith(AutoConfiguration.class)
+			.should()
+			.resideInAPackage(AUTOCONFIGURE)
+			.check(library);
+	}
+
+	@Test
+	void coreDoesNotDependOnSpringBoot() {
+		noClasses().that()
+			.resideInAnyPackage(CORE)
+			.should()
+			.dependOnClassesThat()
+			.resideInAPackage("org.springframework.boot..")
+			.because("lock-core must work in a plain Spring application")
+			.check(library);
+	}
+
+	@Test
+	void coreDoesNotDependOnTheSpringBootSide() {
+		noClasses().that()
+			.resideInAnyPackage(CORE)
+			.should()
+			.dependOnClassesThat()
+			.resideInAnyPackage(AUTOCONFIGURE + "..", "io.github.dblock.interceptor..", "io.github.dblock.actuate..",
+					"io.github.dblock.integration..", "io.github.dblock.shedlock..")
+			.because("lock-autoconfigure builds on lock-core, not the other way round")
+			.check(library);
+	}
+
+}

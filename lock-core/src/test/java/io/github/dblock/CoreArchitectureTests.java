@@ -1,0 +1,81 @@
+package io.github.dblock;
+
+import com.tngtech.archunit.base.DescribedPredicate;
+import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.domain.properties.HasType;
+import com.tngtech.archunit.core.importer.ClassFileImporter;
+import com.tngtech.archunit.core.importer.ImportOption;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import static com.tngtech.archunit.base.DescribedPredicate.not;
+import static com.tngtech.archunit.core.domain.JavaClass.Predicates.belongToAnyOf;
+import static com.tngtech.archunit.core.domain.JavaClass.Predicates.resideInAPackage;
+import static com.tngtech.archunit.lang.conditions.ArchPredicates.are;
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+
+/**
+ * The architecture of lock-core (issue 17): usable from plain Spring without Spring Boot, the API apart from the
+ * JDBC engine, the SPI apart from its JDBC implementation. Package cycles are checked elsewhere.
+ */
+class CoreArchitectureTests {
+
+	private static JavaClasses core;
+
+	@BeforeAll
+	static void importCore() {
+		core = new ClassFileImporter().withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+			.importPackages("io.github.dblock");
+	}
+
+	@Test
+	void coreDoesNotDependOnSpringBoot() {
+		noClasses().should()
+			.dependOnClassesThat()
+			.resideInAPackage("org.springframework.boot..")
+			.because("lock-core must work in a plain Spring application")
+			.check(core);
+	}
+
+	@Test
+	void apiDoesNotDependOnTheJdbcEngine() {
+		noClasses().that()
+			.resideInAPackage("io.github.dblock")
+			// until issue 17 removes it: LockTemplate imports jdbc.Backoff, IdempotencyTemplate jdbc.IdempotencyStore
+			.and(are(not(belongToAnyOf(LockTemplate.class, IdempotencyTemplate.class))))
+			.should()
+			.dependOnClassesThat()
+			.resideInAPackage("io.github.dblock.jdbc..")
+			.because("the API is implemented behind the SPI, not bound to the JDBC engine")
+			.check(core);
+	}
+
+	@Test
+	void spiDoesNotDependOnTheJdbcEngine() {
+		noClasses().that()
+			.resideInAPackage("io.github.dblock.spi..")
+			.should()
+			.dependOnClassesThat()
+			.resideInAPackage("io.github.dblock.jdbc..")
+			.because("the JDBC engine is one implementation of the SPI")
+			.check(core);
+	}
+
+	@Test
+	void publicTypesCarryNoSpringBootAnnotations() {
+		noClasses().that()
+			.arePublic()
+			.should()
+			.beAnnotatedWith(annotatedWithSpringBoot())
+			.orShould()
+			.beMetaAnnotatedWith(annotatedWithSpringBoot())
+			.because("Spring Boot wiring belongs to lock-autoconfigure")
+			.check(core);
+	}
+
+	private static DescribedPredicate<HasType> annotatedWithSpringBoot() {
+		return HasType.Predicates.rawType(resideInAPackage("org.springframework.boot.."))
+			.as("a Spring Boot annotation");
+	}
+
+}

@@ -1,0 +1,10 @@
+/**
+ * The sample application.
+ *
+ * <p>Types, parameters and return values in this package are non-null unless annotated
+ * {@link org.jspecify.annotations.Nullable @Nullable}.
+ */
+@NullMarked
+package io.github.dblock.sample;
+
+import org.jspecify.annotations.NullMarked;
