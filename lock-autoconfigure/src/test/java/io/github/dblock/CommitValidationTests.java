@@ -391,6 +391,83 @@ class CommitValidationTests {
 		assertThat(committedWriters()).containsExactly("A", "B");
 	}
 
+	/**
+	 * A lock whose holder's connection is lost while its transaction is open (here killed by the server, as when the
+	 * holder stalls and its connection is dropped): the server rolls the transaction back, which is what frees the
+	 * row, so the holder's write is gone before anyone else can take the lock. Until then the lock cannot pass to
+	 * another owner, however long the holder stalls (well past its 300 ms lease time, which PESSIMISTIC
+	 * does not use for a row lock): PESSIMISTIC joined to the transaction gives the commit-time guarantee by construction.
+	 */
+	@Test
+	void pessimisticInTheTransactionCannotBeLostWithoutLosingTheTransaction() throws Exception {
+		LockTemplate pessimistic = new LockTemplate(List.of(LockNodes.provider(LockMode.PESSIMISTIC, this.poolA)),
+				LockMode.PESSIMISTIC, Duration.ZERO, Duration.ofSeconds(30), "node-a-pessimistic");
+		CountDownLatch written = new CountDownLatch(1);
+		CountDownLatch resume = new CountDownLatch(1);
+		long[] connectionId = new long[1];
+		Future<?> holder = this.holderThread.submit(() -> this.txA.executeWithoutResult((status) ->
+			pessimistic.executeWithoutResult(this.resource, LockOptions.defaults().withMode(LockMode.PESSIMISTIC)
+				.withLeaseTime(LEASE), (lock) -> {
+				write(this.poolA, "A");
+				connectionId[0] = new JdbcTemplate(this.poolA).queryForObject("SELECT CONNECTION_ID()", Long.class);
+				written.countDown();
+				await(resume);
+			})));
+		assertThat(written.await(10, TimeUnit.SECONDS)).isTrue();
+		sleep(LEASE.toMillis() + 200); // past the lease time: nothing expires for a row lock
+		Optional<LockHandle> meanwhile = this.nodeB.tryAcquire(this.resource, lease(Duration.ofSeconds(10))
+			.withWaitTime(Duration.ofSeconds(1)));
+		meanwhile.ifPresent(LockHandle::close);
+		assertThat(meanwhile).as("taken by B while A's transaction was open").isEmpty();
+		new JdbcTemplate(this.poolB).execute("KILL CONNECTION " + connectionId[0]);
+		nodeBTakesOverAndWrites(); // the server rolled A's transaction back: the row is free
+		resume.countDown();
+		assertThatExceptionOfType(java.util.concurrent.ExecutionException.class)
+			.isThrownBy(() -> holder.get(30, TimeUnit.SECONDS))
+			.satisfies((ex) -> assertThat(ex.getCause()).as("the commit on the killed connection")
+				.isInstanceOfAny(org.springframework.transaction.TransactionSystemException.class,
+						org.springframework.dao.DataAccessException.class));
+		assertThat(committedWriters()).containsExactly("B");
+	}
+
+	/**
+	 * A transaction on another data source than the lock's (a separate lock {@code DataSource}) cannot lock the lock
+	 * row, so it is not checked even with the listener on its manager: a stale holder's write there commits. This is
+	 * the documented limit (fencing tokens protect such writes), shown so that it is not mistaken for a guarantee.
+	 */
+	@Test
+	void aTransactionOnAnotherDataSourceIsNotChecked() throws Exception {
+		HikariDataSource applicationPool = TestDatabase.get().newDataSource(2);
+		try {
+			DataSourceTransactionManager manager = new DataSourceTransactionManager(applicationPool);
+			manager.addListener(new CommitValidation());
+			TransactionTemplate application = new TransactionTemplate(manager);
+			CountDownLatch written = new CountDownLatch(1);
+			CountDownLatch resume = new CountDownLatch(1);
+			Future<?> holder = this.holderThread.submit(() -> {
+				try (LockHandle lock = this.nodeA.acquire(this.resource, lease(LEASE))) {
+					application.executeWithoutResult((status) -> {
+						write(applicationPool, "A");
+						assertThat(TransactionSynchronizationManager.getSynchronizations()).isEmpty(); // no check
+						written.countDown();
+						await(resume);
+					});
+				}
+				catch (LockLostException expected) {
+					// the release after the commit finds the lease gone; the transaction has committed
+				}
+			});
+			assertThat(written.await(10, TimeUnit.SECONDS)).isTrue();
+			nodeBTakesOverAndWrites();
+			resume.countDown();
+			holder.get(30, TimeUnit.SECONDS);
+			assertThat(committedWriters()).containsExactlyInAnyOrder("A", "B");
+		}
+		finally {
+			applicationPool.close();
+		}
+	}
+
 	private boolean freeForB() {
 		Optional<LockHandle> probe = this.nodeB.tryAcquire(this.resource, lease(Duration.ofSeconds(10)));
 		probe.ifPresent(LockHandle::close);

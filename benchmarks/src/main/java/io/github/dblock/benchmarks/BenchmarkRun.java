@@ -131,6 +131,9 @@ public final class BenchmarkRun {
 			semaphore(pool);
 			log("scenario 11: idempotency keys, first calls, duplicates and bursts of 8 concurrent duplicates");
 			this.results.idempotency = IdempotencyScenario.run(pool, BenchSchema.SMALL, this.settings.measure(), 8);
+			log("scenario 12: commit-time validation on and off, the same transaction under a LEASE lock");
+			this.results.commitValidation = CommitValidationScenario.run(pool, BenchSchema.SMALL, this.settings.warmup(),
+					this.settings.measure().multipliedBy(CommitValidationScenario.MEASURE_FACTOR));
 		}
 		this.results.environment.put("run time", (System.nanoTime() - started) / 1_000_000_000 + " s");
 		return this.results;

@@ -145,6 +145,7 @@ public final class Report {
 		scenario7(md);
 		scenario8(md);
 		scenario9(md);
+		scenario12(md);
 		md.append("## Targets\n\n| # | target | measured | met |\n|---|---|---|---|\n");
 		for (String[] t : this.targets) {
 			md.append("| ").append(t[0]).append(" | ").append(t[1]).append(" | ").append(t[2]).append(" | ")
@@ -408,6 +409,68 @@ public final class Report {
 			target("11", "exactly one execution per key under concurrent duplicates",
 					idem.executions() + " executions in " + idem.bursts() + " bursts", idem.executions() == idem.bursts());
 		}
+	}
+
+	private void scenario12(StringBuilder md) {
+		CommitValidationScenario.Result cv = this.results.commitValidation;
+		if (cv == null) {
+			return;
+		}
+		md.append("## 12. Commit-time validation\n\nOne thread, one JVM: what `@DistributedLock` on a `@Transactional` "
+				+ "method does. A LEASE lock (`LockTemplate.execute`, a random one of 1,000 resources) is taken, a "
+				+ "transaction of `DataSourceTransactionManager` on the lock's data source begins, updates one row of a "
+				+ "plain table by primary key and commits, and the lock is released. With `distributed-lock.validate-at-"
+				+ "commit` on (the default: the transaction manager's listener adds the check, one `SELECT … FOR UPDATE` "
+				+ "of the lock row on the transaction's connection before the commit) and off, and the same transaction "
+				+ "without a lock for scale. The three variants run interleaved, one unit each in a rotating order, for "
+				+ this.settings.measure().multipliedBy(CommitValidationScenario.MEASURE_FACTOR).toMillis()
+				+ " ms after a " + this.settings.warmup().toMillis() + " ms warm-up (during which every transaction "
+				+ "checks that the validation is registered with it on and absent with it off). Latency in µs.\n\n"
+				+ "| unit | validate-at-commit | p50 µs | p99 µs | samples |\n|---|---|---|---|---|\n");
+		for (Object[] row : new Object[][] { { "lock + transaction + release", "on", cv.onCycle() },
+				{ "lock + transaction + release", "off", cv.offCycle() },
+				{ "the transaction alone (begin, write, commit)", "on", cv.onTransaction() },
+				{ "the transaction alone (begin, write, commit)", "off", cv.offTransaction() },
+				{ "the same transaction, no lock", "–", cv.noLock() } }) {
+			Samples samples = (Samples) row[2];
+			md.append(String.format(Locale.ROOT, "| %s | %s | %.0f | %.0f | %d |%n", row[0], row[1],
+					micros(samples, 50), micros(samples, 99), samples.size()));
+		}
+		md.append('\n');
+		md.append(String.format(Locale.ROOT, "Validation on / off: the whole unit %.2f × at the median (%+.0f µs) and "
+				+ "%.2f × at the 99th percentile (%+.0f µs); the transaction alone %.2f × at the median (%+.0f µs) and "
+				+ "%.2f × at the 99th percentile (%+.0f µs).%n%n", micros(cv.onCycle(), 50) / micros(cv.offCycle(), 50),
+				micros(cv.onCycle(), 50) - micros(cv.offCycle(), 50),
+				micros(cv.onCycle(), 99) / micros(cv.offCycle(), 99),
+				micros(cv.onCycle(), 99) - micros(cv.offCycle(), 99),
+				micros(cv.onTransaction(), 50) / micros(cv.offTransaction(), 50),
+				micros(cv.onTransaction(), 50) - micros(cv.offTransaction(), 50),
+				micros(cv.onTransaction(), 99) / micros(cv.offTransaction(), 99),
+				micros(cv.onTransaction(), 99) - micros(cv.offTransaction(), 99)));
+		target("12", "validate-at-commit on / off, lock + transaction + release (p50; no target)",
+				ratio(micros(cv.onCycle(), 50) / micros(cv.offCycle(), 50)), true);
+		target("12", "validate-at-commit on / off, the transaction alone (p50; no target)",
+				ratio(micros(cv.onTransaction(), 50) / micros(cv.offTransaction(), 50)), true);
+	}
+
+	/**
+	 * Scenario 12's section and its rows of the targets table, for a run of that scenario alone
+	 * ({@link CommitValidationScenario#main}), which puts them into an existing report.
+	 * @return the section's Markdown and the target rows, each a Markdown table row
+	 */
+	String[] commitValidationOnly() {
+		StringBuilder md = new StringBuilder();
+		scenario12(md);
+		StringBuilder rows = new StringBuilder();
+		for (String[] t : this.targets) {
+			rows.append("| ").append(t[0]).append(" | ").append(t[1]).append(" | ").append(t[2]).append(" | ")
+				.append(t[3]).append(" |\n");
+		}
+		return new String[] { md.toString(), rows.toString() };
+	}
+
+	private static double micros(Samples samples, double percentile) {
+		return samples.percentileMillis(percentile) * 1000;
 	}
 
 	private static String shedLockVersion() {

@@ -70,6 +70,9 @@ public final class Results {
 	/** Scenario 11: idempotency keys (first calls, duplicates, bursts of concurrent duplicates); null until run. */
 	public IdempotencyScenario.@Nullable Result idempotency;
 
+	/** Scenario 12: the same transaction under a LEASE lock with commit-time validation on and off; null until run. */
+	public CommitValidationScenario.Result commitValidation;
+
 	/** Scenario 10: one semaphore with N = 1, 2 and 4 permits, 8 threads, 1 ms inside. */
 	public final List<SemaphoreRun> semaphore = new ArrayList<>();
 

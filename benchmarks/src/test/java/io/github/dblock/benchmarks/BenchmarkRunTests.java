@@ -69,8 +69,16 @@ class BenchmarkRunTests {
 		assertThat(results.semaphore.stream().mapToLong((run) -> run.throughput().completed()).sum()).isPositive();
 
 		assertThat(Files.readString(markdown)).contains("## 1. Uncontended", "## 8. Recovery after SIGKILL",
-				"## 9. Read/write locks", "## 10. Semaphore", "## 11. Idempotency keys", "## Targets");
+				"## 9. Read/write locks", "## 10. Semaphore", "## 11. Idempotency keys", "## 12. Commit-time validation", "## Targets");
 		assertThat(results.idempotency.executions()).isEqualTo(results.idempotency.bursts()).isPositive();
+		CommitValidationScenario.Result commit = results.commitValidation;
+		for (Samples samples : List.of(commit.onCycle(), commit.offCycle(), commit.onTransaction(),
+				commit.offTransaction(), commit.noLock())) {
+			assertThat(samples.size()).isPositive();
+			assertThat(samples.percentileMillis(50)).isPositive().isLessThanOrEqualTo(samples.percentileMillis(99));
+		}
+		// interleaved one unit each: the variants differ in count by at most the last round
+		assertThat(Math.abs(commit.onCycle().size() - commit.offCycle().size())).isLessThanOrEqualTo(1);
 		for (String chart : new String[] { "uncontended", "hot-lock-threads", "hot-lock-processes", "spread" }) {
 			Path png = output.resolve("benchmarks").resolve(chart + ".png");
 			assertThat(png).exists();
