@@ -181,7 +181,7 @@ public class IdempotencyStore {
 								deadlineNanos));
 			}
 			catch (DataAccessException ex) {
-				if (!JdbcLockSupport.isConnectionFailure(ex) || deadlineNanos - System.nanoTime() <= 0) {
+				if (!SqlErrors.isConnectionFailure(ex) || deadlineNanos - System.nanoTime() <= 0) {
 					throw explainMissingTable(ex);
 				}
 				result = new Attempt(null, null, 0);
@@ -235,7 +235,7 @@ public class IdempotencyStore {
 			return new Attempt(null, null, 0);
 		}
 		catch (SQLException ex) {
-			if (JdbcLockSupport.isStatementTimeout(ex) || ex.getErrorCode() == 1205) {
+			if (SqlErrors.isBusy(ex)) {
 				// the row is locked by a completion whose transaction has not ended yet: still running
 				return new Attempt(null, null, 0);
 			}
@@ -345,7 +345,7 @@ public class IdempotencyStore {
 	 * {@link IllegalStateException} saying what to do; any other failure unchanged.
 	 */
 	private RuntimeException explainMissingTable(DataAccessException ex) {
-		if (ex.getMostSpecificCause() instanceof SQLException sql && sql.getErrorCode() == 1146) {
+		if (SqlErrors.isMissingTable(ex.getMostSpecificCause(), false)) {
 			return new IllegalStateException("The idempotency records table " + this.table + " does not exist: with "
 					+ "distributed-lock.flyway.enabled=false, create it with " + LockSchema.MIGRATION_LOCATION
 					+ "/V4__create_idempotency_table.sql (replace ${lock_table} with the lock table's name), or let the "

@@ -189,7 +189,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 					(connection) -> insertPool(connection, name, permits, this.jdbc.statementTimeoutSeconds())));
 		}
 		catch (DataAccessException ex) {
-			if (ex.getMostSpecificCause() instanceof SQLException sql && sql.getErrorCode() == 1146) {
+			if (SqlErrors.isMissingTable(ex.getMostSpecificCause(), false)) {
 				throw new IllegalStateException("Semaphores are configured (distributed-lock.semaphores) but their table "
 						+ this.poolTable + " does not exist: apply " + LockSchema.MIGRATION_LOCATION
 						+ "/V3__create_semaphore_tables.sql, or let the library migrate (distributed-lock.flyway.enabled=true)",
@@ -221,7 +221,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 				result = new Attempt(null, null);
 			}
 			catch (DataAccessException ex) {
-				if (!JdbcLockSupport.isConnectionFailure(ex) && !JdbcLockSupport.isTimeout(ex)) {
+				if (!SqlErrors.isConnectionFailure(ex) && !SqlErrors.isTooSlow(ex)) {
 					throw ex;
 				}
 				if (request.remainingNanos() <= 0) {
@@ -231,7 +231,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 					if (own != null) {
 						return acquired(request, own);
 					}
-					if (!JdbcLockSupport.isUnreachable(ex)) {
+					if (!SqlErrors.isUnreachable(ex)) {
 						// reached, but no answer in time: not acquired, with the cause (as for locks)
 						return AcquireResult.timedOut(null, ex);
 					}
@@ -333,16 +333,14 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 			return new Attempt(permit(request, owner, token, sentAt + request.leaseTime().toNanos()), null);
 		}
 		catch (SQLException ex) {
-			if (JdbcLockSupport.isStatementTimeout(ex)) {
+			return switch (SqlErrors.classify(ex)) {
 				// the pool row stayed locked for the whole query timeout (a stuck transaction), or a COMMIT's reply
 				// came after it (the take committed): busy for now, and the next attempt looks for our own row first
-				return new Attempt(null, "a transaction holding the row lock of semaphore '" + name + "'", true);
-			}
-			if (ex.getErrorCode() == 1205) {
+				case STATEMENT_TIMEOUT -> new Attempt(null, "a transaction holding the row lock of semaphore '" + name + "'", true);
 				// a lock wait timeout rolled the attempt back: busy, not a fault
-				return new Attempt(null, "a transaction holding the row lock of semaphore '" + name + "'");
-			}
-			throw ex;
+				case LOCK_WAIT_TIMEOUT -> new Attempt(null, "a transaction holding the row lock of semaphore '" + name + "'");
+				default -> throw ex;
+			};
 		}
 		finally {
 			if (!ended) {
@@ -387,7 +385,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 			return true;
 		}
 		catch (SQLException ex) {
-			if (!JdbcLockSupport.isDuplicateKey(ex)) {
+			if (!SqlErrors.isDuplicateKey(ex)) {
 				throw ex;
 			}
 			if (!connection.getAutoCommit()) {

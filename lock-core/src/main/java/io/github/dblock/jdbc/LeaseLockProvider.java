@@ -95,9 +95,6 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	/** Bound on immediate re-attempts after a lost race (insert collision, lease ending between statements). */
 	private static final int MAX_RACES_PER_ATTEMPT = 4;
 
-	/** MariaDB's error for a statement aborted by {@code max_statement_time} (SQLSTATE 70100). */
-	static final int ER_STATEMENT_TIMEOUT = 1969;
-
 	/**
 	 * Fencing tokens reserved by each take: the holder uses the first, and up to {@code TOKEN_BLOCK - 1} local
 	 * successors the next ones (see {@link HeldLock#handOff()}).
@@ -374,12 +371,12 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 					result = attemptOnce(request, owner, this.contended.contains(request.resource()));
 				}
 				catch (DataAccessException ex) {
-					boolean slow = JdbcLockSupport.isTimeout(ex);
-					if (!slow && !JdbcLockSupport.isConnectionFailure(ex)) {
+					boolean slow = SqlErrors.isTooSlow(ex);
+					if (!slow && !SqlErrors.isConnectionFailure(ex)) {
 						throw ex;
 					}
 					if (request.remainingNanos() <= 0) {
-						if (!JdbcLockSupport.isUnreachable(ex)) {
+						if (!SqlErrors.isUnreachable(ex)) {
 							// the database was reached but did not answer in time (too slow, silent, or the connection broke
 							// on the last attempt): not acquired, with the cause
 							return AcquireResult.timedOut(null, ex);
@@ -461,8 +458,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 					token = take(connection, request, owner, leaseMicros, timeout);
 				}
 				catch (SQLException ex) {
-					if (ex instanceof java.sql.SQLTimeoutException || ex.getErrorCode() == 1205
-							|| ex.getErrorCode() == ER_STATEMENT_TIMEOUT) {
+					if (SqlErrors.isBusy(ex)) {
 						// the row is locked by a PESSIMISTIC holder's transaction for longer than this caller waits
 						// (query timeout, MariaDB's max_statement_time, or the server's lock wait timeout): busy, not
 						// a fault to retry
@@ -582,7 +578,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	 * Prepares the take or the release (with {@code RETURN_GENERATED_KEYS}, for {@code LAST_INSERT_ID}), bounded to
 	 * {@code timeoutSeconds}. On MariaDB the server enforces the bound: {@code SET STATEMENT max_statement_time = n FOR}
 	 * aborts the statement after n seconds wherever it waits (a row lock of a PESSIMISTIC holder's transaction, a
-	 * metadata lock) with error {@value #ER_STATEMENT_TIMEOUT}, as the driver's query timeout would have cancelled it.
+	 * metadata lock) with error 1969 ({@link SqlErrors#MARIADB_STATEMENT_TIMEOUT}), as the driver's query timeout would have cancelled it.
 	 * The driver's timeout costs more on the hot path: Connector/J schedules a cancel task on a per-connection timer
 	 * thread for every statement, waking that thread, and purges it afterwards (measured: a few percent of an
 	 * uncontended acquire-and-release). MySQL has no per-statement bound for an {@code UPDATE}

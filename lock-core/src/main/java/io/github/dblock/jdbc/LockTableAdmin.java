@@ -5,7 +5,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.SQLTimeoutException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
@@ -43,9 +42,6 @@ public final class LockTableAdmin {
 	public static final int MAX_LIST_LIMIT = 10_000;
 
 	private static final Log logger = LogFactory.getLog(LockTableAdmin.class);
-
-	/** ER_LOCK_WAIT_TIMEOUT on MySQL and MariaDB. */
-	private static final int LOCK_WAIT_TIMEOUT = 1205;
 
 	private static final String COLUMNS = "resource, holder, fencing_token, acquired_at, expires_at,"
 			+ " (owner_token IS NOT NULL AND expires_at > UTC_TIMESTAMP(6))";
@@ -242,7 +238,7 @@ public final class LockTableAdmin {
 			}
 		}
 		catch (SQLException ex) {
-			if (ex instanceof SQLTimeoutException || ex.getErrorCode() == LOCK_WAIT_TIMEOUT) {
+			if (SqlErrors.isBusy(ex)) {
 				throw new IllegalStateException("Could not force-release '" + resource + "': its row in " + this.table
 						+ " stayed locked by another transaction (a PESSIMISTIC holder?) for "
 						+ this.jdbc.statementTimeoutSeconds() + " s; that lock ends with its transaction", ex);

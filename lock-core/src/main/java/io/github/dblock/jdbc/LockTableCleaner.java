@@ -4,7 +4,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.SQLTimeoutException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -112,15 +111,6 @@ public class LockTableCleaner {
 	public static final int MAX_KEYS_PER_STATEMENT = 500;
 
 	private static final Log logger = LogFactory.getLog(LockTableCleaner.class);
-
-	/** ER_LOCK_WAIT_TIMEOUT on MySQL and MariaDB. */
-	private static final int LOCK_WAIT_TIMEOUT = 1205;
-
-	/** ER_NO_SUCH_TABLE. */
-	private static final int NO_SUCH_TABLE = 1146;
-
-	/** ER_TABLEACCESS_DENIED_ERROR: a runtime user granted only the lock table, from before read/write locks. */
-	private static final int TABLE_ACCESS_DENIED = 1142;
 
 	private static final String CUTOFF = "UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND";
 
@@ -306,7 +296,7 @@ public class LockTableCleaner {
 			JdbcLockSupport.commitIfNeeded(connection);
 		}
 		catch (SQLException ex) {
-			if (ex.getErrorCode() == NO_SUCH_TABLE || ex.getErrorCode() == TABLE_ACCESS_DENIED) {
+			if (SqlErrors.classify(ex) == SqlErrors.Kind.NO_TABLE) {
 				logger.debug("No table of " + what + " beside " + this.table + ", or no grant on it; "
 						+ "nothing to clean there: " + ex.getMessage());
 				return new int[] { 0, 0 };
@@ -355,8 +345,7 @@ public class LockTableCleaner {
 			}
 			catch (org.springframework.dao.DataAccessException ex) {
 				// the lock table itself must exist; an optional feature's table may be missing or not granted
-				int code = (ex.getMostSpecificCause() instanceof SQLException sql) ? sql.getErrorCode() : 0;
-				if (this.holderBase != null || (code != NO_SUCH_TABLE && code != TABLE_ACCESS_DENIED)) {
+				if (this.holderBase != null || !SqlErrors.isMissingTable(ex.getMostSpecificCause(), true)) {
 					throw ex;
 				}
 				logger.debug("No " + this.table + " table to clean, or no grant on it: "
@@ -386,7 +375,7 @@ public class LockTableCleaner {
 			candidates = candidates(connection, timeout);
 		}
 		catch (SQLException ex) {
-			if (isTimeout(ex)) {
+			if (SqlErrors.isBusy(ex)) {
 				return new Batch(0, 0, true);
 			}
 			throw ex;
@@ -426,7 +415,7 @@ public class LockTableCleaner {
 			return deleted;
 		}
 		catch (SQLException ex) {
-			if (isTimeout(ex)) {
+			if (SqlErrors.isBusy(ex)) {
 				return -1; // rolled back below
 			}
 			throw ex;
@@ -553,10 +542,6 @@ public class LockTableCleaner {
 	}
 
 	/** A lock wait timeout, or a statement cancelled by its query timeout. */
-	private static boolean isTimeout(SQLException ex) {
-		return ex.getErrorCode() == LOCK_WAIT_TIMEOUT || ex instanceof SQLTimeoutException;
-	}
-
 	/**
 	 * The outcome of one batch.
 	 * @param candidates rows found by step 1

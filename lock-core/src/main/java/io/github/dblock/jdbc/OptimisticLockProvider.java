@@ -130,7 +130,7 @@ public class OptimisticLockProvider implements WorkLockProvider {
 				});
 			}
 			catch (RuntimeException ex) {
-				if (!(workDone.get() ? isTransient(ex) : isRolledBackConflict(ex))) {
+				if (!(workDone.get() ? SqlErrors.isTransient(ex) : SqlErrors.isRolledBackConflict(ex))) {
 					throw ex;
 				}
 				// COMMIT failed with a deadlock/serialization error (a Galera or group replication certification
@@ -177,7 +177,7 @@ public class OptimisticLockProvider implements WorkLockProvider {
 			}
 		}
 		catch (SQLException ex) {
-			if (JdbcLockSupport.isTransient(ex)) {
+			if (SqlErrors.isTransient(ex)) {
 				return new Attempt<>(null, false); // a deadlock or lock wait on the row: another owner won
 			}
 			throw this.jdbc.translate("compare-and-set lock '" + request.resource() + "'", ex);
@@ -185,28 +185,6 @@ public class OptimisticLockProvider implements WorkLockProvider {
 		finally {
 			DataSourceUtils.releaseConnection(connection, this.dataSource);
 		}
-	}
-
-	/**
-	 * A deadlock (1213) or serialization failure (SQLState 40001) anywhere in the cause chain: the server rolled the
-	 * whole transaction back. Not a lock wait timeout, which rolls back only the statement.
-	 */
-	private static boolean isRolledBackConflict(Throwable ex) {
-		for (Throwable cause = ex; cause != null && cause.getCause() != cause; cause = cause.getCause()) {
-			if (cause instanceof SQLException sql && (sql.getErrorCode() == 1213 || "40001".equals(sql.getSQLState()))) {
-				return true;
-			}
-		}
-		return false;
-	}
-
-	private static boolean isTransient(Throwable ex) {
-		for (Throwable cause = ex; cause != null && cause.getCause() != cause; cause = cause.getCause()) {
-			if (cause instanceof SQLException sql && JdbcLockSupport.isTransient(sql)) {
-				return true;
-			}
-		}
-		return false;
 	}
 
 	@Nullable

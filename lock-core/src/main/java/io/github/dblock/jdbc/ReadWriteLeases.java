@@ -246,7 +246,7 @@ final class ReadWriteLeases {
 					result = Attempt.NONE;
 				}
 				catch (DataAccessException ex) {
-					if (!JdbcLockSupport.isConnectionFailure(ex) && !JdbcLockSupport.isTimeout(ex)) {
+					if (!SqlErrors.isConnectionFailure(ex) && !SqlErrors.isTooSlow(ex)) {
 						throw ex;
 					}
 					if (request.remainingNanos() <= 0) {
@@ -256,7 +256,7 @@ final class ReadWriteLeases {
 						if (own != null) {
 							return acquired(request, own); // any intent of ours is cleared below (a no-op if granted)
 						}
-						if (!JdbcLockSupport.isUnreachable(ex)) {
+						if (!SqlErrors.isUnreachable(ex)) {
 							// reached, but no answer in time: not acquired, with the cause (as for exclusive leases)
 							return AcquireResult.timedOut(null, ex);
 						}
@@ -319,7 +319,7 @@ final class ReadWriteLeases {
 									(c) -> decide(c, request, key, kind, owner, leaseMicros, mayWait, timeout, sentAt));
 						}
 						catch (SQLException ex) {
-							if (!JdbcLockSupport.isStatementTimeout(ex)) {
+							if (!SqlErrors.isStatementTimeout(ex)) {
 								throw ex;
 							}
 							// waited for the row lock the whole query timeout, or a COMMIT whose reply came late: the
@@ -435,7 +435,7 @@ final class ReadWriteLeases {
 			JdbcLockSupport.commitIfNeeded(connection);
 		}
 		catch (SQLException ex) {
-			if (!JdbcLockSupport.isDuplicateKey(ex)) {
+			if (!SqlErrors.isDuplicateKey(ex)) {
 				throw ex;
 			}
 			if (!connection.getAutoCommit()) {
