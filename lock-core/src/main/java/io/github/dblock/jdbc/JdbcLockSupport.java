@@ -361,7 +361,7 @@ final class JdbcLockSupport {
 			throws SQLException {
 		boolean autoCommit = connection.getAutoCommit();
 		if (autoCommit) {
-			executeStatement(connection, "START TRANSACTION", timeoutSeconds);
+			executeStatement(connection, LockStatements.START_TRANSACTION, timeoutSeconds);
 		}
 		boolean ended = false;
 		try {
@@ -389,7 +389,7 @@ final class JdbcLockSupport {
 	static void endTransaction(Connection connection, boolean autoCommit, boolean commit, int timeoutSeconds)
 			throws SQLException {
 		if (autoCommit) {
-			executeStatement(connection, commit ? "COMMIT" : "ROLLBACK", timeoutSeconds);
+			executeStatement(connection, commit ? LockStatements.COMMIT : LockStatements.ROLLBACK, timeoutSeconds);
 		}
 		else if (commit) {
 			connection.commit();
@@ -400,37 +400,7 @@ final class JdbcLockSupport {
 	}
 
 	/**
-	 * Prepares a statement bounded to {@code timeoutSeconds} (at least 1). On MariaDB the server enforces the bound
-	 * ({@code SET STATEMENT max_statement_time = n FOR ...}, error 1969 when it ends the statement); elsewhere the
-	 * driver's query timeout does. The driver's timeout is the costlier one: Connector/J cancels with {@code KILL QUERY}
-	 * over a new connection, and the statement's thread waits for that cancel to finish, which on a slow network takes
-	 * several more round trips than the statement itself. Either way a reply that never comes is bounded by the
-	 * network timeout ({@link #boundReads}).
-	 */
-	static PreparedStatement prepareBounded(Connection connection, String sql, int timeoutSeconds,
-			boolean generatedKeys) throws SQLException {
-		int seconds = Math.max(1, timeoutSeconds);
-		if (DatabaseServer.isMariaDb(connection.getMetaData().getDatabaseProductVersion())) {
-			// a constant is required here: the value is an int computed by this library, never user input
-			String bounded = "SET STATEMENT max_statement_time=" + seconds + " FOR " + sql;
-			return generatedKeys ? connection.prepareStatement(bounded, java.sql.Statement.RETURN_GENERATED_KEYS)
-					: connection.prepareStatement(bounded);
-		}
-		PreparedStatement ps = generatedKeys
-				? connection.prepareStatement(sql, java.sql.Statement.RETURN_GENERATED_KEYS)
-				: connection.prepareStatement(sql);
-		try {
-			ps.setQueryTimeout(seconds);
-		}
-		catch (SQLException ex) {
-			ps.close();
-			throw ex;
-		}
-		return ps;
-	}
-
-	/**
-	 * Runs a query prepared by {@link #prepareBounded} and returns its rows. {@code execute()} rather than
+	 * Runs a query prepared by {@link LockStatements#prepareBounded} and returns its rows. {@code execute()} rather than
 	 * {@code executeQuery()}: Connector/J refuses the latter for a text that starts with {@code SET} (MariaDB's
 	 * {@code SET STATEMENT ... FOR SELECT}), although the server returns the rows.
 	 */

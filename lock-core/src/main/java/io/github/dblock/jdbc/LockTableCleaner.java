@@ -112,35 +112,23 @@ public class LockTableCleaner {
 
 	private static final Log logger = LogFactory.getLog(LockTableCleaner.class);
 
-	private static final String CUTOFF = "UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND";
-
 	private final JdbcLockSupport jdbc;
 
 	/** The table cleaned, for messages. */
 	private final String table;
 
-	private final String quotedTable;
-
-	private final String keyColumn;
-
-	/** The deletion condition, with one parameter: the retention in microseconds. */
-	private final String expired;
-
 	private final long retentionMicros;
 
 	private final int batchSize;
 
-	private final String candidatesSql;
+	/** Every statement (each with the driver's query timeout: the dialect does not matter here). */
+	private final LockStatements sql;
 
-	/** The lock table whose read/write holder and semaphore permit tables this cleaner also cleans; null: none. */
+	/** The statements of what this cleaner deletes: expired lock rows, or idempotency records. */
+	private final LockStatements.Cleanup cleanup;
+
 	@Nullable
 	private final LockTable holderBase;
-
-	@Nullable
-	private final String expiredHoldsSql;
-
-	@Nullable
-	private final String deleteHoldSql;
 
 	/**
 	 * Creates a cleaner.
@@ -156,8 +144,7 @@ public class LockTableCleaner {
 	 */
 	public LockTableCleaner(DataSource dataSource, LockTable table, Duration retention, int batchSize,
 			Duration statementTimeout) {
-		this(checked(dataSource, table, retention, batchSize, statementTimeout), "lock table " + table, table.quoted(),
-				"resource", "expires_at", "",
+		this(checked(dataSource, table, retention, batchSize, statementTimeout), "lock table " + table, table, false,
 				TimeUnit.SECONDS.toMicros(retention.getSeconds()) + TimeUnit.NANOSECONDS.toMicros(retention.getNano()),
 				batchSize, statementTimeout, table);
 	}
@@ -191,30 +178,15 @@ public class LockTableCleaner {
 		return dataSource;
 	}
 
-	private LockTableCleaner(DataSource dataSource, String table, String quotedTable, String keyColumn,
-			String timeColumn, String extraCondition, long retentionMicros, int batchSize, Duration statementTimeout,
-			@Nullable LockTable holderBase) {
+	private LockTableCleaner(DataSource dataSource, String table, LockTable lockTable, boolean idempotencyRecords,
+			long retentionMicros, int batchSize, Duration statementTimeout, @Nullable LockTable holderBase) {
 		this.jdbc = new JdbcLockSupport(dataSource, statementTimeout);
 		this.table = table;
-		this.quotedTable = quotedTable;
-		this.keyColumn = keyColumn;
-		this.expired = timeColumn + " < " + CUTOFF + extraCondition;
+		this.sql = LockStatements.of(lockTable, null);
+		this.cleanup = idempotencyRecords ? this.sql.idempotencyCleanup : this.sql.lockCleanup;
 		this.retentionMicros = retentionMicros;
 		this.batchSize = batchSize;
-		this.candidatesSql = "SELECT " + keyColumn + " FROM " + quotedTable + " WHERE " + this.expired + " ORDER BY "
-				+ timeColumn + " LIMIT ?";
 		this.holderBase = holderBase;
-		if (holderBase != null) {
-			String holds = holderBase.quoted("_rw_hold");
-			this.expiredHoldsSql = "SELECT resource, owner_token FROM " + holds + " WHERE expires_at < UTC_TIMESTAMP(6)"
-					+ " ORDER BY expires_at LIMIT ?";
-			this.deleteHoldSql = "DELETE FROM " + holds + " WHERE resource = ? AND owner_token = ?"
-					+ " AND expires_at < UTC_TIMESTAMP(6)";
-		}
-		else {
-			this.expiredHoldsSql = null;
-			this.deleteHoldSql = null;
-		}
 	}
 
 	/**
@@ -230,9 +202,8 @@ public class LockTableCleaner {
 	public static LockTableCleaner forIdempotencyRecords(DataSource dataSource, LockTable table, int batchSize,
 			Duration statementTimeout) {
 		return new LockTableCleaner(checked(dataSource, table, MIN_RETENTION, batchSize, statementTimeout),
-				"idempotency records " + table.name() + IdempotencyStore.TABLE_SUFFIX,
-				IdempotencyStore.quoted(table), "idem_key", "retain_until",
-				" AND (status <> 'RUNNING' OR expires_at < UTC_TIMESTAMP(6))", 0, batchSize, statementTimeout, null);
+				"idempotency records " + table.name() + IdempotencyStore.TABLE_SUFFIX, table, true, 0, batchSize,
+				statementTimeout, null);
 	}
 
 	/**
@@ -252,7 +223,7 @@ public class LockTableCleaner {
 		if (this.holderBase == null) {
 			return 0;
 		}
-		return deleteExpiredKeys("read/write holders", this.expiredHoldsSql, this.deleteHoldSql);
+		return deleteExpiredKeys("read/write holders", this.sql.cleanRwHolds, this.sql.cleanRwHold);
 	}
 
 	/**
@@ -401,12 +372,12 @@ public class LockTableCleaner {
 		boolean ended = false;
 		try {
 			if (autoCommit) {
-				execute(connection, "START TRANSACTION", timeout);
+				execute(connection, LockStatements.START_TRANSACTION, timeout);
 			}
 			List<byte[]> locked = lockStillExpired(connection, candidates, timeout);
 			int deleted = locked.isEmpty() ? 0 : delete(connection, locked, timeout);
 			if (autoCommit) {
-				execute(connection, "COMMIT", timeout);
+				execute(connection, LockStatements.COMMIT, timeout);
 			}
 			else {
 				connection.commit();
@@ -442,15 +413,12 @@ public class LockTableCleaner {
 		if (this.holderBase == null) {
 			return 0;
 		}
-		String holds = JdbcSemaphoreProvider.holdTable(this.holderBase);
-		return deleteExpiredKeys("semaphore permits",
-				"SELECT name, owner_token FROM " + holds + " WHERE expires_at < UTC_TIMESTAMP(6) ORDER BY expires_at LIMIT ?",
-				"DELETE FROM " + holds + " WHERE name = ? AND owner_token = ? AND expires_at < UTC_TIMESTAMP(6)");
+		return deleteExpiredKeys("semaphore permits", this.sql.cleanSemHolds, this.sql.cleanSemHold);
 	}
 
 	/** Step 1: the oldest candidates, by a plain read of the {@code expires_at} index. */
 	private List<byte[]> candidates(Connection connection, int timeout) throws SQLException {
-		try (PreparedStatement ps = connection.prepareStatement(this.candidatesSql)) {
+		try (PreparedStatement ps = connection.prepareStatement(this.cleanup.candidates())) {
 			ps.setQueryTimeout(timeout);
 			ps.setLong(1, this.retentionMicros);
 			ps.setInt(2, this.batchSize);
@@ -468,9 +436,7 @@ public class LockTableCleaner {
 	/** Step 2b: locks those candidates that are still expired and not locked by anyone else. */
 	private List<byte[]> lockStillExpired(Connection connection, List<byte[]> candidates, int timeout)
 			throws SQLException {
-		String sql = "SELECT " + this.keyColumn + " FROM " + this.quotedTable + " FORCE INDEX (PRIMARY) WHERE "
-				+ this.keyColumn + " IN (" + placeholders(candidates.size()) + ") AND " + this.expired
-				+ " FOR UPDATE SKIP LOCKED";
+		String sql = LockStatements.withKeys(this.cleanup.lockStillExpired(), candidates.size());
 		try (PreparedStatement ps = connection.prepareStatement(sql)) {
 			ps.setQueryTimeout(timeout);
 			int index = bindKeys(ps, candidates);
@@ -487,9 +453,7 @@ public class LockTableCleaner {
 
 	/** Step 2c: deletes the locked rows, re-checking the expiry. */
 	private int delete(Connection connection, List<byte[]> locked, int timeout) throws SQLException {
-		String t = this.quotedTable;
-		String sql = "DELETE " + t + " FROM " + t + " FORCE INDEX (PRIMARY) WHERE " + this.keyColumn + " IN ("
-				+ placeholders(locked.size()) + ") AND " + this.expired;
+		String sql = LockStatements.withKeys(this.cleanup.delete(), locked.size());
 		try (PreparedStatement ps = connection.prepareStatement(sql)) {
 			ps.setQueryTimeout(timeout);
 			int index = bindKeys(ps, locked);
@@ -507,14 +471,6 @@ public class LockTableCleaner {
 		return index;
 	}
 
-	private static String placeholders(int count) {
-		StringBuilder sql = new StringBuilder(count * 3);
-		for (int i = 0; i < count; i++) {
-			sql.append((i == 0) ? "?" : ", ?");
-		}
-		return sql.toString();
-	}
-
 	private static void execute(Connection connection, String sql, int timeout) throws SQLException {
 		try (Statement statement = connection.createStatement()) {
 			statement.setQueryTimeout(timeout);
@@ -529,7 +485,7 @@ public class LockTableCleaner {
 	private static void rollbackQuietly(Connection connection, boolean autoCommit) {
 		try {
 			if (autoCommit) {
-				execute(connection, "ROLLBACK", 0);
+				execute(connection, LockStatements.ROLLBACK, 0);
 			}
 			else {
 				connection.rollback();

@@ -63,9 +63,8 @@ public class OptimisticLockProvider implements WorkLockProvider {
 
 	private final int maxAttempts;
 
-	private final String readSql;
-
-	private final String casSql;
+	/** Every statement, in the dialect of the first connection that bounds one (the row's peek and insert). */
+	private final LockStatements sql;
 
 	private final KnownRows knownRows = new KnownRows();
 
@@ -86,15 +85,11 @@ public class OptimisticLockProvider implements WorkLockProvider {
 		}
 		this.dataSource = dataSource;
 		this.jdbc = new JdbcLockSupport(dataSource, statementTimeout);
-		this.rows = new LockRows(table);
+		this.sql = LockStatements.of(table, null);
+		this.rows = new LockRows(this.sql);
 		this.transactions = new TransactionTemplate(transactionManager);
 		this.backoff = backoff;
 		this.maxAttempts = maxAttempts;
-		String t = table.quoted();
-		this.readSql = "SELECT fencing_token FROM " + t + " WHERE resource = ?";
-		this.casSql = "UPDATE " + t + " SET owner_token = ?, holder = ?, " + LockRows.NEXT_TOKEN
-				+ ", acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) WHERE resource = ? AND fencing_token = ? AND "
-				+ LockRows.FREE;
 	}
 
 	@Override
@@ -167,7 +162,7 @@ public class OptimisticLockProvider implements WorkLockProvider {
 			}
 			String owner = UUID.randomUUID().toString();
 			T value = work.apply(new WorkInProgress(owner, version));
-			try (PreparedStatement cas = connection.prepareStatement(this.casSql, Statement.RETURN_GENERATED_KEYS)) {
+			try (PreparedStatement cas = connection.prepareStatement(this.sql.optimisticTake, Statement.RETURN_GENERATED_KEYS)) {
 				cas.setQueryTimeout(timeout);
 				cas.setString(1, owner);
 				cas.setString(2, request.holder());
@@ -189,7 +184,7 @@ public class OptimisticLockProvider implements WorkLockProvider {
 
 	@Nullable
 	private Long readVersion(Connection connection, String resource, int timeout) throws SQLException {
-		try (PreparedStatement ps = connection.prepareStatement(this.readSql)) {
+		try (PreparedStatement ps = connection.prepareStatement(this.sql.optimisticRead)) {
 			ps.setQueryTimeout(timeout);
 			ps.setBytes(1, LockRows.bytes(resource));
 			try (ResultSet rs = ps.executeQuery()) {
