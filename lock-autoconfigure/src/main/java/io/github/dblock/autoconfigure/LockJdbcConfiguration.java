@@ -96,8 +96,7 @@ class LockJdbcConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	LeaseLockProvider leaseLockProvider(DistributedLockProperties properties, LockSchemaInitializer schema) {
-		LockDialect dialect = (properties.getDialect() != null) ? properties.getDialect()
-				: LockDialect.of(schema.getServer());
+		LockDialect dialect = LockDialect.resolve(properties.getDialect(), schema.getServer());
 		LeaseLockProvider provider = new LeaseLockProvider(schema.getDataSource(), schema.getTable(), dialect,
 				properties.getStatementTimeout(), properties.getRetry().getInitialBackoff(),
 				properties.getRetry().getMaxBackoff());
@@ -139,8 +138,7 @@ class LockJdbcConfiguration {
 	PessimisticLockProvider pessimisticLockProvider(DistributedLockProperties properties, LockSchemaInitializer schema,
 			ObjectProvider<PlatformTransactionManager> transactionManagers) {
 		DataSource dataSource = schema.getDataSource();
-		LockDialect dialect = (properties.getDialect() != null) ? properties.getDialect()
-				: LockDialect.of(schema.getServer());
+		LockDialect dialect = LockDialect.resolve(properties.getDialect(), schema.getServer());
 		PessimisticLockProvider provider = new PessimisticLockProvider(dataSource, schema.getTable(), dialect,
 				transactionManager(transactionManagers, dataSource), properties.getStatementTimeout(), backoff(properties),
 				LockPoolChecks.maxConnections(properties, dataSource));
@@ -215,8 +213,7 @@ class LockJdbcConfiguration {
 		});
 		template.setResourceAsTag(properties.getMetrics().isResourceTag());
 		schema.getRefusedModes().forEach(template::refuseMode);
-		LockDialect dialect = (properties.getDialect() != null) ? properties.getDialect()
-				: LockDialect.of(schema.getServer());
+		LockDialect dialect = LockDialect.resolve(properties.getDialect(), schema.getServer());
 		logger.info("Distributed locks: mode " + properties.getMode() + ", table '" + schema.getTable() + "' ("
 				+ schema.getSchemaStatus() + "), node '" + nodeName + "', dialect " + dialect + ", server "
 				+ schema.getServer());
