@@ -42,7 +42,7 @@ public enum LockDialect {
 	 * The dialect of a server version string, as {@code SELECT VERSION()} or a connection's metadata reports it; a
 	 * server not recognized as MariaDB is treated like MySQL, which uses only standard JDBC timeouts.
 	 */
-	static LockDialect of(String serverVersion) {
+	static LockDialect of(@Nullable String serverVersion) {
 		return DatabaseServer.isMariaDb(serverVersion) ? MARIADB : MYSQL;
 	}
 
