@@ -10,6 +10,7 @@ import io.github.dblock.CommitValidation;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.jdbc.LockTable;
+import org.jspecify.annotations.Nullable;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
@@ -112,7 +113,8 @@ public final class CommitValidationScenario {
 	/** One of the three variants and its samples. */
 	private static final class Variant {
 
-		private final LockTemplate lock;
+		/** The lock the transaction runs under; {@code null} for the variant without a lock. */
+		private final @Nullable LockTemplate lock;
 
 		private final TransactionTemplate template;
 
@@ -124,7 +126,7 @@ public final class CommitValidationScenario {
 
 		Samples transactions = new Samples();
 
-		Variant(LockTemplate lock, TransactionTemplate transactions, JdbcTemplate jdbc, boolean validated) {
+		Variant(@Nullable LockTemplate lock, TransactionTemplate transactions, JdbcTemplate jdbc, boolean validated) {
 			this.lock = lock;
 			this.template = transactions;
 			this.jdbc = jdbc;

@@ -71,7 +71,7 @@ public final class Results {
 	public IdempotencyScenario.@Nullable Result idempotency;
 
 	/** Scenario 12: the same transaction under a LEASE lock with commit-time validation on and off; null until run. */
-	public CommitValidationScenario.Result commitValidation;
+	public CommitValidationScenario.@Nullable Result commitValidation;
 
 	/** Scenario 10: one semaphore with N = 1, 2 and 4 permits, 8 threads, 1 ms inside. */
 	public final List<SemaphoreRun> semaphore = new ArrayList<>();

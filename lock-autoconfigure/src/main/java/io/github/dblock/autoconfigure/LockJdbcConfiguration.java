@@ -95,8 +95,8 @@ class LockJdbcConfiguration {
 	@Bean
 	@ConditionalOnMissingBean
 	LeaseLockProvider leaseLockProvider(DistributedLockProperties properties, LockSchemaInitializer schema) {
-		LeaseLockProvider provider = new LeaseLockProvider(schema.getDataSource(), schema.getTable(),
-				dialect(properties, schema),
+		LockDialect dialect = LockDialect.resolve(properties.getDialect(), schema.getServer());
+		LeaseLockProvider provider = new LeaseLockProvider(schema.getDataSource(), schema.getTable(), dialect,
 				properties.getStatementTimeout(), properties.getRetry().getInitialBackoff(),
 				properties.getRetry().getMaxBackoff());
 		// a locking read is not certified across a multi-primary cluster: commit-time validation writes the row there
@@ -137,8 +137,8 @@ class LockJdbcConfiguration {
 	PessimisticLockProvider pessimisticLockProvider(DistributedLockProperties properties, LockSchemaInitializer schema,
 			ObjectProvider<PlatformTransactionManager> transactionManagers) {
 		DataSource dataSource = schema.getDataSource();
-		PessimisticLockProvider provider = new PessimisticLockProvider(dataSource, schema.getTable(),
-				dialect(properties, schema),
+		LockDialect dialect = LockDialect.resolve(properties.getDialect(), schema.getServer());
+		PessimisticLockProvider provider = new PessimisticLockProvider(dataSource, schema.getTable(), dialect,
 				transactionManager(transactionManagers, dataSource), properties.getStatementTimeout(), backoff(properties),
 				LockPoolChecks.maxConnections(properties, dataSource));
 		provider.setIdleTimeout(properties.getPessimistic().getIdleTimeout());
@@ -154,12 +154,6 @@ class LockJdbcConfiguration {
 		return new OptimisticLockProvider(dataSource, schema.getTable(),
 				transactionManager(transactionManagers, dataSource), properties.getStatementTimeout(), backoff(properties),
 				properties.getOptimistic().getMaxAttempts());
-	}
-
-	/** The dialect: {@code distributed-lock.dialect} if set, else the one of the server found at start-up. */
-	static LockDialect dialect(DistributedLockProperties properties, LockSchemaInitializer schema) {
-		LockDialect configured = properties.getDialect();
-		return (configured != null) ? configured : LockDialect.of(schema.getServer());
 	}
 
 	private static Backoff backoff(DistributedLockProperties properties) {
@@ -218,7 +212,7 @@ class LockJdbcConfiguration {
 		});
 		template.setResourceAsTag(properties.getMetrics().isResourceTag());
 		schema.getRefusedModes().forEach(template::refuseMode);
-		LockDialect dialect = dialect(properties, schema);
+		LockDialect dialect = LockDialect.resolve(properties.getDialect(), schema.getServer());
 		logger.info("Distributed locks: mode " + properties.getMode() + ", table '" + schema.getTable() + "' ("
 				+ schema.getSchemaStatus() + "), node '" + nodeName + "', dialect " + dialect + ", server "
 				+ schema.getServer());

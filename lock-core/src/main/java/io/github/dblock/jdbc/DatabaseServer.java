@@ -47,7 +47,7 @@ public record DatabaseServer(Product product, String version, int major, int min
 			String productName = connection.getMetaData().getDatabaseProductName();
 			String version;
 			try (Statement statement = connection.createStatement();
-					ResultSet rs = statement.executeQuery("SELECT VERSION()")) {
+					ResultSet rs = statement.executeQuery(LockStatements.SERVER_VERSION)) {
 				rs.next();
 				version = rs.getString(1);
 			}

@@ -45,15 +45,9 @@ import org.springframework.jdbc.CannotGetJdbcConnectionException;
  */
 public final class DatabaseTopology {
 
-	/** Server variables read by {@link #detect}, lower case. */
+	/** Server variables read by {@link #detect} ({@link LockStatements#TOPOLOGY_VARIABLES}), lower case. */
 	static final List<String> VARIABLES = List.of("read_only", "super_read_only", "innodb_read_only",
 			"transaction_read_only", "tx_read_only", "wsrep_on", "group_replication_single_primary_mode");
-
-	private static final String VARIABLES_SQL = "SHOW SESSION VARIABLES WHERE Variable_name IN ('"
-			+ String.join("', '", VARIABLES) + "')";
-
-	private static final String GROUP_MEMBER_SQL = "SELECT MEMBER_STATE FROM performance_schema.replication_group_members"
-			+ " WHERE MEMBER_ID = @@server_uuid";
 
 	private static final Log logger = LogFactory.getLog(DatabaseTopology.class);
 
@@ -99,7 +93,7 @@ public final class DatabaseTopology {
 		try (Connection connection = dataSource.getConnection()) {
 			Map<String, String> variables = new LinkedHashMap<>();
 			try (Statement statement = connection.createStatement();
-					ResultSet rs = statement.executeQuery(VARIABLES_SQL)) {
+					ResultSet rs = statement.executeQuery(LockStatements.TOPOLOGY_VARIABLES)) {
 				while (rs.next()) {
 					variables.put(rs.getString(1), rs.getString(2));
 				}
@@ -118,7 +112,7 @@ public final class DatabaseTopology {
 	}
 
 	private static @Nullable Boolean groupMember(Connection connection) {
-		try (Statement statement = connection.createStatement(); ResultSet rs = statement.executeQuery(GROUP_MEMBER_SQL)) {
+		try (Statement statement = connection.createStatement(); ResultSet rs = statement.executeQuery(LockStatements.GROUP_MEMBER_STATE)) {
 			if (!rs.next()) {
 				return false;
 			}
@@ -133,9 +127,7 @@ public final class DatabaseTopology {
 	}
 
 	private static @Nullable List<String> replicationSources(Connection connection, DatabaseServer server) {
-		String sql = (server.product() == DatabaseServer.Product.MARIADB) ? "SHOW ALL SLAVES STATUS"
-				: (server.major() > 8 || (server.major() == 8 && server.minor() > 0)) ? "SHOW REPLICA STATUS"
-						: "SHOW SLAVE STATUS";
+		String sql = LockStatements.replicaStatus(server);
 		try (Statement statement = connection.createStatement(); ResultSet rs = statement.executeQuery(sql)) {
 			List<String> sources = new ArrayList<>();
 			ResultSetMetaData meta = rs.getMetaData();

@@ -74,11 +74,6 @@ public class IdempotencyStore {
 	/** The longest error summary kept in a record. */
 	static final int MAX_ERROR_LENGTH = 1000;
 
-	private static final String NOW = "UTC_TIMESTAMP(6)";
-
-	private static final String TAKEABLE = "(status = 'FAILED' OR (status = 'RUNNING' AND expires_at <= " + NOW
-			+ ") OR (status = 'SUCCEEDED' AND retain_until <= " + NOW + ") OR (status = 'RUNNING' AND owner_token = ?))";
-
 	private final DataSource dataSource;
 
 	/** The records table, quoted, for messages. */
@@ -90,21 +85,8 @@ public class IdempotencyStore {
 
 	private final LeaseLockProvider scheduler;
 
-	private final String insertSql;
-
-	private final String takeOverSql;
-
-	private final String selectSql;
-
-	private final String tokenSql;
-
-	private final String renewSql;
-
-	private final String succeedSql;
-
-	private final String failSql;
-
-	private final String deleteSql;
+	/** Every statement, in the lease provider's dialect. */
+	private final LockStatements sql;
 
 	/**
 	 * Creates a store.
@@ -123,30 +105,8 @@ public class IdempotencyStore {
 		this.jdbc = new JdbcLockSupport(dataSource, statementTimeout);
 		this.backoff = backoff;
 		this.scheduler = scheduler;
-		String t = quoted(table);
-		this.table = t;
-		this.insertSql = "INSERT INTO " + t + " (idem_key, status, owner_token, holder, fencing_token, attempts,"
-				+ " started_at, expires_at, retain_until) VALUES (?, 'RUNNING', ?, ?, LAST_INSERT_ID(" + LockRows.SERVER_MICROS
-				+ "), 1, " + NOW + ", " + NOW + " + INTERVAL ? MICROSECOND, " + NOW + " + INTERVAL ? MICROSECOND)";
-		// attempts is assigned before status, so that it reads the old status under either assignment order
-		this.takeOverSql = "UPDATE " + t + " SET attempts = IF(status = 'SUCCEEDED', 1, attempts + 1),"
-				+ " status = 'RUNNING', owner_token = ?, holder = ?, fencing_token = LAST_INSERT_ID(GREATEST(fencing_token + 1, "
-				+ LockRows.SERVER_MICROS + ")), started_at = " + NOW + ", expires_at = " + NOW + " + INTERVAL ? MICROSECOND,"
-				+ " completed_at = NULL, retain_until = " + NOW + " + INTERVAL ? MICROSECOND, outcome = NULL,"
-				+ " outcome_type = NULL, error = NULL WHERE idem_key = ? AND " + TAKEABLE;
-		this.selectSql = "SELECT status, holder, owner_token, fencing_token, attempts, started_at, expires_at,"
-				+ " completed_at, retain_until, outcome, outcome_type, error,"
-				+ " TIMESTAMPDIFF(MICROSECOND, " + NOW + ", expires_at), retain_until <= " + NOW
-				+ " FROM " + t + " WHERE idem_key = ?";
-		this.tokenSql = "SELECT fencing_token FROM " + t + " WHERE idem_key = ? AND owner_token = ?";
-		this.renewSql = "UPDATE " + t + " SET expires_at = " + NOW + " + INTERVAL ? MICROSECOND"
-				+ " WHERE idem_key = ? AND owner_token = ? AND status = 'RUNNING' AND expires_at > " + NOW;
-		String complete = " expires_at = " + NOW + ", completed_at = " + NOW + ", retain_until = " + NOW
-				+ " + INTERVAL ? MICROSECOND, outcome = ?, outcome_type = ?, error = ?"
-				+ " WHERE idem_key = ? AND owner_token = ? AND status = 'RUNNING'";
-		this.succeedSql = "UPDATE " + t + " SET status = 'SUCCEEDED'," + complete;
-		this.failSql = "UPDATE " + t + " SET status = 'FAILED'," + complete;
-		this.deleteSql = "DELETE FROM " + t + " WHERE idem_key = ?";
+		this.table = quoted(table);
+		this.sql = LockStatements.of(table, scheduler.dialect());
 	}
 
 	/** The quoted name of the records table of a lock table. */
@@ -181,7 +141,7 @@ public class IdempotencyStore {
 								deadlineNanos));
 			}
 			catch (DataAccessException ex) {
-				if (!JdbcLockSupport.isConnectionFailure(ex) || deadlineNanos - System.nanoTime() <= 0) {
+				if (!SqlErrors.isConnectionFailure(ex) || deadlineNanos - System.nanoTime() <= 0) {
 					throw explainMissingTable(ex);
 				}
 				result = new Attempt(null, null, 0);
@@ -235,7 +195,7 @@ public class IdempotencyStore {
 			return new Attempt(null, null, 0);
 		}
 		catch (SQLException ex) {
-			if (JdbcLockSupport.isStatementTimeout(ex) || ex.getErrorCode() == 1205) {
+			if (SqlErrors.isBusy(ex)) {
 				// the row is locked by a completion whose transaction has not ended yet: still running
 				return new Attempt(null, null, 0);
 			}
@@ -246,7 +206,7 @@ public class IdempotencyStore {
 	@Nullable
 	private Long insert(Connection connection, byte[] key, String owner, String holder, long leaseMicros,
 			long retentionMicros, int timeout) throws SQLException {
-		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.insertSql, timeout, true)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.idemInsert, timeout, true)) {
 			ps.setBytes(1, key);
 			ps.setString(2, owner);
 			ps.setString(3, holder);
@@ -267,7 +227,7 @@ public class IdempotencyStore {
 	@Nullable
 	private Long takeOver(Connection connection, byte[] key, String owner, String holder, long leaseMicros,
 			long retentionMicros, int timeout) throws SQLException {
-		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.takeOverSql, timeout, true)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.idemTakeOver, timeout, true)) {
 			ps.setString(1, owner);
 			ps.setString(2, holder);
 			ps.setLong(3, leaseMicros);
@@ -287,7 +247,7 @@ public class IdempotencyStore {
 		if (token > 0) {
 			return token;
 		}
-		try (PreparedStatement query = JdbcLockSupport.prepareBounded(connection, this.tokenSql, timeout, false)) {
+		try (PreparedStatement query = this.sql.prepareBounded(connection, this.sql.idemToken, timeout, false)) {
 			query.setBytes(1, key);
 			query.setString(2, owner);
 			try (ResultSet rs = JdbcLockSupport.query(query)) {
@@ -301,7 +261,7 @@ public class IdempotencyStore {
 
 	@Nullable
 	private Snapshot select(Connection connection, String key, byte[] bytes, int timeout) throws SQLException {
-		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.selectSql, timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.idemSelect, timeout, false)) {
 			ps.setBytes(1, bytes);
 			try (ResultSet rs = JdbcLockSupport.query(ps)) {
 				if (!rs.next()) {
@@ -355,7 +315,7 @@ public class IdempotencyStore {
 	 * {@link IllegalStateException} saying what to do; any other failure unchanged.
 	 */
 	private RuntimeException explainMissingTable(DataAccessException ex) {
-		if (ex.getMostSpecificCause() instanceof SQLException sql && sql.getErrorCode() == 1146) {
+		if (SqlErrors.isMissingTable(ex.getMostSpecificCause(), false)) {
 			return new IllegalStateException("The idempotency records table " + this.table + " does not exist: with "
 					+ "distributed-lock.flyway.enabled=false, create it with " + LockSchema.MIGRATION_LOCATION
 					+ "/V4__create_idempotency_table.sql (replace ${lock_table} with the lock table's name), or let the "
@@ -372,7 +332,7 @@ public class IdempotencyStore {
 	 */
 	public boolean forget(String key) {
 		return this.jdbc.execute("delete idempotency key '" + key + "'", (connection) -> {
-			try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.deleteSql, this.jdbc.statementTimeoutSeconds(), false)) {
+			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.idemDelete, this.jdbc.statementTimeoutSeconds(), false)) {
 				ps.setBytes(1, LockRows.bytes(key));
 				int deleted = ps.executeUpdate();
 				JdbcLockSupport.commitIfNeeded(connection);
@@ -396,7 +356,7 @@ public class IdempotencyStore {
 	/** Binds and runs a completion ({@code SUCCEEDED} or {@code FAILED}) of a claim on a connection. */
 	private int complete(Connection connection, String sql, Claim claim, @Nullable String outcome,
 			@Nullable String outcomeType, @Nullable String error) throws SQLException {
-		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, sql, this.jdbc.statementTimeoutSeconds(), false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, sql, this.jdbc.statementTimeoutSeconds(), false)) {
 			ps.setLong(1, claim.retentionMicros);
 			ps.setString(2, outcome);
 			ps.setString(3, outcomeType);
@@ -464,7 +424,9 @@ public class IdempotencyStore {
 		@Override
 		boolean renewInDatabase() {
 			return IdempotencyStore.this.jdbc.execute("renew idempotency key '" + this.resource + "'", (connection) -> {
-				try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, IdempotencyStore.this.renewSql, IdempotencyStore.this.jdbc.statementTimeoutSeconds(), false)) {
+				LockStatements sql = IdempotencyStore.this.sql;
+				try (PreparedStatement ps = sql.prepareBounded(connection, sql.idemRenew,
+						IdempotencyStore.this.jdbc.statementTimeoutSeconds(), false)) {
 					ps.setLong(1, TimeUnit.NANOSECONDS.toMicros(this.leaseNanos));
 					ps.setBytes(2, LockRows.bytes(this.resource));
 					ps.setString(3, this.ownerToken);
@@ -558,7 +520,7 @@ public class IdempotencyStore {
 				try {
 					return IdempotencyStore.this.jdbc.execute("record the outcome of idempotency key '" + this.resource
 							+ "'", (connection) -> {
-								int rows = complete(connection, IdempotencyStore.this.succeedSql, this, outcome, outcomeType,
+								int rows = complete(connection, IdempotencyStore.this.sql.idemSucceed, this, outcome, outcomeType,
 										note);
 								JdbcLockSupport.commitIfNeeded(connection);
 								return rows == 1;
@@ -573,7 +535,7 @@ public class IdempotencyStore {
 			}
 			int matched;
 			try {
-				matched = complete(transactional, IdempotencyStore.this.succeedSql, this, outcome, outcomeType, note);
+				matched = complete(transactional, IdempotencyStore.this.sql.idemSucceed, this, outcome, outcomeType, note);
 			}
 			catch (SQLException ex) {
 				throw IdempotencyStore.this.jdbc.translate("record the outcome of idempotency key '" + this.resource + "'", ex);
@@ -634,7 +596,7 @@ public class IdempotencyStore {
 			try {
 				return IdempotencyStore.this.jdbc.execute("record the failure of idempotency key '" + this.resource + "'",
 						(connection) -> {
-							int rows = complete(connection, IdempotencyStore.this.failSql, this, null, null, error);
+							int rows = complete(connection, IdempotencyStore.this.sql.idemFail, this, null, null, error);
 							JdbcLockSupport.commitIfNeeded(connection);
 							return rows == 1;
 						});

@@ -195,7 +195,7 @@ final class JdbcLockSupport {
 				}
 			}
 			catch (SQLException ex) {
-				if (isTransient(ex) && transientFailures++ < MAX_TRANSIENT_RETRIES) {
+				if (SqlErrors.isTransient(ex) && transientFailures++ < MAX_TRANSIENT_RETRIES) {
 					pauseBeforeRetry(transientFailures);
 					continue;
 				}
@@ -237,61 +237,14 @@ final class JdbcLockSupport {
 		return Math.max(0, remainingNanos) + TimeUnit.SECONDS.toNanos(this.statementTimeoutSeconds);
 	}
 
-	/**
-	 * Whether a statement was ended by its time bound: the driver's query timeout ({@link java.sql.SQLTimeoutException}),
-	 * MariaDB's {@code max_statement_time} (1969, see {@link #prepareBounded}) or MySQL's {@code max_execution_time}
-	 * (3024). Not a lock wait timeout (1205), which callers treat on its own.
-	 */
-	static boolean isStatementTimeout(SQLException ex) {
-		return ex instanceof java.sql.SQLTimeoutException || ex.getErrorCode() == 1969 || ex.getErrorCode() == 3024;
-	}
-
-	/**
-	 * Whether a failure means no connection to the database could be made at all (refused, unknown host, no route,
-	 * SQLSTATE 08001 or 08004, or a pool that timed out because of such a failure), as opposed to a connection that
-	 * was made and then broke, went silent or answered too slowly.
-	 */
-	static boolean isUnreachable(Throwable ex) {
-		for (Throwable t = ex; t != null; t = t.getCause()) {
-			if (t instanceof java.net.ConnectException || t instanceof java.net.UnknownHostException
-					|| t instanceof java.net.NoRouteToHostException) {
-				return true;
-			}
-			if (t instanceof SQLException sql && ("08001".equals(sql.getSQLState()) || "08004".equals(sql.getSQLState()))) {
-				return true;
-			}
-			if (t.getCause() == t) {
-				break;
-			}
-		}
-		return false;
-	}
-
-	/**
-	 * Whether a failure means the database answered too slowly rather than not at all: a statement or lock wait that
-	 * timed out (query timeout, MariaDB's {@code max_statement_time} 1969, MySQL's {@code max_execution_time} 3024,
-	 * lock wait timeout 1205), a reply that did not come within the network timeout, or a pool that had no connection
-	 * free in time (without a connection failure as its cause).
-	 */
+	/** {@link SqlErrors#isTooSlow}; kept for {@code PessimisticLockProvider} until its call sites use SqlErrors. */
 	static boolean isTimeout(Throwable ex) {
-		for (Throwable t = ex; t != null; t = t.getCause()) {
-			if (t instanceof java.sql.SQLTimeoutException || t instanceof java.net.SocketTimeoutException) {
-				return true;
-			}
-			if (t instanceof SQLException sql) {
-				int code = sql.getErrorCode();
-				if (code == 1969 || code == 3024 || code == 1205) {
-					return true;
-				}
-			}
-			if (t instanceof java.sql.SQLTransientConnectionException && t.getCause() == null) {
-				return true; // HikariCP: no connection free in time, none failed
-			}
-			if (t.getCause() == t) {
-				break;
-			}
-		}
-		return false;
+		return SqlErrors.isTooSlow(ex);
+	}
+
+	/** {@link SqlErrors#isUnreachable}; kept for {@code PessimisticLockProvider} until its call sites use SqlErrors. */
+	static boolean isUnreachable(Throwable ex) {
+		return SqlErrors.isUnreachable(ex);
 	}
 
 	/**
@@ -352,55 +305,21 @@ final class JdbcLockSupport {
 		}
 	}
 
-	/** Deadlock (1213), lock wait timeout (1205), or any serialization failure (SQLSTATE 40001). */
-	static boolean isTransient(SQLException ex) {
-		for (Throwable t = ex; t != null; t = t.getCause()) {
-			if (t instanceof SQLException sql) {
-				int code = sql.getErrorCode();
-				if (code == 1213 || code == 1205 || "40001".equals(sql.getSQLState())) {
-					return true;
-				}
-			}
-		}
-		return false;
-	}
-
 	/**
-	 * Whether a failure means the connection to the server broke or could not be had, rather than that a statement
-	 * was wrong: SQLSTATE class 08, the JDBC connection exception types, a connection pool that timed out, or the
-	 * server codes for a killed connection or query (1927, 1317), a shutdown in progress (1053) and a lost or gone
-	 * server (2006, 2013). Such a failure leaves it unknown whether the last statement committed.
+	 * {@link SqlErrors#isConnectionFailure}; kept for {@code PessimisticLockProvider} until its call sites use
+	 * SqlErrors.
 	 */
 	static boolean isConnectionFailure(Throwable ex) {
-		for (Throwable t = ex; t != null; t = t.getCause()) {
-			if (t instanceof org.springframework.jdbc.CannotGetJdbcConnectionException
-					|| t instanceof java.sql.SQLTransientConnectionException
-					|| t instanceof java.sql.SQLNonTransientConnectionException
-					|| t instanceof java.sql.SQLRecoverableException) {
-				return true;
-			}
-			if (t instanceof SQLException sql) {
-				String state = sql.getSQLState();
-				int code = sql.getErrorCode();
-				if ((state != null && state.startsWith("08")) || code == 1927 || code == 1317 || code == 1053
-						|| code == 2006 || code == 2013) {
-					return true;
-				}
-			}
-			if (t.getCause() == t) {
-				break;
-			}
-		}
-		return false;
+		return SqlErrors.isConnectionFailure(ex);
 	}
 
 	/**
 	 * The failure as a {@link java.sql.SQLRecoverableException} if the connection it happened on is closed by now
 	 * (a pool closes a connection it found broken, and its next use fails with a plain "connection is closed"
-	 * carrying no SQLSTATE), else unchanged; so that {@link #isConnectionFailure} recognizes it.
+	 * carrying no SQLSTATE), else unchanged; so that {@link SqlErrors#isConnectionFailure} recognizes it.
 	 */
 	static SQLException onClosedConnection(@Nullable Connection connection, SQLException ex) {
-		if (connection == null || isConnectionFailure(ex)) {
+		if (connection == null || SqlErrors.isConnectionFailure(ex)) {
 			return ex;
 		}
 		try {
@@ -414,9 +333,9 @@ final class JdbcLockSupport {
 		return new java.sql.SQLRecoverableException(ex.getMessage(), "08003", ex.getErrorCode(), ex);
 	}
 
-	/** Duplicate entry for a unique key (1062). */
+	/** {@link SqlErrors#isDuplicateKey}; kept for {@code PessimisticLockProvider} until its call sites use SqlErrors. */
 	static boolean isDuplicateKey(SQLException ex) {
-		return ex.getErrorCode() == 1062;
+		return SqlErrors.isDuplicateKey(ex);
 	}
 
 	/**
@@ -424,7 +343,7 @@ final class JdbcLockSupport {
 	 * rolled back then if it has one (autocommit off), so the caller can go on with its next statement.
 	 */
 	static boolean lostInsertRace(Connection connection, SQLException ex) throws SQLException {
-		if (!isDuplicateKey(ex)) {
+		if (!SqlErrors.isDuplicateKey(ex)) {
 			return false;
 		}
 		if (!connection.getAutoCommit()) {
@@ -443,7 +362,7 @@ final class JdbcLockSupport {
 			throws SQLException {
 		boolean autoCommit = connection.getAutoCommit();
 		if (autoCommit) {
-			executeStatement(connection, "START TRANSACTION", timeoutSeconds);
+			executeStatement(connection, LockStatements.START_TRANSACTION, timeoutSeconds);
 		}
 		boolean ended = false;
 		try {
@@ -471,7 +390,7 @@ final class JdbcLockSupport {
 	static void endTransaction(Connection connection, boolean autoCommit, boolean commit, int timeoutSeconds)
 			throws SQLException {
 		if (autoCommit) {
-			executeStatement(connection, commit ? "COMMIT" : "ROLLBACK", timeoutSeconds);
+			executeStatement(connection, commit ? LockStatements.COMMIT : LockStatements.ROLLBACK, timeoutSeconds);
 		}
 		else if (commit) {
 			connection.commit();
@@ -482,37 +401,7 @@ final class JdbcLockSupport {
 	}
 
 	/**
-	 * Prepares a statement bounded to {@code timeoutSeconds} (at least 1). On MariaDB the server enforces the bound
-	 * ({@code SET STATEMENT max_statement_time = n FOR ...}, error 1969 when it ends the statement); elsewhere the
-	 * driver's query timeout does. The driver's timeout is the costlier one: Connector/J cancels with {@code KILL QUERY}
-	 * over a new connection, and the statement's thread waits for that cancel to finish, which on a slow network takes
-	 * several more round trips than the statement itself. Either way a reply that never comes is bounded by the
-	 * network timeout ({@link #boundReads}).
-	 */
-	static PreparedStatement prepareBounded(Connection connection, String sql, int timeoutSeconds,
-			boolean generatedKeys) throws SQLException {
-		int seconds = Math.max(1, timeoutSeconds);
-		if (DatabaseServer.isMariaDb(connection.getMetaData().getDatabaseProductVersion())) {
-			// a constant is required here: the value is an int computed by this library, never user input
-			String bounded = "SET STATEMENT max_statement_time=" + seconds + " FOR " + sql;
-			return generatedKeys ? connection.prepareStatement(bounded, java.sql.Statement.RETURN_GENERATED_KEYS)
-					: connection.prepareStatement(bounded);
-		}
-		PreparedStatement ps = generatedKeys
-				? connection.prepareStatement(sql, java.sql.Statement.RETURN_GENERATED_KEYS)
-				: connection.prepareStatement(sql);
-		try {
-			ps.setQueryTimeout(seconds);
-		}
-		catch (SQLException ex) {
-			ps.close();
-			throw ex;
-		}
-		return ps;
-	}
-
-	/**
-	 * Runs a query prepared by {@link #prepareBounded} and returns its rows. {@code execute()} rather than
+	 * Runs a query prepared by {@link LockStatements#prepareBounded} and returns its rows. {@code execute()} rather than
 	 * {@code executeQuery()}: Connector/J refuses the latter for a text that starts with {@code SET} (MariaDB's
 	 * {@code SET STATEMENT ... FOR SELECT}), although the server returns the rows.
 	 */

@@ -84,33 +84,8 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 
 	private final String poolTable;
 
-	private final String lockPoolSql;
-
-	private final String countSql;
-
-	private final String ownPermitSql;
-
-	private final String deleteExpiredSql;
-
-	private final String nextTokenSql;
-
-	private final String tokenSql;
-
-	private final String insertHoldSql;
-
-	private final String insertPoolSql;
-
-	private final String updatePermitsSql;
-
-	private final String permitsSql;
-
-	private final String availableSql;
-
-	private final String releaseSql;
-
-	private final String renewSql;
-
-	private final String ownRemainingSql;
+	/** Every statement, in the lease provider's dialect. */
+	private final LockStatements sql;
 
 	/**
 	 * Creates a provider.
@@ -131,33 +106,8 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		this.backoff = backoff;
 		this.renewals = renewals;
 		this.configuredPermits = Map.copyOf(configuredPermits);
-		String pools = poolTable(table);
-		this.poolTable = pools;
-		String holds = holdTable(table);
-		String now = "UTC_TIMESTAMP(6)";
-		this.lockPoolSql = "SELECT permits FROM " + pools + " WHERE name = ? FOR UPDATE";
-		this.countSql = "SELECT COUNT(*), COALESCE(SUM(expires_at <= " + now + "), 0), COALESCE(MAX(owner_token = ? AND"
-				+ " expires_at > " + now + "), 0) FROM " + holds + " WHERE name = ? FOR UPDATE";
-		this.ownPermitSql = "SELECT fencing_token, TIMESTAMPDIFF(MICROSECOND, " + now + ", expires_at) FROM " + holds
-				+ " WHERE name = ? AND owner_token = ? AND expires_at > " + now;
-		this.deleteExpiredSql = "DELETE FROM " + holds + " WHERE name = ? AND expires_at <= " + now;
-		this.nextTokenSql = "UPDATE " + pools + " SET fencing_token = LAST_INSERT_ID(GREATEST(fencing_token + 1, "
-				+ LockRows.SERVER_MICROS + ")) WHERE name = ?";
-		this.tokenSql = "SELECT fencing_token FROM " + pools + " WHERE name = ?";
-		this.insertHoldSql = "INSERT INTO " + holds + " (name, owner_token, holder, fencing_token, acquired_at,"
-				+ " expires_at) VALUES (?, ?, ?, ?, " + now + ", " + now + " + INTERVAL ? MICROSECOND)";
-		this.insertPoolSql = "INSERT INTO " + pools + " (name, permits, fencing_token) VALUES (?, ?, "
-				+ LockRows.SERVER_MICROS + ")";
-		this.updatePermitsSql = "UPDATE " + pools + " SET permits = ? WHERE name = ?";
-		this.permitsSql = "SELECT permits FROM " + pools + " WHERE name = ?";
-		this.availableSql = "SELECT s.permits - (SELECT COUNT(*) FROM " + holds + " h WHERE h.name = s.name AND"
-				+ " h.expires_at > " + now + ") FROM " + pools + " s WHERE s.name = ?";
-		this.releaseSql = "DELETE FROM " + holds + " WHERE name = ? AND owner_token = ? AND expires_at > " + now;
-		this.renewSql = "UPDATE " + holds + " SET expires_at = " + now + " + INTERVAL ? MICROSECOND"
-				+ " WHERE name = ? AND owner_token = ? AND expires_at > " + now;
-		// a plain (non-locking) read: it answers even while the holder row is locked
-		this.ownRemainingSql = "SELECT TIMESTAMPDIFF(MICROSECOND, " + now + ", expires_at) FROM " + holds
-				+ " WHERE name = ? AND owner_token = ?";
+		this.poolTable = poolTable(table);
+		this.sql = LockStatements.of(table, renewals.dialect());
 	}
 
 	/** The quoted name of the pool table of a lock table. */
@@ -189,7 +139,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 					(connection) -> insertPool(connection, name, permits, this.jdbc.statementTimeoutSeconds())));
 		}
 		catch (DataAccessException ex) {
-			if (ex.getMostSpecificCause() instanceof SQLException sql && sql.getErrorCode() == 1146) {
+			if (SqlErrors.isMissingTable(ex.getMostSpecificCause(), false)) {
 				throw new IllegalStateException("Semaphores are configured (distributed-lock.semaphores) but their table "
 						+ this.poolTable + " does not exist: apply " + LockSchema.MIGRATION_LOCATION
 						+ "/V3__create_semaphore_tables.sql, or let the library migrate (distributed-lock.flyway.enabled=true)",
@@ -221,7 +171,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 				result = new Attempt(null, null);
 			}
 			catch (DataAccessException ex) {
-				if (!JdbcLockSupport.isConnectionFailure(ex) && !JdbcLockSupport.isTimeout(ex)) {
+				if (!SqlErrors.isConnectionFailure(ex) && !SqlErrors.isTooSlow(ex)) {
 					throw ex;
 				}
 				if (request.remainingNanos() <= 0) {
@@ -231,7 +181,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 					if (own != null) {
 						return acquired(request, own);
 					}
-					if (!JdbcLockSupport.isUnreachable(ex)) {
+					if (!SqlErrors.isUnreachable(ex)) {
 						// reached, but no answer in time: not acquired, with the cause (as for locks)
 						return AcquireResult.timedOut(null, ex);
 					}
@@ -268,9 +218,9 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		boolean ended = false;
 		try {
 			if (autoCommit) {
-				JdbcLockSupport.executeStatement(connection, "START TRANSACTION", timeout);
+				JdbcLockSupport.executeStatement(connection, LockStatements.START_TRANSACTION, timeout);
 			}
-			Integer permits = queryInt(connection, this.lockPoolSql, timeout, name);
+			Integer permits = queryInt(connection, this.sql.semLockPool, timeout, name);
 			if (permits == null) {
 				JdbcLockSupport.endTransaction(connection, autoCommit, false, timeout);
 				ended = true;
@@ -280,7 +230,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 			int holders;
 			int expired;
 			boolean own;
-			try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.countSql, timeout, false)) {
+			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.semCount, timeout, false)) {
 				ps.setString(1, owner);
 				ps.setBytes(2, LockRows.bytes(name));
 				try (ResultSet rs = JdbcLockSupport.query(ps)) {
@@ -302,7 +252,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 				return new Attempt(null, "the permit of an unacknowledged take expired", true);
 			}
 			if (expired > 0) {
-				try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.deleteExpiredSql, timeout, false)) {
+				try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.semDeleteExpired, timeout, false)) {
 					ps.setBytes(1, LockRows.bytes(name));
 					ps.executeUpdate();
 				}
@@ -315,12 +265,12 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 						+ " live holders)");
 			}
 			long token;
-			try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.nextTokenSql, timeout, true)) {
+			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.semNextToken, timeout, true)) {
 				ps.setBytes(1, LockRows.bytes(name));
 				ps.executeUpdate();
 				token = generatedToken(connection, ps, name, timeout);
 			}
-			try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.insertHoldSql, timeout, false)) {
+			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.semInsertHold, timeout, false)) {
 				ps.setBytes(1, LockRows.bytes(name));
 				ps.setString(2, owner);
 				ps.setString(3, request.holder());
@@ -333,16 +283,14 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 			return new Attempt(permit(request, owner, token, sentAt + request.leaseTime().toNanos()), null);
 		}
 		catch (SQLException ex) {
-			if (JdbcLockSupport.isStatementTimeout(ex)) {
+			return switch (SqlErrors.classify(ex)) {
 				// the pool row stayed locked for the whole query timeout (a stuck transaction), or a COMMIT's reply
 				// came after it (the take committed): busy for now, and the next attempt looks for our own row first
-				return new Attempt(null, "a transaction holding the row lock of semaphore '" + name + "'", true);
-			}
-			if (ex.getErrorCode() == 1205) {
+				case STATEMENT_TIMEOUT -> new Attempt(null, "a transaction holding the row lock of semaphore '" + name + "'", true);
 				// a lock wait timeout rolled the attempt back: busy, not a fault
-				return new Attempt(null, "a transaction holding the row lock of semaphore '" + name + "'");
-			}
-			throw ex;
+				case LOCK_WAIT_TIMEOUT -> new Attempt(null, "a transaction holding the row lock of semaphore '" + name + "'");
+				default -> throw ex;
+			};
 		}
 		finally {
 			if (!ended) {
@@ -357,7 +305,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		if (generated > 0) {
 			return generated;
 		}
-		Long token = queryLong(connection, this.tokenSql, timeout, name); // the pool row is locked by us
+		Long token = queryLong(connection, this.sql.semToken, timeout, name); // the pool row is locked by us
 		if (token == null) {
 			throw new SQLException("semaphore row '" + name + "' vanished while locked");
 		}
@@ -379,7 +327,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	 * @return {@code false} if it existed already (a duplicate key: another node created it first)
 	 */
 	private boolean insertPool(Connection connection, String name, int permits, int timeout) throws SQLException {
-		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.insertPoolSql, timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.semInsertPool, timeout, false)) {
 			ps.setBytes(1, LockRows.bytes(name));
 			ps.setInt(2, permits);
 			ps.executeUpdate();
@@ -387,7 +335,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 			return true;
 		}
 		catch (SQLException ex) {
-			if (!JdbcLockSupport.isDuplicateKey(ex)) {
+			if (!SqlErrors.isDuplicateKey(ex)) {
 				throw ex;
 			}
 			if (!connection.getAutoCommit()) {
@@ -426,7 +374,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	}
 
 	private int updatePermits(Connection connection, String name, int permits, int timeout) throws SQLException {
-		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.updatePermitsSql, timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.semUpdatePermits, timeout, false)) {
 			ps.setInt(1, permits);
 			ps.setBytes(2, LockRows.bytes(name));
 			int matched = ps.executeUpdate();
@@ -437,26 +385,26 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 
 	@Override
 	public int getPermits(String name) {
-		Integer permits = readInt("read the permits", this.permitsSql, name);
+		Integer permits = readInt("read the permits", this.sql.semPermits, name);
 		return (permits != null) ? permits : configured(name);
 	}
 
 	@Override
 	public int availablePermits(String name) {
-		Integer available = readInt("count the free permits", this.availableSql, name);
+		Integer available = readInt("count the free permits", this.sql.semAvailable, name);
 		return Math.max(0, (available != null) ? available : configured(name));
 	}
 
 	@Nullable
-	private static Integer queryInt(Connection connection, String sql, int timeout, String name) throws SQLException {
+	private Integer queryInt(Connection connection, String sql, int timeout, String name) throws SQLException {
 		Long value = queryLong(connection, sql, timeout, name);
 		return (value != null) ? Math.toIntExact(value) : null;
 	}
 
 	@Nullable
-	private static Long queryLong(Connection connection, String sql, int timeout, String name, String... more)
+	private Long queryLong(Connection connection, String sql, int timeout, String name, String... more)
 			throws SQLException {
-		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, sql, timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, sql, timeout, false)) {
 			ps.setBytes(1, LockRows.bytes(name));
 			for (int i = 0; i < more.length; i++) {
 				ps.setString(i + 2, more[i]);
@@ -499,7 +447,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	@Nullable
 	private Permit ownPermit(Connection connection, LockRequest request, String owner, int timeout, long sentAt)
 			throws SQLException {
-		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.ownPermitSql, timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.semOwnPermit, timeout, false)) {
 			ps.setBytes(1, LockRows.bytes(request.resource()));
 			ps.setString(2, owner);
 			try (ResultSet rs = JdbcLockSupport.query(ps)) {
@@ -547,7 +495,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	private Long ownRemainingMicros(Permit permit) {
 		return this.jdbc.execute("look for the holder row of a permit of semaphore '" + permit.resource + "'",
 				(connection) -> {
-					Long remaining = queryLong(connection, this.ownRemainingSql, this.jdbc.statementTimeoutSeconds(),
+					Long remaining = queryLong(connection, this.sql.semOwnRemaining, this.jdbc.statementTimeoutSeconds(),
 							permit.resource, permit.ownerToken);
 					JdbcLockSupport.commitIfNeeded(connection);
 					return remaining;
@@ -556,7 +504,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 
 	private int ownerStatement(String sql, String task, Permit permit, long leaseMicros) {
 		return this.jdbc.execute(task + " a permit of semaphore '" + permit.resource + "'", (connection) -> {
-			try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, sql, this.jdbc.statementTimeoutSeconds(), false)) {
+			try (PreparedStatement ps = this.sql.prepareBounded(connection, sql, this.jdbc.statementTimeoutSeconds(), false)) {
 				int index = 1;
 				if (leaseMicros >= 0) {
 					ps.setLong(index++, leaseMicros);
@@ -598,13 +546,13 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 
 		@Override
 		boolean renewInDatabase() {
-			return ownerStatement(JdbcSemaphoreProvider.this.renewSql, "renew", this,
+			return ownerStatement(JdbcSemaphoreProvider.this.sql.semRenew, "renew", this,
 					TimeUnit.NANOSECONDS.toMicros(this.leaseNanos)) == 1;
 		}
 
 		@Override
 		boolean releaseStatement() {
-			return ownerStatement(JdbcSemaphoreProvider.this.releaseSql, "release", this, -1) == 1;
+			return ownerStatement(JdbcSemaphoreProvider.this.sql.semRelease, "release", this, -1) == 1;
 		}
 
 		@Override

@@ -3,7 +3,6 @@ package io.github.dblock.jdbc;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.UUID;
 import java.util.concurrent.ScheduledExecutorService;
@@ -43,7 +42,7 @@ import org.springframework.dao.DataAccessException;
  * new resource at once, all but one get a duplicate-key error and go back to step 1.</li>
  * </ol>
  * If a {@link LockMode#PESSIMISTIC} holder's transaction has the row locked, step 1 waits for it, at most for
- * the query timeout, and then counts as busy. On MariaDB the take and the release are bounded by the server
+ * the query timeout, and then counts as busy. On MariaDB every statement is bounded by the server
  * ({@code SET STATEMENT max_statement_time = n FOR ...}) rather than by the driver's query timeout, which costs a timer
  * thread wake-up per statement in Connector/J; the bound is the same.
  * <p>
@@ -95,12 +94,10 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	/** Bound on immediate re-attempts after a lost race (insert collision, lease ending between statements). */
 	private static final int MAX_RACES_PER_ATTEMPT = 4;
 
-	/** MariaDB's error for a statement aborted by {@code max_statement_time} (SQLSTATE 70100). */
-	static final int ER_STATEMENT_TIMEOUT = 1969;
-
 	/**
 	 * Fencing tokens reserved by each take: the holder uses the first, and up to {@code TOKEN_BLOCK - 1} local
-	 * successors the next ones (see {@link HeldLock#handOff()}).
+	 * successors the next ones (see {@link HeldLock#handOff()}); the take ({@link LockStatements#leaseTake}) writes it
+	 * as the constant 1024.
 	 */
 	static final int TOKEN_BLOCK = 1024;
 
@@ -142,27 +139,13 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 
 	private final LockRows rows;
 
-	private final String takeSql;
-
-	private final String insertSql;
-
-	private final String releaseSql;
-
-	private final String renewSql;
+	/** Every statement, in the configured dialect or the one detected from the first connection. */
+	private final LockStatements sql;
 
 	private final ReadWriteLeases readWrite;
 
 	/** The data source as given (not unwrapped): the key a transaction manager may bind its connection to. */
 	private final DataSource dataSource;
-
-	/** Commit-time validation on one primary: a locking read of the row, which holds it until the commit. */
-	private final String lockRowSql;
-
-	/**
-	 * Commit-time validation on a multi-primary cluster: a write to the row (its lease one microsecond longer), since
-	 * only writes are certified across the cluster.
-	 */
-	private final String touchRowSql;
 
 	/** Whether commit-time validation must write the row (Galera, multi-primary group replication). */
 	private volatile boolean multiPrimary;
@@ -170,14 +153,6 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	/** Started on first use: {@link #renewals()}. */
 	@Nullable
 	private volatile ScheduledExecutorService renewals;
-
-	/**
-	 * How the take and the release are bounded in time: on MariaDB by the server ({@code SET STATEMENT
-	 * max_statement_time = n FOR ...}), elsewhere by the driver's query timeout; {@code null} until detected from the
-	 * first connection when the constructor was given none.
-	 */
-	@Nullable
-	private volatile LockDialect dialect;
 
 	/**
 	 * Creates a provider.
@@ -200,9 +175,9 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	 * @param dataSource the data source holding the lock table; a {@code TransactionAwareDataSourceProxy} is
 	 * unwrapped, so lock statements never join a Spring-managed transaction
 	 * @param table the lock table
-	 * @param dialect the server family; {@link LockDialect#MARIADB} bounds the take and the release on the server
-	 * instead of with the driver's query timeout (see the class comment); {@code null} to detect it from the first
-	 * connection's metadata
+	 * @param dialect the server family; {@link LockDialect#MARIADB} bounds every statement on the server instead of
+	 * with the driver's query timeout (see the class comment), also those of the semaphores and idempotency records
+	 * built on this provider; {@code null} to detect it from the first connection's metadata
 	 * @param statementTimeout upper bound of every statement's query timeout (JDBC resolution: whole seconds,
 	 * at least one)
 	 * @param initialBackoff first pause between attempts while waiting, positive
@@ -211,30 +186,12 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	 */
 	public LeaseLockProvider(DataSource dataSource, LockTable table, @Nullable LockDialect dialect,
 			Duration statementTimeout, Duration initialBackoff, Duration maxBackoff) {
-		this.dialect = dialect;
 		this.backoff = new Backoff(initialBackoff, maxBackoff);
 		this.jdbc = new JdbcLockSupport(dataSource, statementTimeout);
-		String t = table.quoted();
-		this.rows = new LockRows(table);
-		this.takeSql = "UPDATE " + t + " SET owner_token = ?, holder = ?, fencing_token = LAST_INSERT_ID(GREATEST("
-				+ "fencing_token + " + TOKEN_BLOCK + ", " + LockRows.SERVER_MICROS + "))"
-				+ ", acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND"
-				// a taker that had put itself in line is out of line now (else its release would hand the lease to itself)
-				+ ", waiting_until = IF(waiting_owner = ?, NULL, waiting_until)"
-				+ ", waiting_owner = IF(waiting_owner = ?, NULL, waiting_owner)"
-				+ " WHERE resource = ? AND (" + LockRows.FREE + " OR owner_token = ?)";
-		this.insertSql = "INSERT INTO " + t + " (resource, owner_token, holder, fencing_token, acquired_at, expires_at)"
-				+ " VALUES (?, ?, ?, LAST_INSERT_ID(" + LockRows.SERVER_MICROS + "), UTC_TIMESTAMP(6),"
-				+ " UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)";
-		this.releaseSql = "UPDATE " + t + " SET " + LockRows.RELEASE_ASSIGNMENTS
-				+ " WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)";
-		this.renewSql = "UPDATE " + t + " SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND"
-				+ " WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)";
-		this.readWrite = new ReadWriteLeases(this.jdbc, table, this.backoff, this::renewals, this);
+		this.sql = LockStatements.of(table, dialect);
+		this.rows = new LockRows(this.sql);
+		this.readWrite = new ReadWriteLeases(this.jdbc, this.sql, this.backoff, this::renewals, this);
 		this.dataSource = dataSource;
-		String ours = " WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)";
-		this.lockRowSql = "SELECT fencing_token FROM " + t + ours + " FOR UPDATE";
-		this.touchRowSql = "UPDATE " + t + " SET expires_at = expires_at + INTERVAL 1 MICROSECOND" + ours;
 	}
 
 	/**
@@ -256,7 +213,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 
 	/** The statement commit-time validation runs in the application's transaction (tests). */
 	String commitCheckSql() {
-		return this.multiPrimary ? this.touchRowSql : this.lockRowSql;
+		return this.multiPrimary ? this.sql.leaseTouchRow : this.sql.leaseLockRow;
 	}
 
 	/** The statements commit-time validation runs in the application's transaction for a write lock, in order (tests). */
@@ -287,7 +244,8 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	private boolean lockRowInTransaction(LeaseLock lock) {
 		return inTransaction("check lock '" + lock.resource + "' at commit", (connection, timeout) -> {
 			boolean write = this.multiPrimary;
-			try (PreparedStatement ps = prepareBounded(connection, write ? this.touchRowSql : this.lockRowSql, timeout)) {
+			try (PreparedStatement ps = this.sql.prepareBounded(connection,
+					write ? this.sql.leaseTouchRow : this.sql.leaseLockRow, timeout, true)) {
 				ps.setBytes(1, LockRows.bytes(lock.resource));
 				ps.setString(2, lock.ownerToken);
 				if (write) {
@@ -376,12 +334,12 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 					result = attemptOnce(request, owner, this.contended.contains(request.resource()));
 				}
 				catch (DataAccessException ex) {
-					boolean slow = JdbcLockSupport.isTimeout(ex);
-					if (!slow && !JdbcLockSupport.isConnectionFailure(ex)) {
+					boolean slow = SqlErrors.isTooSlow(ex);
+					if (!slow && !SqlErrors.isConnectionFailure(ex)) {
 						throw ex;
 					}
 					if (request.remainingNanos() <= 0) {
-						if (!JdbcLockSupport.isUnreachable(ex)) {
+						if (!SqlErrors.isUnreachable(ex)) {
 							// the database was reached but did not answer in time (too slow, silent, or the connection broke
 							// on the last attempt): not acquired, with the cause
 							return AcquireResult.timedOut(null, ex);
@@ -463,8 +421,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 					token = take(connection, request, owner, leaseMicros, timeout);
 				}
 				catch (SQLException ex) {
-					if (ex instanceof java.sql.SQLTimeoutException || ex.getErrorCode() == 1205
-							|| ex.getErrorCode() == ER_STATEMENT_TIMEOUT) {
+					if (SqlErrors.isBusy(ex)) {
 						// the row is locked by a PESSIMISTIC holder's transaction for longer than this caller waits
 						// (query timeout, MariaDB's max_statement_time, or the server's lock wait timeout): busy, not
 						// a fault to retry
@@ -547,7 +504,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	@Nullable
 	private Long take(Connection connection, LockRequest request, String owner, long leaseMicros, int timeout)
 			throws SQLException {
-		try (PreparedStatement ps = prepareBounded(connection, this.takeSql, timeout)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.leaseTake, timeout, true)) {
 			ps.setString(1, owner);
 			ps.setString(2, request.holder());
 			ps.setLong(3, leaseMicros);
@@ -564,7 +521,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	@Nullable
 	private Long insert(Connection connection, LockRequest request, String owner, long leaseMicros, int timeout)
 			throws SQLException {
-		try (PreparedStatement ps = prepareBounded(connection, this.insertSql, timeout)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.leaseInsert, timeout, true)) {
 			ps.setBytes(1, LockRows.bytes(request.resource()));
 			ps.setString(2, owner);
 			ps.setString(3, request.holder());
@@ -582,46 +539,12 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	}
 
 	/**
-	 * Prepares the take or the release (with {@code RETURN_GENERATED_KEYS}, for {@code LAST_INSERT_ID}), bounded to
-	 * {@code timeoutSeconds}. On MariaDB the server enforces the bound: {@code SET STATEMENT max_statement_time = n FOR}
-	 * aborts the statement after n seconds wherever it waits (a row lock of a PESSIMISTIC holder's transaction, a
-	 * metadata lock) with error {@value #ER_STATEMENT_TIMEOUT}, as the driver's query timeout would have cancelled it.
-	 * The driver's timeout costs more on the hot path: Connector/J schedules a cancel task on a per-connection timer
-	 * thread for every statement, waking that thread, and purges it afterwards (measured: a few percent of an
-	 * uncontended acquire-and-release). MySQL has no per-statement bound for an {@code UPDATE}
-	 * ({@code MAX_EXECUTION_TIME} covers {@code SELECT} only), so there the driver's query timeout stays.
+	 * The server family this provider's statements are for: the configured one, else the one detected from the first
+	 * connection ({@code null} until then).
 	 */
-	private PreparedStatement prepareBounded(Connection connection, String sql, int timeoutSeconds)
-			throws SQLException {
-		if (dialect(connection) == LockDialect.MARIADB) {
-			// a constant is required here: the value is an int computed by this class, never user input
-			return connection.prepareStatement("SET STATEMENT max_statement_time=" + timeoutSeconds + " FOR " + sql,
-					Statement.RETURN_GENERATED_KEYS);
-		}
-		PreparedStatement ps = connection.prepareStatement(sql, Statement.RETURN_GENERATED_KEYS);
-		try {
-			ps.setQueryTimeout(timeoutSeconds);
-		}
-		catch (SQLException ex) {
-			ps.close();
-			throw ex;
-		}
-		return ps;
-	}
-
-	/**
-	 * The server family, detected once from the connection's metadata when the constructor was given none (the
-	 * driver knows the server version from the handshake: no round trip); a server that is neither MariaDB nor
-	 * recognized as such is treated like MySQL, which uses only standard JDBC timeouts.
-	 */
-	private LockDialect dialect(Connection connection) throws SQLException {
-		LockDialect known = this.dialect;
-		if (known == null) {
-			known = DatabaseServer.isMariaDb(connection.getMetaData().getDatabaseProductVersion()) ? LockDialect.MARIADB
-					: LockDialect.MYSQL;
-			this.dialect = known;
-		}
-		return known;
+	@Nullable
+	LockDialect dialect() {
+		return this.sql.dialect();
 	}
 
 	/** A lock just taken: starts its renewal if the request asks for it. */
@@ -671,7 +594,8 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	/** Releases in the database, and records in the lock whether a waiter on another node announced itself. */
 	private boolean release(LeaseLock lock) {
 		return this.jdbc.execute("release lock '" + lock.resource + "'", (connection) -> {
-			try (PreparedStatement ps = prepareBounded(connection, this.releaseSql, this.jdbc.statementTimeoutSeconds())) {
+			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.leaseRelease,
+					this.jdbc.statementTimeoutSeconds(), true)) {
 				for (int i = 1; i <= 4; i++) {
 					ps.setLong(i, lock.minHoldMicros);
 				}
@@ -692,7 +616,8 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 
 	private boolean renew(LeaseLock lock) {
 		return this.jdbc.execute("renew lock '" + lock.resource + "'", (connection) -> {
-			try (PreparedStatement ps = prepareBounded(connection, this.renewSql, this.jdbc.statementTimeoutSeconds())) {
+			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.leaseRenew,
+					this.jdbc.statementTimeoutSeconds(), true)) {
 				ps.setLong(1, TimeUnit.NANOSECONDS.toMicros(lock.leaseNanos));
 				ps.setBytes(2, LockRows.bytes(lock.resource));
 				ps.setString(3, lock.ownerToken);
@@ -721,7 +646,8 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 		}
 		long sentAt = System.nanoTime();
 		boolean extended = this.jdbc.execute("extend lock '" + lock.resource + "'", (connection) -> {
-			try (PreparedStatement ps = prepareBounded(connection, this.renewSql, this.jdbc.statementTimeoutSeconds())) {
+			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.leaseRenew,
+					this.jdbc.statementTimeoutSeconds(), true)) {
 				ps.setLong(1, TimeUnit.NANOSECONDS.toMicros(leaseTime.toNanos()));
 				ps.setBytes(2, LockRows.bytes(lock.resource));
 				ps.setString(3, lock.ownerToken);

@@ -1,10 +1,13 @@
 package io.github.dblock.jdbc;
 
+import org.jspecify.annotations.Nullable;
+
 /**
- * SQL differences between the server families, used where they matter: bounding a row-lock wait in
- * {@link io.github.dblock.LockMode#PESSIMISTIC} mode. Everything else is the same SQL on both. Detected from
- * {@code SELECT VERSION()} at start-up; {@code distributed-lock.dialect} overrides the detection (for proxies
- * that report a different version string).
+ * SQL differences between the server families, used where they matter: bounding a statement or a row-lock wait
+ * in time (see {@link LockStatements}, which holds every statement of both). Everything else is the same SQL on both.
+ * One detection path: {@code distributed-lock.dialect} if set (for proxies that report a different version string),
+ * else the server's version ({@code SELECT VERSION()} at start-up, or a connection's metadata where no dialect was
+ * given: {@link #resolve}).
  */
 public enum LockDialect {
 
@@ -25,6 +28,22 @@ public enum LockDialect {
 	/** The dialect of a detected server. */
 	public static LockDialect of(DatabaseServer server) {
 		return (server.product() == DatabaseServer.Product.MARIADB) ? MARIADB : MYSQL;
+	}
+
+	/**
+	 * The dialect to use: the configured one ({@code distributed-lock.dialect}) if set, else the detected server's.
+	 * @param configured the configured dialect, or {@code null}
+	 */
+	public static LockDialect resolve(@Nullable LockDialect configured, DatabaseServer server) {
+		return (configured != null) ? configured : of(server);
+	}
+
+	/**
+	 * The dialect of a server version string, as {@code SELECT VERSION()} or a connection's metadata reports it; a
+	 * server not recognized as MariaDB is treated like MySQL, which uses only standard JDBC timeouts.
+	 */
+	static LockDialect of(@Nullable String serverVersion) {
+		return DatabaseServer.isMariaDb(serverVersion) ? MARIADB : MYSQL;
 	}
 
 }

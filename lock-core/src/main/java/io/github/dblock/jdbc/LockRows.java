@@ -10,34 +10,21 @@ import java.util.concurrent.TimeUnit;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The statements on the lock table that the providers share. Rows are addressed by primary key only; every value
- * is a bind parameter; instants are computed by the server.
+ * The operations on lock rows that the providers share (statements in {@link LockStatements}). Rows are addressed by
+ * primary key only; every value is a bind parameter; instants are computed by the server.
  */
 final class LockRows {
 
-	/** Microseconds since the epoch on the server's UTC clock; no session time zone is involved. */
-	static final String SERVER_MICROS = "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))";
+	/** {@link LockStatements#SERVER_MICROS}, for {@code PessimisticLockProvider} until its statements move. */
+	static final String SERVER_MICROS = LockStatements.SERVER_MICROS;
 
-	/**
-	 * The next fencing token, also handed to the client in the OK packet: strictly greater than the current one,
-	 * and never below the server time in microseconds (so a row re-created after deletion keeps increasing).
-	 */
-	static final String NEXT_TOKEN = "fencing_token = LAST_INSERT_ID(GREATEST(fencing_token + 1, " + SERVER_MICROS + "))";
+	/** {@link LockStatements#NEXT_TOKEN}, for {@code PessimisticLockProvider} until its statements move. */
+	static final String NEXT_TOKEN = LockStatements.NEXT_TOKEN;
 
-	/** The lease on the row has ended (or the row was released). */
-	static final String FREE = "expires_at <= UTC_TIMESTAMP(6)";
+	/** {@link LockStatements#FREE}, for {@code PessimisticLockProvider} until its statements move. */
+	static final String FREE = LockStatements.FREE;
 
-	private final String peekSql;
-
-	private final String insertFreeSql;
-
-	private final String tokenSql;
-
-	private final String announceSql;
-
-	private final String successorSql;
-
-	private final String withdrawSql;
+	private final LockStatements sql;
 
 	/**
 	 * Whether the driver has returned a fencing token through the generated keys of a statement (see
@@ -45,66 +32,23 @@ final class LockRows {
 	 */
 	private volatile boolean generatedKeysSeen;
 
+	/** Rows of the lock table, with the statements of a provider (in its dialect). */
+	LockRows(LockStatements sql) {
+		this.sql = sql;
+	}
+
+	/** Rows of the lock table, with statements in the dialect of the first connection that runs one. */
 	LockRows(LockTable table) {
-		String t = table.quoted();
-		this.peekSql = "SELECT holder, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at),"
-				+ " TIMESTAMPDIFF(MICROSECOND, acquired_at, UTC_TIMESTAMP(6)), waiting_owner,"
-				+ " TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), waiting_until) FROM " + t + " WHERE resource = ?";
-		this.insertFreeSql = "INSERT INTO " + t + " (resource, owner_token, holder, fencing_token, acquired_at, expires_at)"
-				+ " VALUES (?, NULL, NULL, " + SERVER_MICROS + ", UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))";
-		this.tokenSql = "SELECT fencing_token FROM " + t + " WHERE resource = ? AND owner_token = ?";
-		this.announceSql = "UPDATE " + t + " SET waiting_until = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND"
-				+ " WHERE resource = ? AND expires_at > UTC_TIMESTAMP(6)";
-		this.successorSql = "UPDATE " + t + " SET waiting_owner = ?, waiting_until = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND"
-				+ " WHERE resource = ? AND expires_at > UTC_TIMESTAMP(6) AND (owner_token IS NULL OR owner_token <> ?)"
-				+ " AND (waiting_owner IS NULL OR waiting_owner = ? OR waiting_until IS NULL"
-				+ " OR waiting_until <= UTC_TIMESTAMP(6))";
-		// assignments run left to right and later ones see earlier results (MySQL and MariaDB without
-		// SIMULTANEOUS_ASSIGNMENT): expires_at and owner_token are only read before they change
-		this.withdrawSql = "UPDATE " + t + " SET expires_at = IF(owner_token = ?, UTC_TIMESTAMP(6), expires_at),"
-				+ " owner_token = IF(owner_token = ?, NULL, owner_token),"
-				+ " waiting_until = IF(waiting_owner = ?, NULL, waiting_until),"
-				+ " waiting_owner = IF(waiting_owner = ?, NULL, waiting_owner)"
-				+ " WHERE resource = ? AND (owner_token = ? OR waiting_owner = ?)";
+		this(LockStatements.of(table, null));
 	}
 
 	/**
-	 * Whether a release hands the lease to the waiter next in line ({@code waiting_owner}): one is set, its
-	 * announcement has not run out, and the holder's minimum hold time has passed. One bind parameter: the minimum
-	 * hold time in microseconds. Reads only columns that {@link #RELEASE_ASSIGNMENTS} changes after reading them.
-	 */
-	private static final String HAND_OVER = "(waiting_owner IS NOT NULL AND waiting_until > UTC_TIMESTAMP(6)"
-			+ " AND acquired_at + INTERVAL ? MICROSECOND <= UTC_TIMESTAMP(6))";
-
-	/**
-	 * The assignments of a LEASE release ({@code UPDATE t SET ... WHERE resource = ? AND owner_token = ? AND lease
-	 * running}). With a live waiter next in line ({@link #HAND_OVER}) the lease goes straight to it: its owner token
-	 * becomes the row's, with a lease until its announcement runs out plus a second, and its next attempt takes the
-	 * row as its own (a take matches a row that carries its owner token), so nobody else can take the lock in between
-	 * and no local thread of the releasing JVM has to hold back. Otherwise the row is freed ({@code expires_at} = now,
-	 * or the end of the minimum hold time). Either way the announcement is cleared, and the client learns in the same
-	 * round trip, through {@code LAST_INSERT_ID(expr)} (read with {@link #announcedWaitNanos}): 1 for a hand-over,
-	 * else the microseconds until the attempt a waiter announced (at least 2; a PESSIMISTIC waiter, which cannot be
-	 * handed a lease, or one next in line while the minimum hold time runs), or 0 if none did.
-	 * <p>
-	 * Bind parameters: the minimum hold time in microseconds, four times. Assignments run left to right and later
-	 * ones see earlier results (MySQL, and MariaDB without {@code SIMULTANEOUS_ASSIGNMENT}; with it every one reads
-	 * the old row, which gives the same result): each column is read only by assignments before its own.
-	 */
-	static final String RELEASE_ASSIGNMENTS = "expires_at = IF(" + HAND_OVER
-			+ ", waiting_until + INTERVAL 1 SECOND, GREATEST(UTC_TIMESTAMP(6), acquired_at + INTERVAL ? MICROSECOND)),"
-			+ " owner_token = IF(" + HAND_OVER + ", waiting_owner, NULL),"
-			+ " waiting_until = IF(LAST_INSERT_ID(IF(" + HAND_OVER + ", 1, IF(waiting_until > UTC_TIMESTAMP(6),"
-			+ " GREATEST(2, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), waiting_until)), 0))) > 0, NULL, NULL),"
-			+ " waiting_owner = NULL";
-
-	/**
 	 * Announces that a waiter will try again within {@code nanos}, on a row whose lease still runs (a free row is left
-	 * alone), as its own autocommit statement. A hint for the holder's JVM (see {@link #RELEASE_ASSIGNMENTS}); the
+	 * alone), as its own autocommit statement. A hint for the holder's JVM (see {@link LockStatements#leaseRelease}); the
 	 * caller may ignore a failure.
 	 */
 	void announceWaiter(Connection connection, String resource, long nanos, int timeoutSeconds) throws SQLException {
-		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.announceSql, timeoutSeconds, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rowAnnounce, timeoutSeconds, false)) {
 			ps.setLong(1, Math.max(1, TimeUnit.NANOSECONDS.toMicros(nanos)));
 			ps.setBytes(2, bytes(resource));
 			ps.executeUpdate();
@@ -116,12 +60,12 @@ final class LockRows {
 	 * Makes a LEASE waiter the next in line for a row whose lease still runs and whose holder is not the waiter
 	 * itself, unless another live waiter already is: {@code waiting_owner} = its owner token and {@code waiting_until}
 	 * = now + {@code nanos}. The holder's release then hands the lease straight to it (see
-	 * {@link #RELEASE_ASSIGNMENTS}). A waiter that is already next in line extends its announcement.
+	 * {@link LockStatements#leaseRelease}). A waiter that is already next in line extends its announcement.
 	 * @return whether the waiter is next in line now
 	 */
 	boolean announceSuccessor(Connection connection, String resource, String owner, long nanos, int timeoutSeconds)
 			throws SQLException {
-		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.successorSql, timeoutSeconds, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rowSuccessor, timeoutSeconds, false)) {
 			ps.setString(1, owner);
 			ps.setLong(2, Math.max(1, TimeUnit.NANOSECONDS.toMicros(nanos)));
 			ps.setBytes(3, bytes(resource));
@@ -138,7 +82,7 @@ final class LockRows {
 	 * out of line. Safe to run when neither applies (it then matches nothing).
 	 */
 	void withdraw(Connection connection, String resource, String owner, int timeoutSeconds) throws SQLException {
-		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.withdrawSql, timeoutSeconds, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rowWithdraw, timeoutSeconds, false)) {
 			ps.setString(1, owner);
 			ps.setString(2, owner);
 			ps.setString(3, owner);
@@ -155,7 +99,7 @@ final class LockRows {
 	static final long HANDED_OVER = -2;
 
 	/**
-	 * What a release with {@link #RELEASE_ASSIGNMENTS} (prepared with {@code RETURN_GENERATED_KEYS}) learned:
+	 * What a release with {@link LockStatements#leaseRelease} (prepared with {@code RETURN_GENERATED_KEYS}) learned:
 	 * {@link #HANDED_OVER} if it handed the lease to the waiter next in line; else nanoseconds until the attempt a
 	 * waiter announced, 0 if nobody did; -1 if this driver does not return such values (then nobody can be known to
 	 * wait).
@@ -172,7 +116,7 @@ final class LockRows {
 
 	/** {@code INSERT} of a free row; its one parameter is the resource. */
 	String insertFreeSql() {
-		return this.insertFreeSql;
+		return this.sql.rowInsertFree;
 	}
 
 	/** Resource names are stored as their UTF-8 bytes in a {@code VARBINARY} column: exact comparison. */
@@ -185,7 +129,7 @@ final class LockRows {
 	 */
 	@Nullable
 	Peek peek(Connection connection, String resource, int timeoutSeconds) throws SQLException {
-		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.peekSql, timeoutSeconds, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rowPeek, timeoutSeconds, false)) {
 			ps.setBytes(1, bytes(resource));
 			try (ResultSet rs = JdbcLockSupport.query(ps)) {
 				if (!rs.next()) {
@@ -206,7 +150,7 @@ final class LockRows {
 	 * @return {@code false} if the row already existed (another node created it first)
 	 */
 	boolean insertFree(Connection connection, String resource, int timeoutSeconds) throws SQLException {
-		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.insertFreeSql, timeoutSeconds, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rowInsertFree, timeoutSeconds, false)) {
 			ps.setBytes(1, bytes(resource));
 			ps.executeUpdate();
 			JdbcLockSupport.commitIfNeeded(connection);
@@ -232,7 +176,7 @@ final class LockRows {
 			this.generatedKeysSeen = true;
 			return token;
 		}
-		try (PreparedStatement query = JdbcLockSupport.prepareBounded(connection, this.tokenSql, timeoutSeconds, false)) {
+		try (PreparedStatement query = this.sql.prepareBounded(connection, this.sql.rowToken, timeoutSeconds, false)) {
 			query.setBytes(1, bytes(resource));
 			query.setString(2, owner);
 			try (ResultSet rs = JdbcLockSupport.query(query)) {

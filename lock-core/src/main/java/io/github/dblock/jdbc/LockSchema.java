@@ -93,8 +93,7 @@ public final class LockSchema {
 		String schema;
 		try (Connection connection = dataSource.getConnection()) {
 			schema = connection.getCatalog();
-			try (PreparedStatement ps = connection.prepareStatement("SELECT LOWER(COLUMN_NAME) FROM "
-					+ "information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?")) {
+			try (PreparedStatement ps = connection.prepareStatement(LockStatements.TABLE_COLUMNS)) {
 				ps.setString(1, table.name());
 				try (ResultSet rs = ps.executeQuery()) {
 					while (rs.next()) {

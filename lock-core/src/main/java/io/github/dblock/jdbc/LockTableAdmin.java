@@ -5,7 +5,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.SQLTimeoutException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
@@ -44,29 +43,12 @@ public final class LockTableAdmin {
 
 	private static final Log logger = LogFactory.getLog(LockTableAdmin.class);
 
-	/** ER_LOCK_WAIT_TIMEOUT on MySQL and MariaDB. */
-	private static final int LOCK_WAIT_TIMEOUT = 1205;
-
-	private static final String COLUMNS = "resource, holder, fencing_token, acquired_at, expires_at,"
-			+ " (owner_token IS NOT NULL AND expires_at > UTC_TIMESTAMP(6))";
-
 	private final JdbcLockSupport jdbc;
 
 	private final LockTable table;
 
-	private final String listSql;
-
-	private final String findSql;
-
-	private final String lockRowSql;
-
-	private final String forceReleaseSql;
-
-	private final String tokenSql;
-
-	private final String probeSql;
-
-	private final String lockedSql;
+	/** Every statement (none of them bounded by the dialect's means: each has the driver's query timeout). */
+	private final LockStatements sql;
 
 	/**
 	 * @param dataSource the data source holding the lock table
@@ -76,16 +58,7 @@ public final class LockTableAdmin {
 	public LockTableAdmin(DataSource dataSource, LockTable table, Duration statementTimeout) {
 		this.jdbc = new JdbcLockSupport(dataSource, statementTimeout);
 		this.table = table;
-		String t = table.quoted();
-		this.listSql = "SELECT " + COLUMNS + " FROM " + t
-				+ " WHERE owner_token IS NOT NULL AND expires_at > UTC_TIMESTAMP(6) ORDER BY expires_at, resource LIMIT ?";
-		this.findSql = "SELECT " + COLUMNS + " FROM " + t + " WHERE resource = ?";
-		this.lockRowSql = "SELECT " + COLUMNS + " FROM " + t + " WHERE resource = ? FOR UPDATE";
-		this.forceReleaseSql = "UPDATE " + t + " SET owner_token = NULL, expires_at = UTC_TIMESTAMP(6), "
-				+ LockRows.NEXT_TOKEN + " WHERE resource = ?";
-		this.tokenSql = "SELECT fencing_token FROM " + t + " WHERE resource = ?";
-		this.probeSql = "SELECT 1 FROM " + t + " LIMIT 1";
-		this.lockedSql = "SELECT expires_at > UTC_TIMESTAMP(6) FROM " + t + " WHERE resource = ?";
+		this.sql = LockStatements.of(table, null);
 	}
 
 	/** The lock table. */
@@ -107,7 +80,7 @@ public final class LockTableAdmin {
 			Instant now = serverTime(connection);
 			List<LockRow> rows = new ArrayList<>();
 			boolean truncated = false;
-			try (PreparedStatement ps = connection.prepareStatement(this.listSql)) {
+			try (PreparedStatement ps = connection.prepareStatement(this.sql.adminList)) {
 				ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
 				ps.setInt(1, limit + 1);
 				try (ResultSet rs = ps.executeQuery()) {
@@ -132,7 +105,7 @@ public final class LockTableAdmin {
 	public Optional<LockRow> find(String resource) {
 		LockTemplate.validateResource(resource);
 		return this.jdbc.execute("read the lock row of '" + resource + "' in " + this.table, (connection) -> {
-			try (PreparedStatement ps = connection.prepareStatement(this.findSql)) {
+			try (PreparedStatement ps = connection.prepareStatement(this.sql.adminFind)) {
 				ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
 				ps.setBytes(1, LockRows.bytes(resource));
 				try (ResultSet rs = ps.executeQuery()) {
@@ -161,7 +134,7 @@ public final class LockTableAdmin {
 	public boolean isLocked(String resource) {
 		LockTemplate.validateResource(resource);
 		return this.jdbc.execute("read whether '" + resource + "' is locked in " + this.table, (connection) -> {
-			try (PreparedStatement ps = connection.prepareStatement(this.lockedSql)) {
+			try (PreparedStatement ps = connection.prepareStatement(this.sql.adminLocked)) {
 				ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
 				ps.setBytes(1, LockRows.bytes(resource));
 				try (ResultSet rs = ps.executeQuery()) {
@@ -188,7 +161,7 @@ public final class LockTableAdmin {
 	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
 	public void probe() {
 		this.jdbc.execute("read the lock table " + this.table, (connection) -> {
-			try (PreparedStatement ps = connection.prepareStatement(this.probeSql)) {
+			try (PreparedStatement ps = connection.prepareStatement(this.sql.adminProbe)) {
 				ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
 				try (ResultSet rs = ps.executeQuery()) {
 					rs.next();
@@ -243,7 +216,7 @@ public final class LockTableAdmin {
 			}
 		}
 		catch (SQLException ex) {
-			if (ex instanceof SQLTimeoutException || ex.getErrorCode() == LOCK_WAIT_TIMEOUT) {
+			if (SqlErrors.isBusy(ex)) {
 				throw new IllegalStateException("Could not force-release '" + resource + "': its row in " + this.table
 						+ " stayed locked by another transaction (a PESSIMISTIC holder?) for "
 						+ this.jdbc.statementTimeoutSeconds() + " s; that lock ends with its transaction", ex);
@@ -255,7 +228,7 @@ public final class LockTableAdmin {
 	private Optional<ForceRelease> forceRelease(Connection connection, String resource) throws SQLException {
 		byte[] key = LockRows.bytes(resource);
 		LockRow before;
-		try (PreparedStatement ps = connection.prepareStatement(this.lockRowSql)) {
+		try (PreparedStatement ps = connection.prepareStatement(this.sql.adminLockRow)) {
 			ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
 			ps.setBytes(1, key);
 			try (ResultSet rs = ps.executeQuery()) {
@@ -266,14 +239,14 @@ public final class LockTableAdmin {
 			}
 		}
 		long token = 0;
-		try (PreparedStatement ps = connection.prepareStatement(this.forceReleaseSql, Statement.RETURN_GENERATED_KEYS)) {
+		try (PreparedStatement ps = connection.prepareStatement(this.sql.adminForceRelease, Statement.RETURN_GENERATED_KEYS)) {
 			ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
 			ps.setBytes(1, key);
 			ps.executeUpdate();
 			token = JdbcLockSupport.lastInsertId(ps);
 		}
 		if (token <= 0) {
-			try (PreparedStatement ps = connection.prepareStatement(this.tokenSql)) {
+			try (PreparedStatement ps = connection.prepareStatement(this.sql.adminToken)) {
 				ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
 				ps.setBytes(1, key);
 				try (ResultSet rs = ps.executeQuery()) {
@@ -294,7 +267,7 @@ public final class LockTableAdmin {
 
 	private static Instant serverTime(Connection connection) throws SQLException {
 		try (Statement statement = connection.createStatement();
-				ResultSet rs = statement.executeQuery("SELECT UTC_TIMESTAMP(6)")) {
+				ResultSet rs = statement.executeQuery(LockStatements.SERVER_TIME)) {
 			rs.next();
 			return instant(rs, 1);
 		}

@@ -4,7 +4,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.SQLTimeoutException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -113,44 +112,23 @@ public class LockTableCleaner {
 
 	private static final Log logger = LogFactory.getLog(LockTableCleaner.class);
 
-	/** ER_LOCK_WAIT_TIMEOUT on MySQL and MariaDB. */
-	private static final int LOCK_WAIT_TIMEOUT = 1205;
-
-	/** ER_NO_SUCH_TABLE. */
-	private static final int NO_SUCH_TABLE = 1146;
-
-	/** ER_TABLEACCESS_DENIED_ERROR: a runtime user granted only the lock table, from before read/write locks. */
-	private static final int TABLE_ACCESS_DENIED = 1142;
-
-	private static final String CUTOFF = "UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND";
-
 	private final JdbcLockSupport jdbc;
 
 	/** The table cleaned, for messages. */
 	private final String table;
 
-	private final String quotedTable;
-
-	private final String keyColumn;
-
-	/** The deletion condition, with one parameter: the retention in microseconds. */
-	private final String expired;
-
 	private final long retentionMicros;
 
 	private final int batchSize;
 
-	private final String candidatesSql;
+	/** Every statement (each with the driver's query timeout: the dialect does not matter here). */
+	private final LockStatements sql;
 
-	/** The lock table whose read/write holder and semaphore permit tables this cleaner also cleans; null: none. */
+	/** The statements of what this cleaner deletes: expired lock rows, or idempotency records. */
+	private final LockStatements.Cleanup cleanup;
+
 	@Nullable
 	private final LockTable holderBase;
-
-	@Nullable
-	private final String expiredHoldsSql;
-
-	@Nullable
-	private final String deleteHoldSql;
 
 	/**
 	 * Creates a cleaner.
@@ -166,8 +144,7 @@ public class LockTableCleaner {
 	 */
 	public LockTableCleaner(DataSource dataSource, LockTable table, Duration retention, int batchSize,
 			Duration statementTimeout) {
-		this(checked(dataSource, table, retention, batchSize, statementTimeout), "lock table " + table, table.quoted(),
-				"resource", "expires_at", "",
+		this(checked(dataSource, table, retention, batchSize, statementTimeout), "lock table " + table, table, false,
 				TimeUnit.SECONDS.toMicros(retention.getSeconds()) + TimeUnit.NANOSECONDS.toMicros(retention.getNano()),
 				batchSize, statementTimeout, table);
 	}
@@ -201,30 +178,15 @@ public class LockTableCleaner {
 		return dataSource;
 	}
 
-	private LockTableCleaner(DataSource dataSource, String table, String quotedTable, String keyColumn,
-			String timeColumn, String extraCondition, long retentionMicros, int batchSize, Duration statementTimeout,
-			@Nullable LockTable holderBase) {
+	private LockTableCleaner(DataSource dataSource, String table, LockTable lockTable, boolean idempotencyRecords,
+			long retentionMicros, int batchSize, Duration statementTimeout, @Nullable LockTable holderBase) {
 		this.jdbc = new JdbcLockSupport(dataSource, statementTimeout);
 		this.table = table;
-		this.quotedTable = quotedTable;
-		this.keyColumn = keyColumn;
-		this.expired = timeColumn + " < " + CUTOFF + extraCondition;
+		this.sql = LockStatements.of(lockTable, null);
+		this.cleanup = idempotencyRecords ? this.sql.idempotencyCleanup : this.sql.lockCleanup;
 		this.retentionMicros = retentionMicros;
 		this.batchSize = batchSize;
-		this.candidatesSql = "SELECT " + keyColumn + " FROM " + quotedTable + " WHERE " + this.expired + " ORDER BY "
-				+ timeColumn + " LIMIT ?";
 		this.holderBase = holderBase;
-		if (holderBase != null) {
-			String holds = holderBase.quoted("_rw_hold");
-			this.expiredHoldsSql = "SELECT resource, owner_token FROM " + holds + " WHERE expires_at < UTC_TIMESTAMP(6)"
-					+ " ORDER BY expires_at LIMIT ?";
-			this.deleteHoldSql = "DELETE FROM " + holds + " WHERE resource = ? AND owner_token = ?"
-					+ " AND expires_at < UTC_TIMESTAMP(6)";
-		}
-		else {
-			this.expiredHoldsSql = null;
-			this.deleteHoldSql = null;
-		}
 	}
 
 	/**
@@ -240,9 +202,8 @@ public class LockTableCleaner {
 	public static LockTableCleaner forIdempotencyRecords(DataSource dataSource, LockTable table, int batchSize,
 			Duration statementTimeout) {
 		return new LockTableCleaner(checked(dataSource, table, MIN_RETENTION, batchSize, statementTimeout),
-				"idempotency records " + table.name() + IdempotencyStore.TABLE_SUFFIX,
-				IdempotencyStore.quoted(table), "idem_key", "retain_until",
-				" AND (status <> 'RUNNING' OR expires_at < UTC_TIMESTAMP(6))", 0, batchSize, statementTimeout, null);
+				"idempotency records " + table.name() + IdempotencyStore.TABLE_SUFFIX, table, true, 0, batchSize,
+				statementTimeout, null);
 	}
 
 	/**
@@ -259,12 +220,10 @@ public class LockTableCleaner {
 	 * @throws org.springframework.dao.DataAccessException if the database fails
 	 */
 	public int deleteExpiredReadWriteHolds() {
-		String candidatesSql = this.expiredHoldsSql;
-		String deleteSql = this.deleteHoldSql;
-		if (this.holderBase == null || candidatesSql == null || deleteSql == null) {
-			return 0; // the three are set together
+		if (this.holderBase == null) {
+			return 0;
 		}
-		return deleteExpiredKeys("read/write holders", candidatesSql, deleteSql);
+		return deleteExpiredKeys("read/write holders", this.sql.cleanRwHolds, this.sql.cleanRwHold);
 	}
 
 	/**
@@ -308,7 +267,7 @@ public class LockTableCleaner {
 			JdbcLockSupport.commitIfNeeded(connection);
 		}
 		catch (SQLException ex) {
-			if (ex.getErrorCode() == NO_SUCH_TABLE || ex.getErrorCode() == TABLE_ACCESS_DENIED) {
+			if (SqlErrors.classify(ex) == SqlErrors.Kind.NO_TABLE) {
 				logger.debug("No table of " + what + " beside " + this.table + ", or no grant on it; "
 						+ "nothing to clean there: " + ex.getMessage());
 				return new int[] { 0, 0 };
@@ -357,8 +316,7 @@ public class LockTableCleaner {
 			}
 			catch (org.springframework.dao.DataAccessException ex) {
 				// the lock table itself must exist; an optional feature's table may be missing or not granted
-				int code = (ex.getMostSpecificCause() instanceof SQLException sql) ? sql.getErrorCode() : 0;
-				if (this.holderBase != null || (code != NO_SUCH_TABLE && code != TABLE_ACCESS_DENIED)) {
+				if (this.holderBase != null || !SqlErrors.isMissingTable(ex.getMostSpecificCause(), true)) {
 					throw ex;
 				}
 				logger.debug("No " + this.table + " table to clean, or no grant on it: "
@@ -388,7 +346,7 @@ public class LockTableCleaner {
 			candidates = candidates(connection, timeout);
 		}
 		catch (SQLException ex) {
-			if (isTimeout(ex)) {
+			if (SqlErrors.isBusy(ex)) {
 				return new Batch(0, 0, true);
 			}
 			throw ex;
@@ -414,12 +372,12 @@ public class LockTableCleaner {
 		boolean ended = false;
 		try {
 			if (autoCommit) {
-				execute(connection, "START TRANSACTION", timeout);
+				execute(connection, LockStatements.START_TRANSACTION, timeout);
 			}
 			List<byte[]> locked = lockStillExpired(connection, candidates, timeout);
 			int deleted = locked.isEmpty() ? 0 : delete(connection, locked, timeout);
 			if (autoCommit) {
-				execute(connection, "COMMIT", timeout);
+				execute(connection, LockStatements.COMMIT, timeout);
 			}
 			else {
 				connection.commit();
@@ -428,7 +386,7 @@ public class LockTableCleaner {
 			return deleted;
 		}
 		catch (SQLException ex) {
-			if (isTimeout(ex)) {
+			if (SqlErrors.isBusy(ex)) {
 				return -1; // rolled back below
 			}
 			throw ex;
@@ -455,15 +413,12 @@ public class LockTableCleaner {
 		if (this.holderBase == null) {
 			return 0;
 		}
-		String holds = JdbcSemaphoreProvider.holdTable(this.holderBase);
-		return deleteExpiredKeys("semaphore permits",
-				"SELECT name, owner_token FROM " + holds + " WHERE expires_at < UTC_TIMESTAMP(6) ORDER BY expires_at LIMIT ?",
-				"DELETE FROM " + holds + " WHERE name = ? AND owner_token = ? AND expires_at < UTC_TIMESTAMP(6)");
+		return deleteExpiredKeys("semaphore permits", this.sql.cleanSemHolds, this.sql.cleanSemHold);
 	}
 
 	/** Step 1: the oldest candidates, by a plain read of the {@code expires_at} index. */
 	private List<byte[]> candidates(Connection connection, int timeout) throws SQLException {
-		try (PreparedStatement ps = connection.prepareStatement(this.candidatesSql)) {
+		try (PreparedStatement ps = connection.prepareStatement(this.cleanup.candidates())) {
 			ps.setQueryTimeout(timeout);
 			ps.setLong(1, this.retentionMicros);
 			ps.setInt(2, this.batchSize);
@@ -481,9 +436,7 @@ public class LockTableCleaner {
 	/** Step 2b: locks those candidates that are still expired and not locked by anyone else. */
 	private List<byte[]> lockStillExpired(Connection connection, List<byte[]> candidates, int timeout)
 			throws SQLException {
-		String sql = "SELECT " + this.keyColumn + " FROM " + this.quotedTable + " FORCE INDEX (PRIMARY) WHERE "
-				+ this.keyColumn + " IN (" + placeholders(candidates.size()) + ") AND " + this.expired
-				+ " FOR UPDATE SKIP LOCKED";
+		String sql = LockStatements.withKeys(this.cleanup.lockStillExpired(), candidates.size());
 		try (PreparedStatement ps = connection.prepareStatement(sql)) {
 			ps.setQueryTimeout(timeout);
 			int index = bindKeys(ps, candidates);
@@ -500,9 +453,7 @@ public class LockTableCleaner {
 
 	/** Step 2c: deletes the locked rows, re-checking the expiry. */
 	private int delete(Connection connection, List<byte[]> locked, int timeout) throws SQLException {
-		String t = this.quotedTable;
-		String sql = "DELETE " + t + " FROM " + t + " FORCE INDEX (PRIMARY) WHERE " + this.keyColumn + " IN ("
-				+ placeholders(locked.size()) + ") AND " + this.expired;
+		String sql = LockStatements.withKeys(this.cleanup.delete(), locked.size());
 		try (PreparedStatement ps = connection.prepareStatement(sql)) {
 			ps.setQueryTimeout(timeout);
 			int index = bindKeys(ps, locked);
@@ -520,14 +471,6 @@ public class LockTableCleaner {
 		return index;
 	}
 
-	private static String placeholders(int count) {
-		StringBuilder sql = new StringBuilder(count * 3);
-		for (int i = 0; i < count; i++) {
-			sql.append((i == 0) ? "?" : ", ?");
-		}
-		return sql.toString();
-	}
-
 	private static void execute(Connection connection, String sql, int timeout) throws SQLException {
 		try (Statement statement = connection.createStatement()) {
 			statement.setQueryTimeout(timeout);
@@ -542,7 +485,7 @@ public class LockTableCleaner {
 	private static void rollbackQuietly(Connection connection, boolean autoCommit) {
 		try {
 			if (autoCommit) {
-				execute(connection, "ROLLBACK", 0);
+				execute(connection, LockStatements.ROLLBACK, 0);
 			}
 			else {
 				connection.rollback();
@@ -555,10 +498,6 @@ public class LockTableCleaner {
 	}
 
 	/** A lock wait timeout, or a statement cancelled by its query timeout. */
-	private static boolean isTimeout(SQLException ex) {
-		return ex.getErrorCode() == LOCK_WAIT_TIMEOUT || ex instanceof SQLTimeoutException;
-	}
-
 	/**
 	 * The outcome of one batch.
 	 * @param candidates rows found by step 1

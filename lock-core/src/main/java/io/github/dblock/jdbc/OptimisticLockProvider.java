@@ -63,9 +63,8 @@ public class OptimisticLockProvider implements WorkLockProvider {
 
 	private final int maxAttempts;
 
-	private final String readSql;
-
-	private final String casSql;
+	/** Every statement, in the dialect of the first connection that bounds one (the row's peek and insert). */
+	private final LockStatements sql;
 
 	private final KnownRows knownRows = new KnownRows();
 
@@ -86,15 +85,11 @@ public class OptimisticLockProvider implements WorkLockProvider {
 		}
 		this.dataSource = dataSource;
 		this.jdbc = new JdbcLockSupport(dataSource, statementTimeout);
-		this.rows = new LockRows(table);
+		this.sql = LockStatements.of(table, null);
+		this.rows = new LockRows(this.sql);
 		this.transactions = new TransactionTemplate(transactionManager);
 		this.backoff = backoff;
 		this.maxAttempts = maxAttempts;
-		String t = table.quoted();
-		this.readSql = "SELECT fencing_token FROM " + t + " WHERE resource = ?";
-		this.casSql = "UPDATE " + t + " SET owner_token = ?, holder = ?, " + LockRows.NEXT_TOKEN
-				+ ", acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) WHERE resource = ? AND fencing_token = ? AND "
-				+ LockRows.FREE;
 	}
 
 	@Override
@@ -130,7 +125,7 @@ public class OptimisticLockProvider implements WorkLockProvider {
 				});
 			}
 			catch (RuntimeException ex) {
-				if (!(workDone.get() ? isTransient(ex) : isRolledBackConflict(ex))) {
+				if (!(workDone.get() ? SqlErrors.isTransient(ex) : SqlErrors.isRolledBackConflict(ex))) {
 					throw ex;
 				}
 				// COMMIT failed with a deadlock/serialization error (a Galera or group replication certification
@@ -167,7 +162,7 @@ public class OptimisticLockProvider implements WorkLockProvider {
 			}
 			String owner = UUID.randomUUID().toString();
 			T value = work.apply(new WorkInProgress(owner, version));
-			try (PreparedStatement cas = connection.prepareStatement(this.casSql, Statement.RETURN_GENERATED_KEYS)) {
+			try (PreparedStatement cas = connection.prepareStatement(this.sql.optimisticTake, Statement.RETURN_GENERATED_KEYS)) {
 				cas.setQueryTimeout(timeout);
 				cas.setString(1, owner);
 				cas.setString(2, request.holder());
@@ -177,7 +172,7 @@ public class OptimisticLockProvider implements WorkLockProvider {
 			}
 		}
 		catch (SQLException ex) {
-			if (JdbcLockSupport.isTransient(ex)) {
+			if (SqlErrors.isTransient(ex)) {
 				return new Attempt<>(null, false); // a deadlock or lock wait on the row: another owner won
 			}
 			throw this.jdbc.translate("compare-and-set lock '" + request.resource() + "'", ex);
@@ -187,31 +182,9 @@ public class OptimisticLockProvider implements WorkLockProvider {
 		}
 	}
 
-	/**
-	 * A deadlock (1213) or serialization failure (SQLState 40001) anywhere in the cause chain: the server rolled the
-	 * whole transaction back. Not a lock wait timeout, which rolls back only the statement.
-	 */
-	private static boolean isRolledBackConflict(Throwable ex) {
-		for (Throwable cause = ex; cause != null && cause.getCause() != cause; cause = cause.getCause()) {
-			if (cause instanceof SQLException sql && (sql.getErrorCode() == 1213 || "40001".equals(sql.getSQLState()))) {
-				return true;
-			}
-		}
-		return false;
-	}
-
-	private static boolean isTransient(Throwable ex) {
-		for (Throwable cause = ex; cause != null && cause.getCause() != cause; cause = cause.getCause()) {
-			if (cause instanceof SQLException sql && JdbcLockSupport.isTransient(sql)) {
-				return true;
-			}
-		}
-		return false;
-	}
-
 	@Nullable
 	private Long readVersion(Connection connection, String resource, int timeout) throws SQLException {
-		try (PreparedStatement ps = connection.prepareStatement(this.readSql)) {
+		try (PreparedStatement ps = connection.prepareStatement(this.sql.optimisticRead)) {
 			ps.setQueryTimeout(timeout);
 			ps.setBytes(1, LockRows.bytes(resource));
 			try (ResultSet rs = ps.executeQuery()) {

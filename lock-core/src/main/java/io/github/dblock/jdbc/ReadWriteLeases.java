@@ -89,51 +89,20 @@ final class ReadWriteLeases {
 	/** How long a waiting writer's intent holds without refresh, in microseconds. */
 	private final long intentMicros;
 
-	private final String lockRowSql;
-
-	private final String createRowSql;
-
-	private final String holdersSql;
-
-	private final String grantSql;
-
-	private final String grantClearingIntentSql;
-
-	private final String insertHoldSql;
-
-	private final String intentSql;
-
-	private final String clearIntentSql;
-
-	private final String ownHoldSql;
-
-	private final String dropOwnExpiredSql;
-
-	private final String renewSql;
-
-	private final String releaseSql;
-
-	private final String releaseKeepingSql;
-
-	private final String ownRemainingSql;
-
-	/** Commit check of a write lease: a locking read of its live holder row. */
-	private final String lockHoldSql;
-
-	/** Commit check on a multi-primary cluster, first: a write to the resource's row, which a cluster certifies. */
-	private final String touchResourceSql;
+	/** Every statement, in the lease provider's dialect. */
+	private final LockStatements sql;
 
 	/** Where commit checks run: the transaction of the lease provider's data source, and its cluster topology. */
 	private final LeaseLockProvider transactions;
 
 	/**
 	 * @param jdbc the lock data source's statement support
-	 * @param table the lock table; the read/write tables are named after it
+	 * @param sql the lease provider's statements (the read/write tables are named after the lock table)
 	 * @param backoff pauses between attempts
 	 * @param renewals the lease provider's shared renewal scheduler
 	 * @param transactions the lease provider, which runs commit checks in the application's transaction
 	 */
-	ReadWriteLeases(JdbcLockSupport jdbc, LockTable table, Backoff backoff,
+	ReadWriteLeases(JdbcLockSupport jdbc, LockStatements sql, Backoff backoff,
 			Supplier<ScheduledExecutorService> renewals, LeaseLockProvider transactions) {
 		this.jdbc = jdbc;
 		this.transactions = transactions;
@@ -141,47 +110,13 @@ final class ReadWriteLeases {
 		this.renewals = renewals;
 		// at least 5 of the longest pauses between a waiting writer's attempts, and at least 2 s
 		this.intentMicros = Math.max(TimeUnit.SECONDS.toMicros(2), 5 * backoff.max().toNanos() / 1000);
-		String rw = table.quoted("_rw");
-		String hold = table.quoted("_rw_hold");
-		this.lockRowSql = "SELECT fencing_token, intent_owner, intent_expires_at > UTC_TIMESTAMP(6), intent_holder FROM "
-				+ rw + " WHERE resource = ? FOR UPDATE";
-		this.createRowSql = "INSERT INTO " + rw + " (resource, fencing_token) VALUES (?, " + LockRows.SERVER_MICROS + ")";
-		// kind >= ?: 'W' finds writers only (for a reader), 'R' every holder (for a writer); writers sort first
-		this.holdersSql = "SELECT kind, holder, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM " + hold
-				+ " WHERE resource = ? AND owner_token <> ? AND expires_at > UTC_TIMESTAMP(6) AND kind >= ?"
-				+ " ORDER BY kind DESC LIMIT 1 LOCK IN SHARE MODE";
-		this.grantSql = "UPDATE " + rw + " SET fencing_token = ? WHERE resource = ?";
-		this.grantClearingIntentSql = "UPDATE " + rw + " SET fencing_token = ?, intent_owner = NULL,"
-				+ " intent_expires_at = NULL, intent_holder = NULL WHERE resource = ?";
-		this.insertHoldSql = "INSERT INTO " + hold + " (resource, owner_token, kind, holder, fencing_token, acquired_at,"
-				+ " expires_at) VALUES (?, ?, ?, ?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)";
-		this.intentSql = "UPDATE " + rw + " SET intent_owner = ?, intent_holder = ?,"
-				+ " intent_expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND WHERE resource = ?";
-		this.clearIntentSql = "UPDATE " + rw + " SET intent_owner = NULL, intent_expires_at = NULL, intent_holder = NULL"
-				+ " WHERE resource = ? AND intent_owner = ?";
-		this.ownHoldSql = "SELECT fencing_token, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM " + hold
-				+ " WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)";
-		this.dropOwnExpiredSql = "DELETE FROM " + hold + " WHERE resource = ? AND owner_token = ?"
-				+ " AND expires_at <= UTC_TIMESTAMP(6)";
-		this.renewSql = "UPDATE " + hold + " SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND"
-				+ " WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)";
-		this.releaseSql = "DELETE FROM " + hold + " WHERE resource = ? AND owner_token = ?"
-				+ " AND expires_at > UTC_TIMESTAMP(6)";
-		this.releaseKeepingSql = "UPDATE " + hold + " SET expires_at = GREATEST(UTC_TIMESTAMP(6),"
-				+ " acquired_at + INTERVAL ? MICROSECOND) WHERE resource = ? AND owner_token = ?"
-				+ " AND expires_at > UTC_TIMESTAMP(6)";
-		// a plain (non-locking) read: it answers even while the holder row is locked
-		this.ownRemainingSql = "SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM " + hold
-				+ " WHERE resource = ? AND owner_token = ?";
-		this.lockHoldSql = "SELECT fencing_token FROM " + hold
-				+ " WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6) FOR UPDATE";
-		this.touchResourceSql = "UPDATE " + rw + " SET fencing_token = fencing_token + 1 WHERE resource = ?";
+		this.sql = sql;
 	}
 
 	/** The statements of a write lease's commit check, in order (tests). */
 	java.util.List<String> commitCheckSql() {
-		return this.transactions.isMultiPrimary() ? java.util.List.of(this.touchResourceSql, this.lockHoldSql)
-				: java.util.List.of(this.lockHoldSql);
+		return this.transactions.isMultiPrimary() ? java.util.List.of(this.sql.rwTouchResource, this.sql.rwLockHold)
+				: java.util.List.of(this.sql.rwLockHold);
 	}
 
 	/**
@@ -193,13 +128,13 @@ final class ReadWriteLeases {
 				(connection, timeout) -> {
 					byte[] key = LockRows.bytes(lease.resource);
 					if (this.transactions.isMultiPrimary()) {
-						try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.touchResourceSql,
+						try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwTouchResource,
 								timeout, false)) {
 							ps.setBytes(1, key);
 							ps.executeUpdate(); // if the lease is not ours any more, the transaction rolls back anyway
 						}
 					}
-					try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.lockHoldSql, timeout,
+					try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwLockHold, timeout,
 							false)) {
 						ps.setBytes(1, key);
 						ps.setString(2, lease.ownerToken);
@@ -246,7 +181,7 @@ final class ReadWriteLeases {
 					result = Attempt.NONE;
 				}
 				catch (DataAccessException ex) {
-					if (!JdbcLockSupport.isConnectionFailure(ex) && !JdbcLockSupport.isTimeout(ex)) {
+					if (!SqlErrors.isConnectionFailure(ex) && !SqlErrors.isTooSlow(ex)) {
 						throw ex;
 					}
 					if (request.remainingNanos() <= 0) {
@@ -256,7 +191,7 @@ final class ReadWriteLeases {
 						if (own != null) {
 							return acquired(request, own); // any intent of ours is cleared below (a no-op if granted)
 						}
-						if (!JdbcLockSupport.isUnreachable(ex)) {
+						if (!SqlErrors.isUnreachable(ex)) {
 							// reached, but no answer in time: not acquired, with the cause (as for exclusive leases)
 							return AcquireResult.timedOut(null, ex);
 						}
@@ -320,7 +255,7 @@ final class ReadWriteLeases {
 									(c) -> decide(c, request, key, kind, owner, leaseMicros, mayWait, timeout, sentAt));
 						}
 						catch (SQLException ex) {
-							if (!JdbcLockSupport.isStatementTimeout(ex)) {
+							if (!SqlErrors.isStatementTimeout(ex)) {
 								throw ex;
 							}
 							// waited for the row lock the whole query timeout, or a COMMIT whose reply came late: the
@@ -342,7 +277,7 @@ final class ReadWriteLeases {
 			long leaseMicros, boolean mayWait, int timeout, long sentAt) throws SQLException {
 		long token;
 		boolean ownIntent;
-		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.lockRowSql, timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwLockRow, timeout, false)) {
 			ps.setBytes(1, key);
 			try (ResultSet rs = JdbcLockSupport.query(ps)) {
 				if (!rs.next()) {
@@ -359,7 +294,7 @@ final class ReadWriteLeases {
 		}
 		String holder = null;
 		long holderRemaining = 0;
-		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.holdersSql, timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwHolders, timeout, false)) {
 			ps.setBytes(1, key);
 			ps.setString(2, owner);
 			ps.setString(3, kind.equals(READ) ? WRITE : READ);
@@ -373,12 +308,12 @@ final class ReadWriteLeases {
 		}
 		if (holder == null) {
 			long next = token + 1;
-			try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, ownIntent ? this.grantClearingIntentSql : this.grantSql, timeout, false)) {
+			try (PreparedStatement ps = this.sql.prepareBounded(connection, ownIntent ? this.sql.rwGrantClearingIntent : this.sql.rwGrant, timeout, false)) {
 				ps.setLong(1, next);
 				ps.setBytes(2, key);
 				ps.executeUpdate();
 			}
-			try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.insertHoldSql, timeout, false)) {
+			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwInsertHold, timeout, false)) {
 				ps.setBytes(1, key);
 				ps.setString(2, owner);
 				ps.setString(3, kind);
@@ -390,7 +325,7 @@ final class ReadWriteLeases {
 			return new Attempt(leased(request, owner, kind, next, sentAt + request.leaseTime().toNanos()), null, 0, false);
 		}
 		if (mayWait) {
-			try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.intentSql, timeout, false)) {
+			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwIntent, timeout, false)) {
 				ps.setString(1, owner);
 				ps.setString(2, request.holder());
 				ps.setLong(3, this.intentMicros);
@@ -410,7 +345,7 @@ final class ReadWriteLeases {
 	@Nullable
 	private Attempt ownHold(Connection connection, LockRequest request, byte[] key, String owner, String kind,
 			int timeout, long sentAt) throws SQLException {
-		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.ownHoldSql, timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwOwnHold, timeout, false)) {
 			ps.setBytes(1, key);
 			ps.setString(2, owner);
 			try (ResultSet rs = JdbcLockSupport.query(ps)) {
@@ -420,7 +355,7 @@ final class ReadWriteLeases {
 				}
 			}
 		}
-		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.dropOwnExpiredSql, timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwDropOwnExpired, timeout, false)) {
 			ps.setBytes(1, key);
 			ps.setString(2, owner);
 			ps.executeUpdate();
@@ -430,13 +365,13 @@ final class ReadWriteLeases {
 	}
 
 	private void createRow(Connection connection, byte[] key, int timeout) throws SQLException {
-		try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.createRowSql, timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwCreateRow, timeout, false)) {
 			ps.setBytes(1, key);
 			ps.executeUpdate();
 			JdbcLockSupport.commitIfNeeded(connection);
 		}
 		catch (SQLException ex) {
-			if (!JdbcLockSupport.isDuplicateKey(ex)) {
+			if (!SqlErrors.isDuplicateKey(ex)) {
 				throw ex;
 			}
 			if (!connection.getAutoCommit()) {
@@ -449,7 +384,7 @@ final class ReadWriteLeases {
 	private void clearIntentQuietly(String resource, String owner) {
 		try {
 			this.jdbc.execute("clear the writer intent of '" + resource + "'", (connection) -> {
-				try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.clearIntentSql, this.jdbc.statementTimeoutSeconds(), false)) {
+				try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwClearIntent, this.jdbc.statementTimeoutSeconds(), false)) {
 					ps.setBytes(1, LockRows.bytes(resource));
 					ps.setString(2, owner);
 					ps.executeUpdate();
@@ -513,7 +448,7 @@ final class ReadWriteLeases {
 	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
 	private Long ownRemainingMicros(Lease lease) {
 		return this.jdbc.execute("look for the holder row of '" + lease.resource + "'", (connection) -> {
-			try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, this.ownRemainingSql, this.jdbc.statementTimeoutSeconds(), false)) {
+			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwOwnRemaining, this.jdbc.statementTimeoutSeconds(), false)) {
 				ps.setBytes(1, LockRows.bytes(lease.resource));
 				ps.setString(2, lease.ownerToken);
 				try (ResultSet rs = JdbcLockSupport.query(ps)) {
@@ -527,7 +462,7 @@ final class ReadWriteLeases {
 
 	private int update(String task, String sql, Lease lease, long micros) {
 		return this.jdbc.execute(task + " '" + lease.resource + "'", (connection) -> {
-			try (PreparedStatement ps = JdbcLockSupport.prepareBounded(connection, sql, this.jdbc.statementTimeoutSeconds(), false)) {
+			try (PreparedStatement ps = this.sql.prepareBounded(connection, sql, this.jdbc.statementTimeoutSeconds(), false)) {
 				int index = 1;
 				if (micros >= 0) {
 					ps.setLong(index++, micros);
@@ -577,7 +512,7 @@ final class ReadWriteLeases {
 
 		@Override
 		boolean renewInDatabase() {
-			return update("renew", renewSql, this, TimeUnit.NANOSECONDS.toMicros(this.leaseNanos)) == 1;
+			return update("renew", ReadWriteLeases.this.sql.rwRenew, this, TimeUnit.NANOSECONDS.toMicros(this.leaseNanos)) == 1;
 		}
 
 		/** A release with a minimum hold keeps the holder row, and its owner, until the hold ends. */
@@ -588,8 +523,9 @@ final class ReadWriteLeases {
 
 		@Override
 		boolean releaseStatement() {
-			return (this.minHoldMicros > 0) ? update("release", releaseKeepingSql, this, this.minHoldMicros) == 1
-					: update("release", releaseSql, this, -1) == 1;
+			LockStatements sql = ReadWriteLeases.this.sql;
+			return (this.minHoldMicros > 0) ? update("release", sql.rwReleaseKeeping, this, this.minHoldMicros) == 1
+					: update("release", sql.rwRelease, this, -1) == 1;
 		}
 
 		@Override

@@ -288,7 +288,7 @@ abstract class RenewableLease {
 			}
 			catch (DataAccessException ex) {
 				long now = System.nanoTime();
-				if (!JdbcLockSupport.isConnectionFailure(ex) || now - this.validUntilNanos >= 0
+				if (!SqlErrors.isConnectionFailure(ex) || now - this.validUntilNanos >= 0
 						|| failures >= MAX_RELEASE_RETRIES || now - firstSentAt >= RELEASE_RETRY_NANOS) {
 					throw ex;
 				}

@@ -39,7 +39,7 @@ abstract class RereadableLease extends OwnedLease {
 			return releaseStatement();
 		}
 		catch (DataAccessException ex) {
-			if (JdbcLockSupport.isConnectionFailure(ex) && System.nanoTime() - this.validUntilNanos < 0) {
+			if (SqlErrors.isConnectionFailure(ex) && System.nanoTime() - this.validUntilNanos < 0) {
 				throw ex; // retried by release() while the lease is valid
 			}
 			return afterFailedRelease(ex);

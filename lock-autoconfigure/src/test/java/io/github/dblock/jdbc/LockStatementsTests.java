@@ -1,0 +1,53 @@
+package io.github.dblock.jdbc;
+
+import java.lang.reflect.Field;
+import java.lang.reflect.Modifier;
+
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The statements of both dialects, without a database: the same text everywhere except how a statement is bounded.
+ */
+class LockStatementsTests {
+
+	private static final LockTable TABLE = LockTable.of("my_locks");
+
+	@Test
+	void theDialectsSendTheSameStatementsAndOnlyTheLockTableIsSpliced() throws Exception {
+		LockStatements mariaDb = LockStatements.of(TABLE, LockDialect.MARIADB);
+		LockStatements mySql = LockStatements.of(TABLE, LockDialect.MYSQL);
+		int statements = 0;
+		for (Field field : LockStatements.class.getDeclaredFields()) {
+			if (Modifier.isStatic(field.getModifiers()) || field.getType() != String.class) {
+				continue;
+			}
+			String sql = (String) field.get(mariaDb);
+			assertThat(sql).as(field.getName()).isEqualTo(field.get(mySql))
+				.doesNotContain("{", "\n", "  ")
+				.containsPattern("`my_locks(_rw|_rw_hold|_sem|_sem_hold|_idem)?`");
+			statements++;
+		}
+		assertThat(statements).isGreaterThan(60);
+		assertThat(mariaDb.dialect()).isEqualTo(LockDialect.MARIADB);
+		assertThat(mySql.dialect()).isEqualTo(LockDialect.MYSQL);
+		assertThat(LockStatements.of(TABLE, null).dialect()).isNull();
+	}
+
+	@Test
+	void cleanupStatementsGetOneParameterPerKey() {
+		LockStatements sql = LockStatements.of(TABLE, null);
+		assertThat(LockStatements.withKeys(sql.lockCleanup.delete(), 3)).isEqualTo("DELETE `my_locks` FROM `my_locks`"
+				+ " FORCE INDEX (PRIMARY) WHERE resource IN (?, ?, ?) AND expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND");
+	}
+
+	@Test
+	void theReplicaStatusFollowsTheServer() {
+		assertThat(LockStatements.replicaStatus(DatabaseServer.parse("MariaDB", "10.11.6-MariaDB")))
+			.isEqualTo("SHOW ALL SLAVES STATUS");
+		assertThat(LockStatements.replicaStatus(DatabaseServer.parse("MySQL", "8.4.0"))).isEqualTo("SHOW REPLICA STATUS");
+		assertThat(LockStatements.replicaStatus(DatabaseServer.parse("MySQL", "8.0.36"))).isEqualTo("SHOW SLAVE STATUS");
+	}
+
+}

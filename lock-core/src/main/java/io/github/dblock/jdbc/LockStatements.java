@@ -1,0 +1,585 @@
+package io.github.dblock.jdbc;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.sql.Statement;
+
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Every statement this library sends to the lock database, in one file: the common SQL as text blocks, and what differs
+ * between the server families as the two subclasses {@link MariaDb} and {@link MySql} (how a statement is bounded in
+ * time; how the replica status is read). Only {@code PessimisticLockProvider}'s statements are still in that class.
+ * <p>
+ * The only identifier spliced into the SQL is the validated lock table name ({@link LockTable}), and the tables named
+ * after it: the placeholders {@code {lock}}, {@code {rw}}, {@code {rw_hold}}, {@code {sem}}, {@code {sem_hold}} and
+ * {@code {idem}} are replaced once, when an instance is built for a table; every value is a bind parameter. A text
+ * block is sent as one line (its line breaks and indentation become single spaces), so what the server logs reads like
+ * the text here. All times are the server's UTC clock ({@code UTC_TIMESTAMP(6)}), never the session time zone's.
+ * <p>
+ * Built once per table and provider; immutable and thread-safe (a {@link #of(LockTable, LockDialect) detecting}
+ * instance caches the dialect it found, which is the same for every connection of a data source).
+ */
+abstract sealed class LockStatements extends LockTableSql
+		permits LockStatements.MariaDb, LockStatements.MySql, LockStatements.Detecting {
+
+	/** Microseconds since the epoch on the server's UTC clock: the start of a new row's fencing tokens. */
+	static final String SERVER_MICROS = "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))";
+
+	/**
+	 * The next fencing token of a lock row, exposed through {@code LAST_INSERT_ID} (read from the OK packet, no round
+	 * trip): one more than the last, or the server's clock in microseconds if that is larger, so tokens keep increasing
+	 * even for a row that was deleted and created again.
+	 */
+	static final String NEXT_TOKEN = "fencing_token = LAST_INSERT_ID(GREATEST(fencing_token + 1, " + SERVER_MICROS + "))";
+
+	/** The lease on a lock row has ended (or the row was released). */
+	static final String FREE = "expires_at <= UTC_TIMESTAMP(6)";
+
+	/** Starts a short transaction on an autocommit connection (one round trip, where autocommit off and on are two). */
+	static final String START_TRANSACTION = "START TRANSACTION";
+
+	static final String COMMIT = "COMMIT";
+
+	static final String ROLLBACK = "ROLLBACK";
+
+	/** The server's version string: the start-up detection of the server family ({@link DatabaseServer}). */
+	static final String SERVER_VERSION = "SELECT VERSION()";
+
+	/** The server's clock, for the Actuator view of the lock table. */
+	static final String SERVER_TIME = "SELECT UTC_TIMESTAMP(6)";
+
+	/** The lock table's columns, to validate a schema the library did not migrate. */
+	static final String TABLE_COLUMNS = normalize("""
+			SELECT LOWER(COLUMN_NAME) FROM information_schema.COLUMNS
+			WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?""");
+
+	/** The variables that tell a read-only server or a multi-primary cluster ({@link DatabaseTopology}). */
+	static final String TOPOLOGY_VARIABLES = normalize("""
+			SHOW SESSION VARIABLES WHERE Variable_name IN ('read_only', 'super_read_only', 'innodb_read_only',
+			'transaction_read_only', 'tx_read_only', 'wsrep_on', 'group_replication_single_primary_mode')""");
+
+	/** Whether this server is an active member of its (multi-primary) replication group. */
+	static final String GROUP_MEMBER_STATE = normalize("""
+			SELECT MEMBER_STATE FROM performance_schema.replication_group_members
+			WHERE MEMBER_ID = @@server_uuid""");
+
+	// ---- exclusive leases (LeaseLockProvider, LockRows) ----
+
+	/**
+	 * Takes an expired lease, or one this owner already has (a take that committed before its connection broke):
+	 * reserves a block of 1,024 fencing tokens (LeaseLockProvider.TOKEN_BLOCK) and takes the taker out of line.
+	 * Parameters: owner, holder, lease µs, owner, owner, resource, owner.
+	 */
+	final String leaseTake = sql("""
+			UPDATE {lock} SET owner_token = ?, holder = ?,
+			fencing_token = LAST_INSERT_ID(GREATEST(fencing_token + 1024, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))),
+			acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND,
+			waiting_until = IF(waiting_owner = ?, NULL, waiting_until),
+			waiting_owner = IF(waiting_owner = ?, NULL, waiting_owner)
+			WHERE resource = ? AND (expires_at <= UTC_TIMESTAMP(6) OR owner_token = ?)""");
+
+	/** Inserts the row of a never-seen resource, taken. Parameters: resource, owner, holder, lease µs. */
+	final String leaseInsert = sql("""
+			INSERT INTO {lock} (resource, owner_token, holder, fencing_token, acquired_at, expires_at)
+			VALUES (?, ?, ?, LAST_INSERT_ID(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))),
+			UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)""");
+
+	/**
+	 * Releases a lease of this owner. With a live waiter next in line (waiting_owner set, its announcement
+	 * waiting_until not run out, the minimum hold time passed) the lease goes straight to it: its owner token
+	 * becomes the row's, with a lease until its announcement runs out plus a second, and its next attempt takes the
+	 * row as its own, so nobody else can take the lock in between. Otherwise the row is freed (expires_at = now, or
+	 * the end of the minimum hold time). Either way the announcement is cleared, and the client learns in the same
+	 * round trip, through LAST_INSERT_ID(expr) (LockRows.announcedWaitNanos): 1 for a hand-over, else the
+	 * microseconds until the attempt a waiter announced (at least 2), or 0 if none did. Assignments run left to
+	 * right and later ones see earlier results (MySQL, and MariaDB without SIMULTANEOUS_ASSIGNMENT; with it every
+	 * one reads the old row, which gives the same result): each column is read only by assignments before its own.
+	 * Parameters: minHold µs (four times), resource, owner.
+	 */
+	final String leaseRelease = sql("""
+			UPDATE {lock} SET
+			expires_at = IF((waiting_owner IS NOT NULL AND waiting_until > UTC_TIMESTAMP(6) AND acquired_at + INTERVAL ? MICROSECOND <= UTC_TIMESTAMP(6)),
+			waiting_until + INTERVAL 1 SECOND, GREATEST(UTC_TIMESTAMP(6), acquired_at + INTERVAL ? MICROSECOND)),
+			owner_token = IF((waiting_owner IS NOT NULL AND waiting_until > UTC_TIMESTAMP(6) AND acquired_at + INTERVAL ? MICROSECOND <= UTC_TIMESTAMP(6)),
+			waiting_owner, NULL),
+			waiting_until = IF(LAST_INSERT_ID(IF((waiting_owner IS NOT NULL AND waiting_until > UTC_TIMESTAMP(6) AND acquired_at + INTERVAL ? MICROSECOND <= UTC_TIMESTAMP(6)),
+			1, IF(waiting_until > UTC_TIMESTAMP(6), GREATEST(2, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), waiting_until)), 0))) > 0, NULL, NULL),
+			waiting_owner = NULL
+			WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)""");
+
+	/** Renews (or extends) a lease of this owner that has not ended. Parameters: lease µs, resource, owner. */
+	final String leaseRenew = sql("""
+			UPDATE {lock} SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
+			WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)""");
+
+	/** Commit check on one primary: a locking read of the row. Parameters: resource, owner. */
+	final String leaseLockRow = sql("""
+			SELECT fencing_token FROM {lock}
+			WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6) FOR UPDATE""");
+
+	/**
+	 * Commit check on a multi-primary cluster: a write (the lease one microsecond longer), since only writes are
+	 * certified. Parameters: resource, owner.
+	 */
+	final String leaseTouchRow = sql("""
+			UPDATE {lock} SET expires_at = expires_at + INTERVAL 1 MICROSECOND
+			WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)""");
+
+	/** Holder, lease left, held for, waiter next in line and its announcement left (µs). Parameter: resource. */
+	final String rowPeek = sql("""
+			SELECT holder, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at),
+			TIMESTAMPDIFF(MICROSECOND, acquired_at, UTC_TIMESTAMP(6)), waiting_owner,
+			TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), waiting_until) FROM {lock} WHERE resource = ?""");
+
+	/** Inserts a free row (for the PESSIMISTIC mode's row lock). Parameter: resource. */
+	final String rowInsertFree = sql("""
+			INSERT INTO {lock} (resource, owner_token, holder, fencing_token, acquired_at, expires_at)
+			VALUES (?, NULL, NULL, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)),
+			UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))""");
+
+	/** The fencing token of a lease this owner just took, where the driver did not return it. */
+	final String rowToken = sql("SELECT fencing_token FROM {lock} WHERE resource = ? AND owner_token = ?");
+
+	/** Extends the announcement of a waiter. Parameters: µs, resource. */
+	final String rowAnnounce = sql("""
+			UPDATE {lock} SET waiting_until = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
+			WHERE resource = ? AND expires_at > UTC_TIMESTAMP(6)""");
+
+	/**
+	 * Makes this waiter the next in line unless another live waiter is. Parameters: owner, µs, resource, owner,
+	 * owner.
+	 */
+	final String rowSuccessor = sql("""
+			UPDATE {lock} SET waiting_owner = ?, waiting_until = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
+			WHERE resource = ? AND expires_at > UTC_TIMESTAMP(6) AND (owner_token IS NULL OR owner_token <> ?)
+			AND (waiting_owner IS NULL OR waiting_owner = ? OR waiting_until IS NULL OR waiting_until <= UTC_TIMESTAMP(6))""");
+
+	/**
+	 * A waiter gives up: frees a lease handed to it and takes itself out of line. Assignments run left to right and
+	 * later ones see earlier results (MySQL and MariaDB without SIMULTANEOUS_ASSIGNMENT): expires_at and
+	 * owner_token are only read before they change. Parameters: owner (four times), resource, owner, owner.
+	 */
+	final String rowWithdraw = sql("""
+			UPDATE {lock} SET expires_at = IF(owner_token = ?, UTC_TIMESTAMP(6), expires_at),
+			owner_token = IF(owner_token = ?, NULL, owner_token),
+			waiting_until = IF(waiting_owner = ?, NULL, waiting_until),
+			waiting_owner = IF(waiting_owner = ?, NULL, waiting_owner)
+			WHERE resource = ? AND (owner_token = ? OR waiting_owner = ?)""");
+
+	// ---- read/write leases (ReadWriteLeases) ----
+
+	final String rwLockRow = sql("""
+			SELECT fencing_token, intent_owner, intent_expires_at > UTC_TIMESTAMP(6), intent_holder FROM {rw}
+			WHERE resource = ? FOR UPDATE""");
+
+	final String rwCreateRow = sql("""
+			INSERT INTO {rw} (resource, fencing_token)
+			VALUES (?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))""");
+
+	/** The strongest other live holder of at least the given kind. Parameters: resource, owner, kind. */
+	final String rwHolders = sql("""
+			SELECT kind, holder, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM {rw_hold}
+			WHERE resource = ? AND owner_token <> ? AND expires_at > UTC_TIMESTAMP(6) AND kind >= ?
+			ORDER BY kind DESC LIMIT 1 LOCK IN SHARE MODE""");
+
+	final String rwGrant = sql("UPDATE {rw} SET fencing_token = ? WHERE resource = ?");
+
+	final String rwGrantClearingIntent = sql("""
+			UPDATE {rw} SET fencing_token = ?, intent_owner = NULL, intent_expires_at = NULL, intent_holder = NULL
+			WHERE resource = ?""");
+
+	/** Parameters: resource, owner, kind, holder, fencing token, lease µs. */
+	final String rwInsertHold = sql("""
+			INSERT INTO {rw_hold} (resource, owner_token, kind, holder, fencing_token, acquired_at, expires_at)
+			VALUES (?, ?, ?, ?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)""");
+
+	/** Parameters: owner, holder, intent µs, resource. */
+	final String rwIntent = sql("""
+			UPDATE {rw} SET intent_owner = ?, intent_holder = ?, intent_expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
+			WHERE resource = ?""");
+
+	final String rwClearIntent = sql("""
+			UPDATE {rw} SET intent_owner = NULL, intent_expires_at = NULL, intent_holder = NULL
+			WHERE resource = ? AND intent_owner = ?""");
+
+	final String rwOwnHold = sql("""
+			SELECT fencing_token, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM {rw_hold}
+			WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)""");
+
+	final String rwDropOwnExpired = sql("""
+			DELETE FROM {rw_hold} WHERE resource = ? AND owner_token = ? AND expires_at <= UTC_TIMESTAMP(6)""");
+
+	/** Parameters: lease µs, resource, owner. */
+	final String rwRenew = sql("""
+			UPDATE {rw_hold} SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
+			WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)""");
+
+	final String rwRelease = sql("""
+			DELETE FROM {rw_hold} WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)""");
+
+	/** A release with a minimum hold. Parameters: minHold µs, resource, owner. */
+	final String rwReleaseKeeping = sql("""
+			UPDATE {rw_hold} SET expires_at = GREATEST(UTC_TIMESTAMP(6), acquired_at + INTERVAL ? MICROSECOND)
+			WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)""");
+
+	/** A plain (non-locking) read: it answers even while the holder row is locked. */
+	final String rwOwnRemaining = sql("""
+			SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM {rw_hold}
+			WHERE resource = ? AND owner_token = ?""");
+
+	/** Commit check of a write lock: a locking read of the holder row. Parameters: resource, owner. */
+	final String rwLockHold = sql("""
+			SELECT fencing_token FROM {rw_hold}
+			WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6) FOR UPDATE""");
+
+	/** Commit check on a multi-primary cluster: a write to the resource row. Parameter: resource. */
+	final String rwTouchResource = sql("UPDATE {rw} SET fencing_token = fencing_token + 1 WHERE resource = ?");
+
+	// ---- semaphores (JdbcSemaphoreProvider) ----
+
+	final String semLockPool = sql("SELECT permits FROM {sem} WHERE name = ? FOR UPDATE");
+
+	/** Holders, expired holders, and whether this owner holds one, with the holders locked. Parameters: owner, name. */
+	final String semCount = sql("""
+			SELECT COUNT(*), COALESCE(SUM(expires_at <= UTC_TIMESTAMP(6)), 0),
+			COALESCE(MAX(owner_token = ? AND expires_at > UTC_TIMESTAMP(6)), 0) FROM {sem_hold}
+			WHERE name = ? FOR UPDATE""");
+
+	final String semOwnPermit = sql("""
+			SELECT fencing_token, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM {sem_hold}
+			WHERE name = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)""");
+
+	final String semDeleteExpired = sql("DELETE FROM {sem_hold} WHERE name = ? AND expires_at <= UTC_TIMESTAMP(6)");
+
+	final String semNextToken = sql("""
+			UPDATE {sem} SET fencing_token = LAST_INSERT_ID(GREATEST(fencing_token + 1,
+			TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))) WHERE name = ?""");
+
+	final String semToken = sql("SELECT fencing_token FROM {sem} WHERE name = ?");
+
+	/** Parameters: name, owner, holder, fencing token, lease µs. */
+	final String semInsertHold = sql("""
+			INSERT INTO {sem_hold} (name, owner_token, holder, fencing_token, acquired_at, expires_at)
+			VALUES (?, ?, ?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)""");
+
+	/** Parameters: name, permits. */
+	final String semInsertPool = sql("""
+			INSERT INTO {sem} (name, permits, fencing_token)
+			VALUES (?, ?, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))""");
+
+	final String semUpdatePermits = sql("UPDATE {sem} SET permits = ? WHERE name = ?");
+
+	final String semPermits = sql("SELECT permits FROM {sem} WHERE name = ?");
+
+	final String semAvailable = sql("""
+			SELECT s.permits - (SELECT COUNT(*) FROM {sem_hold} h WHERE h.name = s.name AND h.expires_at > UTC_TIMESTAMP(6))
+			FROM {sem} s WHERE s.name = ?""");
+
+	final String semRelease = sql("""
+			DELETE FROM {sem_hold} WHERE name = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)""");
+
+	/** Parameters: lease µs, name, owner. */
+	final String semRenew = sql("""
+			UPDATE {sem_hold} SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
+			WHERE name = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)""");
+
+	/** A plain (non-locking) read: it answers even while the holder row is locked. */
+	final String semOwnRemaining = sql("""
+			SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM {sem_hold}
+			WHERE name = ? AND owner_token = ?""");
+
+	// ---- idempotency records (IdempotencyStore) ----
+
+	/** Parameters: key, owner, holder, lease µs, retention µs. */
+	final String idemInsert = sql("""
+			INSERT INTO {idem} (idem_key, status, owner_token, holder, fencing_token, attempts, started_at, expires_at, retain_until)
+			VALUES (?, 'RUNNING', ?, ?, LAST_INSERT_ID(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))), 1,
+			UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)""");
+
+	/**
+	 * Takes over a failed, expired or retained-too-long record, or one this owner runs; attempts is assigned before
+	 * status, so that it reads the old status under either assignment order. Parameters: owner, holder, lease µs,
+	 * retention µs, key, owner.
+	 */
+	final String idemTakeOver = sql("""
+			UPDATE {idem} SET attempts = IF(status = 'SUCCEEDED', 1, attempts + 1), status = 'RUNNING',
+			owner_token = ?, holder = ?,
+			fencing_token = LAST_INSERT_ID(GREATEST(fencing_token + 1, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))),
+			started_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, completed_at = NULL,
+			retain_until = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, outcome = NULL, outcome_type = NULL, error = NULL
+			WHERE idem_key = ? AND (status = 'FAILED' OR (status = 'RUNNING' AND expires_at <= UTC_TIMESTAMP(6))
+			OR (status = 'SUCCEEDED' AND retain_until <= UTC_TIMESTAMP(6)) OR (status = 'RUNNING' AND owner_token = ?))""");
+
+	final String idemSelect = sql("""
+			SELECT status, holder, owner_token, fencing_token, attempts, started_at, expires_at, completed_at,
+			retain_until, outcome, outcome_type, error, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at),
+			retain_until <= UTC_TIMESTAMP(6) FROM {idem} WHERE idem_key = ?""");
+
+	final String idemToken = sql("SELECT fencing_token FROM {idem} WHERE idem_key = ? AND owner_token = ?");
+
+	/** Parameters: lease µs, key, owner. */
+	final String idemRenew = sql("""
+			UPDATE {idem} SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
+			WHERE idem_key = ? AND owner_token = ? AND status = 'RUNNING' AND expires_at > UTC_TIMESTAMP(6)""");
+
+	/** Parameters: retention µs, outcome, outcome type, error, key, owner. */
+	final String idemSucceed = sql("""
+			UPDATE {idem} SET status = 'SUCCEEDED', expires_at = UTC_TIMESTAMP(6), completed_at = UTC_TIMESTAMP(6),
+			retain_until = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, outcome = ?, outcome_type = ?, error = ?
+			WHERE idem_key = ? AND owner_token = ? AND status = 'RUNNING'""");
+
+	/** Parameters as #idemSucceed. */
+	final String idemFail = sql("""
+			UPDATE {idem} SET status = 'FAILED', expires_at = UTC_TIMESTAMP(6), completed_at = UTC_TIMESTAMP(6),
+			retain_until = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, outcome = ?, outcome_type = ?, error = ?
+			WHERE idem_key = ? AND owner_token = ? AND status = 'RUNNING'""");
+
+	final String idemDelete = sql("DELETE FROM {idem} WHERE idem_key = ?");
+
+	// ---- OPTIMISTIC (OptimisticLockProvider) ----
+
+	final String optimisticRead = sql("SELECT fencing_token FROM {lock} WHERE resource = ?");
+
+	/** Compare-and-set of a free row's version. Parameters: owner, holder, resource, version. */
+	final String optimisticTake = sql("""
+			UPDATE {lock} SET owner_token = ?, holder = ?,
+			fencing_token = LAST_INSERT_ID(GREATEST(fencing_token + 1, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))),
+			acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6)
+			WHERE resource = ? AND fencing_token = ? AND expires_at <= UTC_TIMESTAMP(6)""");
+
+	// ---- the Actuator view (LockTableAdmin) ----
+
+	final String adminList = sql("""
+			SELECT resource, holder, fencing_token, acquired_at, expires_at, (owner_token IS NOT NULL AND expires_at > UTC_TIMESTAMP(6))
+			FROM {lock} WHERE owner_token IS NOT NULL AND expires_at > UTC_TIMESTAMP(6)
+			ORDER BY expires_at, resource LIMIT ?""");
+
+	final String adminFind = sql("""
+			SELECT resource, holder, fencing_token, acquired_at, expires_at, (owner_token IS NOT NULL AND expires_at > UTC_TIMESTAMP(6))
+			FROM {lock} WHERE resource = ?""");
+
+	final String adminLockRow = sql("""
+			SELECT resource, holder, fencing_token, acquired_at, expires_at, (owner_token IS NOT NULL AND expires_at > UTC_TIMESTAMP(6))
+			FROM {lock} WHERE resource = ? FOR UPDATE""");
+
+	final String adminForceRelease = sql("""
+			UPDATE {lock} SET owner_token = NULL, expires_at = UTC_TIMESTAMP(6),
+			fencing_token = LAST_INSERT_ID(GREATEST(fencing_token + 1, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))))
+			WHERE resource = ?""");
+
+	final String adminToken = sql("SELECT fencing_token FROM {lock} WHERE resource = ?");
+
+	final String adminProbe = sql("SELECT 1 FROM {lock} LIMIT 1");
+
+	final String adminLocked = sql("SELECT expires_at > UTC_TIMESTAMP(6) FROM {lock} WHERE resource = ?");
+
+	// ---- clean-up (LockTableCleaner) ----
+
+	/** Expired lock rows, beyond the retention. */
+	final Cleanup lockCleanup = new Cleanup(
+			sql("""
+					SELECT resource FROM {lock} WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+					ORDER BY expires_at LIMIT ?"""),
+			sql("""
+					SELECT resource FROM {lock} FORCE INDEX (PRIMARY) WHERE resource IN ({keys})
+					AND expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND FOR UPDATE SKIP LOCKED"""),
+			sql("""
+					DELETE {lock} FROM {lock} FORCE INDEX (PRIMARY) WHERE resource IN ({keys})
+					AND expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND"""));
+
+	/** Idempotency records whose retention ended, unless running. */
+	final Cleanup idempotencyCleanup = new Cleanup(
+			sql("""
+					SELECT idem_key FROM {idem} WHERE retain_until < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+					AND (status <> 'RUNNING' OR expires_at < UTC_TIMESTAMP(6)) ORDER BY retain_until LIMIT ?"""),
+			sql("""
+					SELECT idem_key FROM {idem} FORCE INDEX (PRIMARY) WHERE idem_key IN ({keys})
+					AND retain_until < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+					AND (status <> 'RUNNING' OR expires_at < UTC_TIMESTAMP(6)) FOR UPDATE SKIP LOCKED"""),
+			sql("""
+					DELETE {idem} FROM {idem} FORCE INDEX (PRIMARY) WHERE idem_key IN ({keys})
+					AND retain_until < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+					AND (status <> 'RUNNING' OR expires_at < UTC_TIMESTAMP(6))"""));
+
+	/** Expired read/write holder rows, and the delete of one (parameters: resource, owner). */
+	final String cleanRwHolds = sql("""
+			SELECT resource, owner_token FROM {rw_hold} WHERE expires_at < UTC_TIMESTAMP(6)
+			ORDER BY expires_at LIMIT ?""");
+
+	final String cleanRwHold = sql("""
+			DELETE FROM {rw_hold} WHERE resource = ? AND owner_token = ? AND expires_at < UTC_TIMESTAMP(6)""");
+
+	/** Expired permits, and the delete of one (parameters: name, owner). */
+	final String cleanSemHolds = sql("""
+			SELECT name, owner_token FROM {sem_hold} WHERE expires_at < UTC_TIMESTAMP(6)
+			ORDER BY expires_at LIMIT ?""");
+
+	final String cleanSemHold = sql("""
+			DELETE FROM {sem_hold} WHERE name = ? AND owner_token = ? AND expires_at < UTC_TIMESTAMP(6)""");
+
+	private LockStatements(LockTable table) {
+		super(table);
+	}
+
+	/**
+	 * The statements of a lock table for a server family.
+	 * @param dialect the configured or detected family; {@code null} to detect it from the first connection's
+	 * metadata that bounds a statement ({@link #prepareBounded})
+	 */
+	static LockStatements of(LockTable table, @Nullable LockDialect dialect) {
+		if (dialect == null) {
+			return new Detecting(table);
+		}
+		return (dialect == LockDialect.MARIADB) ? new MariaDb(table) : new MySql(table);
+	}
+
+	/**
+	 * The dialect these statements were built for, or the one detected so far; {@code null} while a detecting instance
+	 * has seen no connection.
+	 */
+	abstract @Nullable LockDialect dialect();
+
+	/**
+	 * Prepares a statement bounded to {@code timeoutSeconds} (at least 1): on MariaDB by the server ({@code SET
+	 * STATEMENT max_statement_time = n FOR ...}, error 1969 when it ends the statement), on MySQL by the driver's query
+	 * timeout. The server's bound is the cheaper one: Connector/J cancels with {@code KILL QUERY} over a new connection,
+	 * and schedules a cancel task on a timer thread for every statement. Either way a reply that never comes is bounded
+	 * by the network timeout ({@link JdbcLockSupport#boundReads}). Run a query prepared here with
+	 * {@link JdbcLockSupport#query}.
+	 * @param generatedKeys whether the driver should return {@code LAST_INSERT_ID} ({@code RETURN_GENERATED_KEYS})
+	 */
+	abstract PreparedStatement prepareBounded(Connection connection, String sql, int timeoutSeconds,
+			boolean generatedKeys) throws SQLException;
+
+	/** The statement that lists the replication sources of a server, by its own family and version. */
+	static String replicaStatus(DatabaseServer server) {
+		return (server.product() == DatabaseServer.Product.MARIADB) ? MariaDb.REPLICA_STATUS : MySql.replicaStatus(server);
+	}
+
+	/** A statement of {@code count} bind parameters in place of {@code {keys}} (clean-up batches). */
+	static String withKeys(String sql, int count) {
+		StringBuilder keys = new StringBuilder(count * 3);
+		for (int i = 0; i < count; i++) {
+			keys.append((i == 0) ? "?" : ", ?");
+		}
+		return sql.replace("{keys}", keys);
+	}
+
+	/** The statements of one target of clean-up: candidates, then locking and deleting those still expired. */
+	record Cleanup(String candidates, String lockStillExpired, String delete) {
+	}
+
+	private static PreparedStatement prepare(Connection connection, String sql, boolean generatedKeys)
+			throws SQLException {
+		return generatedKeys ? connection.prepareStatement(sql, Statement.RETURN_GENERATED_KEYS)
+				: connection.prepareStatement(sql);
+	}
+
+	/** MariaDB 10.6+: every statement the same, bounded by the server. */
+	static final class MariaDb extends LockStatements {
+
+		/** Every replication connection of a multi-source replica. */
+		static final String REPLICA_STATUS = "SHOW ALL SLAVES STATUS";
+
+		private MariaDb(LockTable table) {
+			super(table);
+		}
+
+		@Override
+		LockDialect dialect() {
+			return LockDialect.MARIADB;
+		}
+
+		@Override
+		PreparedStatement prepareBounded(Connection connection, String sql, int timeoutSeconds, boolean generatedKeys)
+				throws SQLException {
+			return bound(connection, sql, timeoutSeconds, generatedKeys);
+		}
+
+		static PreparedStatement bound(Connection connection, String sql, int timeoutSeconds, boolean generatedKeys)
+				throws SQLException {
+			// a constant is required here: the value is an int computed by this library, never user input
+			return prepare(connection, "SET STATEMENT max_statement_time=" + Math.max(1, timeoutSeconds) + " FOR " + sql,
+					generatedKeys);
+		}
+
+	}
+
+	/**
+	 * MySQL 8.0+ (and any server not recognized as MariaDB): every statement the same, bounded by the driver's query
+	 * timeout, since MySQL has no per-statement bound for a write ({@code MAX_EXECUTION_TIME} covers {@code SELECT}
+	 * only).
+	 */
+	static final class MySql extends LockStatements {
+
+		private MySql(LockTable table) {
+			super(table);
+		}
+
+		@Override
+		LockDialect dialect() {
+			return LockDialect.MYSQL;
+		}
+
+		@Override
+		PreparedStatement prepareBounded(Connection connection, String sql, int timeoutSeconds, boolean generatedKeys)
+				throws SQLException {
+			return bound(connection, sql, timeoutSeconds, generatedKeys);
+		}
+
+		static PreparedStatement bound(Connection connection, String sql, int timeoutSeconds, boolean generatedKeys)
+				throws SQLException {
+			PreparedStatement ps = prepare(connection, sql, generatedKeys);
+			try {
+				ps.setQueryTimeout(Math.max(1, timeoutSeconds));
+			}
+			catch (SQLException ex) {
+				ps.close();
+				throw ex;
+			}
+			return ps;
+		}
+
+		/** {@code SHOW REPLICA STATUS} from 8.1 on, {@code SHOW SLAVE STATUS} before. */
+		static String replicaStatus(DatabaseServer server) {
+			return (server.major() > 8 || (server.major() == 8 && server.minor() > 0)) ? "SHOW REPLICA STATUS"
+					: "SHOW SLAVE STATUS";
+		}
+
+	}
+
+	/**
+	 * The statements of a server family not known in advance: the one detected once from the first connection's
+	 * metadata (the driver knows the server version from the handshake: no round trip), through
+	 * {@link LockDialect#of(String)}.
+	 */
+	static final class Detecting extends LockStatements {
+
+		private volatile @Nullable LockDialect detected;
+
+		private Detecting(LockTable table) {
+			super(table);
+		}
+
+		@Override
+		@Nullable LockDialect dialect() {
+			return this.detected;
+		}
+
+		@Override
+		PreparedStatement prepareBounded(Connection connection, String sql, int timeoutSeconds, boolean generatedKeys)
+				throws SQLException {
+			LockDialect dialect = this.detected;
+			if (dialect == null) {
+				dialect = LockDialect.of(connection.getMetaData().getDatabaseProductVersion());
+				this.detected = dialect;
+			}
+			return (dialect == LockDialect.MARIADB) ? MariaDb.bound(connection, sql, timeoutSeconds, generatedKeys)
+					: MySql.bound(connection, sql, timeoutSeconds, generatedKeys);
+		}
+
+	}
+
+}
