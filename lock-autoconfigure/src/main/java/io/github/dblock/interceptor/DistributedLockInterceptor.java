@@ -200,7 +200,7 @@ public class DistributedLockInterceptor implements MethodInterceptor {
 	@Nullable
 	private Object invokeInLockTransaction(LockTemplate template, String resource, LockAttribute attribute,
 			MethodInvocation invocation) throws Throwable {
-		Throwable[] checked = new Throwable[1];
+		@Nullable Throwable[] checked = new Throwable[1];
 		Object result = template.execute(resource, attribute.getOptions(), (lock) -> {
 			checked[0] = null;
 			try {
@@ -218,8 +218,9 @@ public class DistributedLockInterceptor implements MethodInterceptor {
 				return null;
 			}
 		});
-		if (checked[0] != null) {
-			throw checked[0];
+		Throwable failure = checked[0];
+		if (failure != null) {
+			throw failure;
 		}
 		return result;
 	}
@@ -227,8 +228,8 @@ public class DistributedLockInterceptor implements MethodInterceptor {
 	/** Proceeds with {@code null} {@link LockHandle} parameters filled in with the held lock. */
 	@Nullable
 	static Object proceed(MethodInvocation invocation, LockAttribute attribute, LockHandle lock) throws Throwable {
-		Object[] arguments = invocation.getArguments();
-		Object[] filled = attribute.withHandle(arguments, lock);
+		@Nullable Object[] arguments = invocation.getArguments();
+		@Nullable Object[] filled = attribute.withHandle(arguments, lock);
 		if (filled != arguments) {
 			if (invocation instanceof ProxyMethodInvocation proxied) {
 				proxied.setArguments(filled);

@@ -59,11 +59,11 @@ public final class LockAttribute {
 	 * The arguments with every {@code null} {@link io.github.dblock.LockHandle} parameter replaced by the held lock;
 	 * the same array when there is nothing to fill in, a copy otherwise.
 	 */
-	Object[] withHandle(Object[] arguments, io.github.dblock.LockHandle lock) {
+	@Nullable Object[] withHandle(@Nullable Object[] arguments, io.github.dblock.LockHandle lock) {
 		if (this.handleParameters.length == 0) {
 			return arguments;
 		}
-		Object[] result = arguments.clone();
+		@Nullable Object[] result = arguments.clone();
 		for (int i : this.handleParameters) {
 			if (result[i] == null) {
 				result[i] = lock;

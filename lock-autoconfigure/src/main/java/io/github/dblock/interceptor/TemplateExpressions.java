@@ -62,7 +62,7 @@ final class TemplateExpressions {
 	 * @throws IllegalStateException naming the unknown variable and listing the valid ones
 	 */
 	static void checkVariables(String where, String what, List<Expression> parts, Method method) {
-		String[] names = PARAMETER_NAMES.getParameterNames(method);
+		@Nullable String @Nullable [] names = PARAMETER_NAMES.getParameterNames(method);
 		int count = method.getParameterCount();
 		for (Expression part : parts) {
 			if (!(part instanceof SpelExpression spel)) {
