@@ -80,6 +80,13 @@ public class PessimisticLockProvider implements LockProvider {
 	/** Quick re-attempts after a row lock that may belong to another statement rather than a holder. */
 	private static final int MAX_LOCKED_RETRIES = 3;
 
+	/**
+	 * How far the stored token may be ahead of the server clock for an acquisition to wait, holding the row, until
+	 * the clock passes it (see {@link #awaitClockPast}). A LEASE take leaves the token up to about a millisecond
+	 * ahead; more means that the server clock stepped back, and the acquisition then writes the stored token + 1.
+	 */
+	static final long MAX_CLOCK_CATCH_UP_MICROS = 100_000;
+
 	/** Bound on immediate re-attempts of a locking statement that met a free row with a stale clock. */
 	private static final int MAX_CREATION_RACES = 5;
 
@@ -105,12 +112,20 @@ public class PessimisticLockProvider implements LockProvider {
 
 	private final Semaphore connections;
 
+	/**
+	 * The durable write, run once the row is ours: records the owner and sets the token to the server clock when that
+	 * exceeds the stored token (else leaves it, see {@link #writeToken}).
+	 */
 	private final String lockSql;
 
-	private final String nowaitSql;
-
-	/** The locking read of {@link Fencing#SERVER_CLOCK}: stored token, whether free, server clock in µs. */
+	/**
+	 * The locking read that waits for the row (both settings): stored token, whether free, server clock in µs at the
+	 * statement's start.
+	 */
 	private final String clockReadSql;
+
+	/** Sets the token to {@code GREATEST(fencing_token + ?, <server µs>)} on a row this transaction holds. */
+	private final String retokenSql;
 
 	private volatile Fencing fencing = Fencing.DURABLE;
 
@@ -144,12 +159,13 @@ public class PessimisticLockProvider implements LockProvider {
 		this.maxConnections = maxConnections;
 		this.connections = new Semaphore(maxConnections);
 		String t = table.quoted();
-		this.lockSql = "UPDATE " + t + " SET owner_token = ?, holder = ?, " + LockRows.NEXT_TOKEN
-				+ ", acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND"
-				+ " WHERE resource = ? AND " + LockRows.FREE;
-		this.nowaitSql = "SELECT 1 FROM " + t + " WHERE resource = ? FOR UPDATE NOWAIT";
+		this.lockSql = "UPDATE " + t + " SET owner_token = ?, holder = ?, fencing_token = LAST_INSERT_ID(GREATEST("
+				+ "fencing_token, " + LockRows.SERVER_MICROS + ")), acquired_at = UTC_TIMESTAMP(6),"
+				+ " expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND WHERE resource = ? AND " + LockRows.FREE;
 		this.clockReadSql = "SELECT fencing_token, " + LockRows.FREE + ", " + LockRows.SERVER_MICROS + " FROM " + t
 				+ " WHERE resource = ? FOR UPDATE";
+		this.retokenSql = "UPDATE " + t + " SET fencing_token = LAST_INSERT_ID(GREATEST(fencing_token + ?, "
+				+ LockRows.SERVER_MICROS + ")) WHERE resource = ?";
 	}
 
 	@Override
@@ -343,7 +359,7 @@ public class PessimisticLockProvider implements LockProvider {
 				int previousReads = JdbcLockSupport.boundReads(connection,
 						waitSeconds(request) + this.jdbc.statementTimeoutSeconds());
 				try {
-					result = lockRow(connection, request, owner, true); // ensureRow made sure the row exists
+					result = lockRow(connection, request, owner); // ensureRow made sure the row exists
 				}
 				finally {
 					JdbcLockSupport.restoreReads(connection, previousReads);
@@ -429,7 +445,7 @@ public class PessimisticLockProvider implements LockProvider {
 					JdbcLockSupport.boundReadsUntilDeadline(connection, replyDeadline);
 				}
 				execute(connection, "START TRANSACTION");
-				Locking result = lockRow(connection, request, owner, this.knownRows.contains(request.resource()));
+				Locking result = lockRow(connection, request, owner);
 				if (result.token != null) {
 					held = true;
 					this.knownRows.add(request.resource());
@@ -512,35 +528,31 @@ public class PessimisticLockProvider implements LockProvider {
 	}
 
 	/**
-	 * Runs the locking statement(s) on the connection, inside its open transaction, with the server's lock wait
-	 * bounded by the caller's remaining wait time.
-	 * @param rowExists whether the row is believed to exist (a statement that matched nothing is then re-run once at
-	 * once, see {@link #bindAndLock})
+	 * Takes the row lock and hands out the fencing token, on the connection inside its open transaction. The row is
+	 * taken by a locking read ({@link #clockReadSql}) that waits in the row's lock queue, bounded by the caller's
+	 * remaining wait time, and writes nothing. Every clock the token comes from is read by a later statement, so
+	 * after the row was granted, hence after the previous holder (alive or dead) read its own: {@code UTC_TIMESTAMP(6)}
+	 * is fixed when a statement starts, and the waiting statement may have started before the previous holder's.
+	 * @return the token; {@link Locking#NOT_MATCHED} for a missing row (the transaction keeps a gap lock) or one
+	 * held under a lease (it keeps the row lock) until the caller rolls it back; {@link Locking#ROW_LOCKED} when
+	 * the wait ended
+	 * @throws SQLException on any other failure
+	 * @throws InterruptedException if interrupted while waiting or catching up with the clock
 	 */
-	private Locking lockRow(Connection connection, LockRequest request, String owner, boolean rowExists)
+	private Locking lockRow(Connection connection, LockRequest request, String owner)
 			throws SQLException, InterruptedException {
 		int waitSeconds = waitSeconds(request);
 		int timeout = waitSeconds + this.jdbc.statementTimeoutSeconds();
 		boolean clock = this.fencing == Fencing.SERVER_CLOCK && request.minHoldMicros() == 0;
+		Long stored;
 		try {
 			if (this.dialect == LockDialect.MYSQL && waitSeconds == 0) {
-				try (PreparedStatement ps = connection.prepareStatement(this.nowaitSql)) {
-					ps.setQueryTimeout(timeout);
-					ps.setBytes(1, LockRows.bytes(request.resource()));
-					ps.executeQuery().close();
-				}
-				if (clock) {
-					return run(connection, this.clockReadSql, false,
-							(ps) -> readClockAndLock(connection, ps, request, owner, timeout));
-				}
-				return run(connection, this.lockSql, true, (ps) -> bindAndLock(connection, ps, request, owner, timeout, rowExists));
+				stored = run(connection, this.clockReadSql + " NOWAIT", false, (ps) -> lockingRead(ps, request, timeout));
 			}
-			if (clock) {
-				return withLockWait(connection, waitSeconds, this.clockReadSql, false,
-						(ps) -> readClockAndLock(connection, ps, request, owner, timeout));
+			else {
+				stored = withLockWait(connection, waitSeconds, this.clockReadSql, false,
+						(ps) -> lockingRead(ps, request, timeout));
 			}
-			return withLockWait(connection, waitSeconds, this.lockSql, true,
-					(ps) -> bindAndLock(connection, ps, request, owner, timeout, rowExists));
 		}
 		catch (SQLException ex) {
 			if (Thread.currentThread().isInterrupted()) {
@@ -550,6 +562,158 @@ public class PessimisticLockProvider implements LockProvider {
 				return Locking.ROW_LOCKED;
 			}
 			throw ex;
+		}
+		if (stored == null) {
+			return Locking.NOT_MATCHED;
+		}
+		return clock ? clockToken(connection, request, owner, timeout) : writeToken(connection, request, owner, timeout,
+				stored);
+	}
+
+	/** Runs the waiting locking read: the stored token, or {@code null} for a missing row. */
+	private static @Nullable Long lockingRead(PreparedStatement ps, LockRequest request, int timeout)
+			throws SQLException {
+		ps.setQueryTimeout(timeout);
+		ps.setBytes(1, LockRows.bytes(request.resource()));
+		try (java.sql.ResultSet rs = JdbcLockSupport.query(ps)) {
+			return rs.next() ? rs.getLong(1) : null;
+		}
+	}
+
+	/**
+	 * The token of {@link Fencing#DURABLE} (and of any acquisition with a minimum hold time), on a row this transaction
+	 * holds: one {@code UPDATE} records the owner, checks the lease with a clock read after the grant and sets the
+	 * token to that clock when it exceeds the stored token. If it does not (the stored token is ahead of the clock),
+	 * the token is not taken from the counter, since a counter-derived token handed to a holder that dies before its
+	 * {@code COMMIT} is rolled back and would be handed out again: the acquisition waits, holding the row, until the
+	 * clock passes the stored token ({@link #awaitClockPast}) and sets the token to the clock then. Only when the
+	 * clock is further behind than {@link #MAX_CLOCK_CATCH_UP_MICROS} (it stepped back) is the token the stored one +
+	 * 1, as before.
+	 * @param stored the token committed in the row, read by the locking read under the row lock
+	 */
+	private Locking writeToken(Connection connection, LockRequest request, String owner, int timeout, long stored)
+			throws SQLException, InterruptedException {
+		long token;
+		try (PreparedStatement ps = connection.prepareStatement(this.lockSql, Statement.RETURN_GENERATED_KEYS)) {
+			ps.setQueryTimeout(timeout);
+			ps.setString(1, owner);
+			ps.setString(2, request.holder());
+			ps.setLong(3, request.minHoldMicros());
+			ps.setBytes(4, LockRows.bytes(request.resource()));
+			if (ps.executeUpdate() != 1) {
+				return Locking.NOT_MATCHED; // held under a lease, judged by a clock read after the grant
+			}
+			token = this.rows.fencingToken(connection, ps, request.resource(), owner, timeout);
+		}
+		if (token > stored) {
+			return new Locking(token, false);
+		}
+		boolean caughtUp = awaitClockPast(connection, request, timeout) >= 0;
+		return new Locking(retoken(connection, request, timeout, caughtUp ? 0 : 1), false);
+	}
+
+	/**
+	 * The token of {@link Fencing#SERVER_CLOCK}, on a row this transaction holds: the locking read runs again (it does
+	 * not wait: the row is ours) and its clock, read after the grant, is the token when it exceeds the stored token;
+	 * nothing is written. A stored token ahead of the clock is waited out as in {@link #writeToken}; when the clock is
+	 * further behind, the durable write runs and the token is the stored one + 1.
+	 */
+	private Locking clockToken(Connection connection, LockRequest request, String owner, int timeout)
+			throws SQLException, InterruptedException {
+		long stored;
+		try (PreparedStatement ps = connection.prepareStatement(this.clockReadSql)) {
+			ps.setQueryTimeout(timeout);
+			ps.setBytes(1, LockRows.bytes(request.resource()));
+			try (java.sql.ResultSet granted = JdbcLockSupport.query(ps)) {
+				if (!granted.next() || !granted.getBoolean(2)) {
+					return Locking.NOT_MATCHED;
+				}
+				stored = granted.getLong(1);
+				long clock = granted.getLong(3);
+				if (clock > stored) {
+					return new Locking(clock, false);
+				}
+			}
+		}
+		long clock = awaitClockPast(connection, request, timeout);
+		if (clock >= 0) {
+			return new Locking(clock, false);
+		}
+		Locking written = writeTokenAfterAStepBack(connection, request, owner, timeout);
+		return written;
+	}
+
+	/** {@link Fencing#SERVER_CLOCK} with the clock far behind the stored token: the durable write of stored + 1. */
+	private Locking writeTokenAfterAStepBack(Connection connection, LockRequest request, String owner, int timeout)
+			throws SQLException {
+		try (PreparedStatement ps = connection.prepareStatement(this.lockSql)) {
+			ps.setQueryTimeout(timeout);
+			ps.setString(1, owner);
+			ps.setString(2, request.holder());
+			ps.setLong(3, request.minHoldMicros());
+			ps.setBytes(4, LockRows.bytes(request.resource()));
+			if (ps.executeUpdate() != 1) {
+				return Locking.NOT_MATCHED;
+			}
+		}
+		return new Locking(retoken(connection, request, timeout, 1), false);
+	}
+
+	/**
+	 * Waits, holding the row, until the server clock exceeds the row's stored token, reading both with the locking
+	 * read (which does not wait: the row is ours) and sleeping for the difference in between.
+	 * @return the first clock read above the stored token (µs), or -1 if the token is more than
+	 * {@link #MAX_CLOCK_CATCH_UP_MICROS} ahead of the clock (a step back: the caller writes the stored token + 1)
+	 * @throws InterruptedException if interrupted while sleeping
+	 */
+	private long awaitClockPast(Connection connection, LockRequest request, int timeout)
+			throws SQLException, InterruptedException {
+		long deadline = System.nanoTime() + TimeUnit.MICROSECONDS.toNanos(MAX_CLOCK_CATCH_UP_MICROS);
+		try (PreparedStatement ps = connection.prepareStatement(this.clockReadSql)) {
+			ps.setQueryTimeout(timeout);
+			ps.setBytes(1, LockRows.bytes(request.resource()));
+			while (true) {
+				long stored;
+				long clock;
+				try (java.sql.ResultSet rs = JdbcLockSupport.query(ps)) {
+					if (!rs.next()) {
+						throw new SQLException("the lock row of '" + request.resource() + "' vanished while locked");
+					}
+					stored = rs.getLong(1);
+					clock = rs.getLong(3);
+				}
+				if (clock > stored) {
+					return clock;
+				}
+				long gapNanos = TimeUnit.MICROSECONDS.toNanos(stored - clock + 1);
+				if (stored - clock >= MAX_CLOCK_CATCH_UP_MICROS || System.nanoTime() + gapNanos - deadline > 0) {
+					logger.warn("The fencing token of lock '" + request.resource() + "' is " + (stored - clock)
+							+ " µs ahead of the server clock (did the clock step back?); handing out the stored token + 1,"
+							+ " which a holder that dies before its release can leave to be handed out again");
+					return -1;
+				}
+				TimeUnit.NANOSECONDS.sleep(gapNanos);
+			}
+		}
+	}
+
+	/**
+	 * Sets the held row's token to {@code GREATEST(fencing_token + increment, <server µs>)} and returns it.
+	 * @param increment 0 once the clock has passed the stored token (the token is then the clock), 1 after a step back
+	 */
+	private long retoken(Connection connection, LockRequest request, int timeout, int increment) throws SQLException {
+		try (PreparedStatement ps = connection.prepareStatement(this.retokenSql, Statement.RETURN_GENERATED_KEYS)) {
+			ps.setQueryTimeout(timeout);
+			ps.setInt(1, increment);
+			ps.setBytes(2, LockRows.bytes(request.resource()));
+			if (ps.executeUpdate() != 1) {
+				throw new SQLException("the lock row of '" + request.resource() + "' vanished while locked");
+			}
+			long token = JdbcLockSupport.lastInsertId(ps);
+			if (token <= 0) {
+				throw new SQLException("the driver did not return the fencing token of '" + request.resource() + "'");
+			}
+			return token;
 		}
 	}
 
@@ -644,67 +808,6 @@ public class PessimisticLockProvider implements LockProvider {
 				InterruptibleWaits.Registration registration = InterruptibleWaits.register(ps)) {
 			return action.run(ps);
 		}
-	}
-
-	/**
-	 * Binds and runs the locking statement. A statement that waited in the row's lock queue compares
-	 * {@code expires_at} with its own clock, {@code UTC_TIMESTAMP(6)}, which the server fixes when the statement
-	 * <em>starts</em>; once granted, it reads the row as the previous holder committed it. When that holder's locking
-	 * statement started after ours (it reached the lock first although it was timestamped later: another waiter
-	 * that retried, a third node, a scheduling delay), the {@code expires_at} it wrote is later than our clock and the
-	 * row looks taken although it is free. So a statement that matched nothing on an existing row runs once more at
-	 * once: the first run left the row locked by this transaction (InnoDB keeps the lock of a row it read for update
-	 * even when the condition failed), so the second run does not wait and its clock is after every commit it could
-	 * see. Without this, the waiter backed off (10 ms) while still holding the row lock, every other node's waiter
-	 * then met the same stale clock, and each change of holder between JVMs cost a back-off pause (about 100 a second
-	 * in the benchmark, against thousands for the same statements in plain JDBC).
-	 */
-	private Locking bindAndLock(Connection connection, PreparedStatement ps, LockRequest request, String owner,
-			int timeout, boolean rowExists) throws SQLException {
-		ps.setQueryTimeout(timeout);
-		ps.setString(1, owner);
-		ps.setString(2, request.holder());
-		ps.setLong(3, request.minHoldMicros());
-		ps.setBytes(4, LockRows.bytes(request.resource()));
-		if (ps.executeUpdate() != 1 && !(rowExists && ps.executeUpdate() == 1)) {
-			return Locking.NOT_MATCHED;
-		}
-		return new Locking(this.rows.fencingToken(connection, ps, request.resource(), owner, timeout), false);
-	}
-
-	/**
-	 * The locking statement of {@link Fencing#SERVER_CLOCK}: a locking read of the row ({@code SELECT fencing_token,
-	 * expires_at <= UTC_TIMESTAMP(6), <server µs> ... FOR UPDATE}), which waits in the row's lock queue and writes
-	 * nothing, run twice. The first run waits for the row lock; its clock is the one fixed when it <em>started</em>,
-	 * possibly before the previous holder read its own clock (see {@link #bindAndLock}). The second run finds the row
-	 * locked by this transaction, so it does not wait, and its clock starts after the grant, hence after the previous
-	 * holder's commit and the clock that holder read. The token is that clock when it exceeds the stored counter;
-	 * otherwise (the counter is ahead: LEASE takes reserve blocks of {@link LeaseLockProvider#TOKEN_BLOCK} tokens, a
-	 * {@link Fencing#DURABLE} holder wrote {@code fencing_token + 1}, or the server clock stepped back since the last
-	 * write) the durable {@code UPDATE} runs, at once since the row is ours, and its token is written.
-	 * @return the token, {@link Locking#NOT_MATCHED} for a missing row or one held under a lease (the transaction
-	 * keeps the row lock, or a gap lock, until the caller rolls it back)
-	 */
-	private Locking readClockAndLock(Connection connection, PreparedStatement ps, LockRequest request, String owner,
-			int timeout) throws SQLException {
-		ps.setQueryTimeout(timeout);
-		ps.setBytes(1, LockRows.bytes(request.resource()));
-		try (java.sql.ResultSet waited = JdbcLockSupport.query(ps)) {
-			if (!waited.next()) {
-				return Locking.NOT_MATCHED;
-			}
-		}
-		try (java.sql.ResultSet granted = JdbcLockSupport.query(ps)) {
-			if (!granted.next() || !granted.getBoolean(2)) {
-				return Locking.NOT_MATCHED;
-			}
-			long stored = granted.getLong(1);
-			long clock = granted.getLong(3);
-			if (clock > stored) {
-				return new Locking(clock, false);
-			}
-		}
-		return run(connection, this.lockSql, true, (update) -> bindAndLock(connection, update, request, owner, timeout, true));
 	}
 
 	/** The caller's remaining wait in whole seconds, rounded up (the unit of {@code innodb_lock_wait_timeout}). */
