@@ -119,8 +119,10 @@ public class PessimisticLockProvider implements LockProvider {
 	private final String lockSql;
 
 	/**
-	 * The locking read that waits for the row (both settings): stored token, whether free, server clock in µs at the
-	 * statement's start.
+	 * The locking read (both settings): stored token, whether free and the server clock in µs, both as of the
+	 * statement's start; then the µs from the statement's start to the evaluation of the row ({@code SYSDATE(6) -
+	 * NOW(6)}) and {@code expires_at} in µs, from which {@link Read#clockAfterGrant} derives a clock read after the
+	 * grant.
 	 */
 	private final String clockReadSql;
 
@@ -162,8 +164,9 @@ public class PessimisticLockProvider implements LockProvider {
 		this.lockSql = "UPDATE " + t + " SET owner_token = ?, holder = ?, fencing_token = LAST_INSERT_ID(GREATEST("
 				+ "fencing_token, " + LockRows.SERVER_MICROS + ")), acquired_at = UTC_TIMESTAMP(6),"
 				+ " expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND WHERE resource = ? AND " + LockRows.FREE;
-		this.clockReadSql = "SELECT fencing_token, " + LockRows.FREE + ", " + LockRows.SERVER_MICROS + " FROM " + t
-				+ " WHERE resource = ? FOR UPDATE";
+		this.clockReadSql = "SELECT fencing_token, " + LockRows.FREE + ", " + LockRows.SERVER_MICROS
+				+ ", TIMESTAMPDIFF(MICROSECOND, NOW(6), SYSDATE(6)),"
+				+ " TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', expires_at) FROM " + t + " WHERE resource = ? FOR UPDATE";
 		this.retokenSql = "UPDATE " + t + " SET fencing_token = LAST_INSERT_ID(GREATEST(fencing_token + ?, "
 				+ LockRows.SERVER_MICROS + ")) WHERE resource = ?";
 	}
@@ -544,13 +547,13 @@ public class PessimisticLockProvider implements LockProvider {
 		int waitSeconds = waitSeconds(request);
 		int timeout = waitSeconds + this.jdbc.statementTimeoutSeconds();
 		boolean clock = this.fencing == Fencing.SERVER_CLOCK && request.minHoldMicros() == 0;
-		Long stored;
+		Read read;
 		try {
 			if (this.dialect == LockDialect.MYSQL && waitSeconds == 0) {
-				stored = run(connection, this.clockReadSql + " NOWAIT", false, (ps) -> lockingRead(ps, request, timeout));
+				read = run(connection, this.clockReadSql + " NOWAIT", false, (ps) -> lockingRead(ps, request, timeout));
 			}
 			else {
-				stored = withLockWait(connection, waitSeconds, this.clockReadSql, false,
+				read = withLockWait(connection, waitSeconds, this.clockReadSql, false,
 						(ps) -> lockingRead(ps, request, timeout));
 			}
 		}
@@ -563,21 +566,69 @@ public class PessimisticLockProvider implements LockProvider {
 			}
 			throw ex;
 		}
-		if (stored == null) {
+		if (read == null) {
 			return Locking.NOT_MATCHED;
 		}
-		return clock ? clockToken(connection, request, owner, timeout) : writeToken(connection, request, owner, timeout,
-				stored);
+		if (!clock) {
+			return writeToken(connection, request, owner, timeout, read.stored());
+		}
+		long afterGrant = read.clockAfterGrant();
+		if (afterGrant < 0) {
+			return clockToken(connection, request, owner, timeout); // the clock of a second read
+		}
+		if (read.expiresMicros() > afterGrant) {
+			return Locking.NOT_MATCHED; // held under a lease, judged by a clock read after the grant
+		}
+		if (afterGrant > read.stored()) {
+			return new Locking(afterGrant, false);
+		}
+		afterGrant = awaitClockPast(connection, request, timeout);
+		return (afterGrant >= 0) ? new Locking(afterGrant, false)
+				: writeTokenAfterAStepBack(connection, request, owner, timeout);
 	}
 
-	/** Runs the waiting locking read: the stored token, or {@code null} for a missing row. */
-	private static @Nullable Long lockingRead(PreparedStatement ps, LockRequest request, int timeout)
+	/** Runs the waiting locking read: what it read, or {@code null} for a missing row. */
+	private static @Nullable Read lockingRead(PreparedStatement ps, LockRequest request, int timeout)
 			throws SQLException {
 		ps.setQueryTimeout(timeout);
 		ps.setBytes(1, LockRows.bytes(request.resource()));
+		long sent = System.nanoTime();
 		try (java.sql.ResultSet rs = JdbcLockSupport.query(ps)) {
-			return rs.next() ? rs.getLong(1) : null;
+			long tookMicros = TimeUnit.NANOSECONDS.toMicros(System.nanoTime() - sent);
+			return rs.next() ? new Read(rs.getLong(1), rs.getLong(3), rs.getLong(4), rs.getLong(5), tookMicros) : null;
 		}
+	}
+
+	/**
+	 * What the waiting locking read saw, all server figures in µs.
+	 * @param stored the committed token (read under the granted row lock)
+	 * @param startClock the server's UTC clock when the statement started, possibly before the previous holder read
+	 * its own
+	 * @param sinceStart {@code SYSDATE(6) - NOW(6)}: from the statement's start to the evaluation of the row, which
+	 * happens after the row lock was granted; both in the session's time zone
+	 * @param expiresMicros the row's {@code expires_at}
+	 * @param clientMicros how long the statement took as seen by this client (send to reply)
+	 */
+	private record Read(long stored, long startClock, long sinceStart, long expiresMicros, long clientMicros) {
+
+		/** Tolerance for the rates of the server's and the client's clocks when comparing the two durations. */
+		private static final long RATE_TOLERANCE_MICROS = 1_000;
+
+		/**
+		 * The server's UTC clock when the row was evaluated, after the grant: {@code startClock + sinceStart}, or -1
+		 * when that cannot be trusted and a second statement must read the clock. {@code SYSDATE(6)} is evaluated when
+		 * called, but in the session's time zone, so a daylight-saving change between the statement's start and the
+		 * evaluation shifts the difference by that change (at least 30 minutes; caught because the difference must lie
+		 * between 1 µs and the time the client waited for the reply), and a server started with
+		 * {@code --sysdate-is-now} makes it 0 (caught by the lower bound, at the cost of the second read).
+		 */
+		long clockAfterGrant() {
+			if (this.sinceStart < 1 || this.sinceStart > this.clientMicros + RATE_TOLERANCE_MICROS) {
+				return -1;
+			}
+			return this.startClock + this.sinceStart;
+		}
+
 	}
 
 	/**

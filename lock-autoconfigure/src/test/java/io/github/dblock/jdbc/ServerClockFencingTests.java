@@ -232,13 +232,22 @@ class ServerClockFencingTests {
 		}
 	}
 
-	/** The connection whose transaction the one statement waiting on the resource's row waits for. */
-	private static long blockerOf(String resource) {
-		return new JdbcTemplate(pool).queryForObject("SELECT DISTINCT b.trx_mysql_thread_id"
-				+ " FROM information_schema.INNODB_LOCK_WAITS w JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id"
-				+ " JOIN information_schema.INNODB_TRX r ON r.trx_id = w.requesting_trx_id"
-				+ " JOIN information_schema.PROCESSLIST p ON p.ID = r.trx_mysql_thread_id WHERE p.INFO LIKE ?", Long.class,
-				"%" + java.util.HexFormat.of().formatHex(LockRows.bytes(resource)) + "%");
+	/** The connection whose transaction the one statement waiting on the resource's row waits for, once it waits. */
+	private static long blockerOf(String resource) throws InterruptedException {
+		JdbcTemplate jdbc = new JdbcTemplate(pool);
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+		while (true) {
+			List<Long> blockers = jdbc.queryForList("SELECT DISTINCT b.trx_mysql_thread_id"
+					+ " FROM information_schema.INNODB_LOCK_WAITS w JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id"
+					+ " JOIN information_schema.INNODB_TRX r ON r.trx_id = w.requesting_trx_id"
+					+ " JOIN information_schema.PROCESSLIST p ON p.ID = r.trx_mysql_thread_id WHERE p.INFO LIKE ?", Long.class,
+					"%" + java.util.HexFormat.of().formatHex(LockRows.bytes(resource)) + "%");
+			if (blockers.size() == 1) {
+				return blockers.get(0);
+			}
+			assertThat(System.nanoTime()).as("one blocker seen in time: %s", blockers).isLessThan(deadline);
+			Thread.sleep(5);
+		}
 	}
 
 	private static void kill(long connectionId) {
