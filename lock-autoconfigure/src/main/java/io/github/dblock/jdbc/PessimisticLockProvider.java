@@ -30,12 +30,13 @@ import org.springframework.transaction.support.TransactionTemplate;
  * The {@link LockMode#PESSIMISTIC} provider: an InnoDB exclusive row lock on the resource's row, held by a
  * transaction.
  * <p>
- * Acquisition is one {@code UPDATE ... WHERE resource = ? AND expires_at <= UTC_TIMESTAMP(6)} by primary key: it
- * waits in the server's lock queue for the row, locks it until the transaction ends, advances the fencing token
- * (returned in the same round trip through {@code LAST_INSERT_ID(expr)}) and records the owner. The lease
- * condition makes the mode exclusive with {@link LockMode#LEASE} holders of the same resource; the expiry it
- * writes is "now" plus the minimum hold time (usually zero), so once this transaction ends the row is free for
- * every mode, or after the minimum hold time.
+ * Acquisition is a locking read by primary key ({@code SELECT ... FOR UPDATE}) that waits in the server's lock queue
+ * for the row and locks it until the transaction ends, then (with {@link Fencing#DURABLE}) an {@code UPDATE ... WHERE
+ * resource = ? AND expires_at <= UTC_TIMESTAMP(6)} that records the owner and sets the fencing token to the server
+ * clock read after the grant (returned in the same round trip through {@code LAST_INSERT_ID(expr)}; see
+ * {@link Fencing} for the guarantee). The lease condition makes the mode exclusive with {@link LockMode#LEASE}
+ * holders of the same resource; the expiry it writes is "now" plus the minimum hold time (usually zero), so once this
+ * transaction ends the row is free for every mode, or after the minimum hold time.
  * <p>
  * The wait is bounded by the server: MariaDB runs the statement as
  * {@code SET STATEMENT innodb_lock_wait_timeout = n FOR UPDATE ...}; MySQL uses {@code FOR UPDATE NOWAIT} for a
@@ -638,7 +639,7 @@ public class PessimisticLockProvider implements LockProvider {
 	 * the token is not taken from the counter, since a counter-derived token handed to a holder that dies before its
 	 * {@code COMMIT} is rolled back and would be handed out again: the acquisition waits, holding the row, until the
 	 * clock passes the stored token ({@link #awaitClockPast}) and sets the token to the clock then. Only when the
-	 * clock is further behind than {@link #MAX_CLOCK_CATCH_UP_MICROS} (it stepped back) is the token the stored one +
+	 * clock is further behind than {@link PessimisticLockProvider#MAX_CLOCK_CATCH_UP_MICROS} (it stepped back) is the token the stored one +
 	 * 1, as before.
 	 * @param stored the token committed in the row, read by the locking read under the row lock
 	 */
@@ -714,7 +715,7 @@ public class PessimisticLockProvider implements LockProvider {
 	 * Waits, holding the row, until the server clock exceeds the row's stored token, reading both with the locking
 	 * read (which does not wait: the row is ours) and sleeping for the difference in between.
 	 * @return the first clock read above the stored token (µs), or -1 if the token is more than
-	 * {@link #MAX_CLOCK_CATCH_UP_MICROS} ahead of the clock (a step back: the caller writes the stored token + 1)
+	 * {@link PessimisticLockProvider#MAX_CLOCK_CATCH_UP_MICROS} ahead of the clock (a step back: the caller writes the stored token + 1)
 	 * @throws InterruptedException if interrupted while sleeping
 	 */
 	private long awaitClockPast(Connection connection, LockRequest request, int timeout)
@@ -958,27 +959,29 @@ public class PessimisticLockProvider implements LockProvider {
 	public enum Fencing {
 
 		/**
-		 * The locking {@code UPDATE} advances the row's counter to {@code GREATEST(fencing_token + 1, <server µs at
-		 * the statement's start>)} and records the holder: one durable write per acquisition, flushed by the
-		 * {@code COMMIT} that releases the lock. Each token is strictly greater than every committed token of the
-		 * resource, whatever the holder's mode and whatever the server clock does; a holder that dies before its
-		 * release has its write rolled back, so a later holder's token may be equal to or smaller than the one it was
-		 * handed. The default.
+		 * After the locking read, an {@code UPDATE} records the holder and writes the token: the server's UTC clock in
+		 * µs, read by that statement, which starts after the row lock was granted. One durable write per acquisition,
+		 * flushed by the {@code COMMIT} that releases the lock. Guarantees: (1) each token is strictly greater than
+		 * every committed token of the resource, whatever the holder's mode and whatever the server clock does; (2) it
+		 * is strictly greater than the token of every earlier {@code PESSIMISTIC} holder of the resource (either
+		 * setting), including holders that died before their release and whose write was rolled back, provided the
+		 * server clock never steps back and advances by at least a microsecond between one holder reading it and the
+		 * next being granted the row. While the stored token is ahead of the clock by less than
+		 * {@link PessimisticLockProvider#MAX_CLOCK_CATCH_UP_MICROS} (a LEASE take's block) the acquisition waits, holding the row, for the clock
+		 * to pass it; further ahead (a clock step back) the token is the stored one + 1, which a holder that dies before
+		 * its release leaves to be handed out again. The default.
 		 */
 		DURABLE,
 
 		/**
-		 * A locking read ({@code SELECT ... FOR UPDATE}) takes the row lock and writes nothing: the token is the
-		 * server's UTC clock in microseconds, read after the row lock was granted, when that exceeds the stored
-		 * counter; otherwise, and whenever a minimum hold time is asked for, the acquisition falls back to
-		 * {@link #DURABLE}'s write. Guarantee: among holders of a resource that all use this setting, each token is
-		 * greater than the token of every earlier holder, provided the server's clock never steps back (a step back
-		 * smaller than the time since the last written token is not detected and can hand out a smaller token) and
-		 * advances by at least a microsecond between one holder reading it and the next holder being granted the row
-		 * (one commit round trip apart). Not guaranteed against LEASE holders or {@link #DURABLE} holders of the same
-		 * resource: their statements compute the token from the stored counter and the clock at their start, which
-		 * can precede a no-write holder's clock read while they waited for its row lock. Use one fencing setting, and
-		 * no LEASE locks, per resource. The row's holder and acquisition time are not updated.
+		 * Nothing is written: the token is the server's UTC clock in µs when the locking read evaluated the row, after
+		 * the grant (see {@code Read.clockAfterGrant}, or a second locking read when that cannot be trusted), once it
+		 * exceeds the stored token (waited for as with {@link #DURABLE}); a clock step back beyond
+		 * {@link PessimisticLockProvider#MAX_CLOCK_CATCH_UP_MICROS}, and any minimum hold time, use {@link #DURABLE}'s write. Guarantee (2) of
+		 * {@link #DURABLE}, and greater than every token written before it. Not ordered against LEASE or OPTIMISTIC
+		 * on the same resource: their statements compute the token from the stored counter and the clock at their
+		 * start, which can precede this holder's clock read while they waited for its row lock. The row's holder and
+		 * acquisition time are not updated.
 		 */
 		SERVER_CLOCK
 
