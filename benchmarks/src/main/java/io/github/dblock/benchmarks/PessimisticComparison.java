@@ -164,7 +164,7 @@ public final class PessimisticComparison {
 		};
 		Contender bare = Contenders.create(Contender.Kind.BARE_ROW_LOCK, pool, BenchSchema.SMALL, "fix");
 		Contender now = Contenders.create(Contender.Kind.PLAIN_PESSIMISTIC, pool, BenchSchema.SMALL, "fix");
-		List<Contender> list = List.of(bare, old, now);
+		List<Contender> list = Boolean.getBoolean("bench.fix-reversed") ? List.of(bare, now, old) : List.of(bare, old, now);
 		Map<Contender.Kind, List<Double>> p50s = new EnumMap<>(Contender.Kind.class);
 		for (int round = 0; round < rounds; round++) {
 			long[][] samples = new long[list.size()][50_000];
