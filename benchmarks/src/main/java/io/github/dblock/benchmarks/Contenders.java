@@ -46,8 +46,8 @@ import org.springframework.jdbc.datasource.DataSourceTransactionManager;
  * <li>Spring Integration: {@code JdbcLockRegistry} over {@code DefaultLockRepository} with its defaults (TTL 10 s,
  * 100 ms between tries of a busy lock); {@code lock()} blocks.</li>
  * <li>Baselines: {@code SELECT 1}; two autocommit writes on a row of a plain table (a conditional take and an
- * owner-checked give-back); and the exact statements of PESSIMISTIC in a plain JDBC loop (start transaction, the
- * row-locking token write by primary key, commit), and the bare row lock that writes nothing (start transaction,
+ * owner-checked give-back); and the exact statements of PESSIMISTIC (fencing = durable) in a plain JDBC loop (start
+ * transaction, the locking read by primary key, the token write, commit), and the bare row lock that writes nothing (start transaction,
  * {@code SELECT … FOR UPDATE} by primary key, commit).</li>
  * </ul>
  */
