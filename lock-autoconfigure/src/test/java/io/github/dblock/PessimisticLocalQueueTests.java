@@ -126,7 +126,8 @@ class PessimisticLocalQueueTests {
 		String hex = java.util.HexFormat.of().formatHex(resource.getBytes(java.nio.charset.StandardCharsets.UTF_8));
 		Integer count = new org.springframework.jdbc.core.JdbcTemplate(this.pool).queryForObject(
 				"SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND COMMAND = 'Query'"
-						+ " AND LOWER(STATE) = 'updating' AND LOWER(INFO) LIKE CONCAT('%', ?, '%')", Integer.class, hex);
+						+ " AND LOWER(INFO) LIKE 'set statement innodb_lock_wait_timeout%for update'"
+						+ " AND LOWER(INFO) LIKE CONCAT('%', ?, '%')", Integer.class, hex);
 		return (count != null) ? count : 0;
 	}
 

@@ -46,8 +46,8 @@ import org.springframework.jdbc.datasource.DataSourceTransactionManager;
  * <li>Spring Integration: {@code JdbcLockRegistry} over {@code DefaultLockRepository} with its defaults (TTL 10 s,
  * 100 ms between tries of a busy lock); {@code lock()} blocks.</li>
  * <li>Baselines: {@code SELECT 1}; two autocommit writes on a row of a plain table (a conditional take and an
- * owner-checked give-back); and the exact statements of PESSIMISTIC in a plain JDBC loop (start transaction, the
- * row-locking token write by primary key, commit), and the bare row lock that writes nothing (start transaction,
+ * owner-checked give-back); and the exact statements of PESSIMISTIC (fencing = durable) in a plain JDBC loop (start
+ * transaction, the locking read by primary key, the token write, commit), and the bare row lock that writes nothing (start transaction,
  * {@code SELECT … FOR UPDATE} by primary key, commit).</li>
  * </ul>
  */
@@ -331,27 +331,35 @@ public final class Contenders {
 	}
 
 	/**
-	 * PESSIMISTIC's statements and nothing else: start a transaction, lock the row by primary key with the
-	 * fencing-token write (bounded lock wait, token through {@code LAST_INSERT_ID}), run the section, commit.
+	 * PESSIMISTIC's statements with fencing = durable and nothing else: start a transaction, take the row with the
+	 * waiting locking read by primary key (bounded lock wait), write the owner and the token (the server clock, read
+	 * after the grant, through {@code LAST_INSERT_ID}), run the section, commit. Until 2026-11-26 this loop ran only
+	 * the locking {@code UPDATE}, and under contention a second miss of its stale-clock check made it throw, so its
+	 * contended rows read 0.
 	 */
 	private static final class PlainPessimistic implements Contender {
 
 		private final DataSource dataSource;
 
+		private final String readSql;
+
 		private final String lockSql;
 
-		private final boolean mariaDb;
-
-		private final String table;
+		private final String insertSql;
 
 		PlainPessimistic(DataSource dataSource, LockTable table) {
 			this.dataSource = dataSource;
-			this.table = table.quoted();
-			this.mariaDb = DatabaseServer.detect(dataSource).product() == DatabaseServer.Product.MARIADB;
+			boolean mariaDb = DatabaseServer.detect(dataSource).product() == DatabaseServer.Product.MARIADB;
+			String micros = "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))";
+			String read = "SELECT fencing_token, expires_at <= UTC_TIMESTAMP(6), " + micros + " FROM " + table.quoted()
+					+ " WHERE resource = ? FOR UPDATE";
+			this.readSql = mariaDb ? "SET STATEMENT innodb_lock_wait_timeout=60 FOR " + read : read;
 			this.lockSql = "UPDATE " + table.quoted() + " SET owner_token = ?, holder = ?, fencing_token = "
-					+ "LAST_INSERT_ID(GREATEST(fencing_token + 1, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', "
-					+ "UTC_TIMESTAMP(6)))), acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) + INTERVAL ? "
-					+ "MICROSECOND WHERE resource = ? AND expires_at <= UTC_TIMESTAMP(6)";
+					+ "LAST_INSERT_ID(GREATEST(fencing_token, " + micros + ")), acquired_at = UTC_TIMESTAMP(6),"
+					+ " expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND WHERE resource = ? AND expires_at <= "
+					+ "UTC_TIMESTAMP(6)";
+			this.insertSql = "INSERT IGNORE INTO " + table.quoted() + " (resource, owner_token, holder, fencing_token,"
+					+ " acquired_at, expires_at) VALUES (?, NULL, NULL, 0, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))";
 		}
 
 		@Override
@@ -359,36 +367,39 @@ public final class Contenders {
 			return Contender.Kind.PLAIN_PESSIMISTIC;
 		}
 
-		/** Inserts the free row of a resource that has none yet (scenarios 2 and 3 use fresh names), autocommit. */
-		private void createRow(Connection c, String resource) throws java.sql.SQLException {
-			try (PreparedStatement insert = c.prepareStatement("INSERT IGNORE INTO " + this.table + " (resource,"
-					+ " owner_token, holder, fencing_token, acquired_at, expires_at) VALUES (?, NULL, NULL, 0,"
-					+ " UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))")) {
-				insert.setBytes(1, resource.getBytes(java.nio.charset.StandardCharsets.UTF_8));
-				insert.executeUpdate();
-			}
-		}
-
 		@Override
 		public void cycle(String resource, Runnable section) throws Exception {
+			byte[] key = resource.getBytes(java.nio.charset.StandardCharsets.UTF_8);
 			try (Connection c = this.dataSource.getConnection(); Statement s = c.createStatement()) {
-				s.execute("START TRANSACTION");
-				String sql = this.mariaDb ? "SET STATEMENT innodb_lock_wait_timeout=60 FOR " + this.lockSql : this.lockSql;
-				try (PreparedStatement ps = c.prepareStatement(sql, Statement.RETURN_GENERATED_KEYS)) {
+				for (int attempt = 0;; attempt++) {
+					s.execute("START TRANSACTION");
+					boolean found;
+					try (PreparedStatement ps = c.prepareStatement(this.readSql)) {
+						ps.setBytes(1, key);
+						ps.execute(); // Connector/J refuses executeQuery() for text starting with SET
+						try (ResultSet rs = ps.getResultSet()) {
+							found = rs.next();
+						}
+					}
+					if (found) {
+						break;
+					}
+					s.execute("ROLLBACK");
+					if (attempt > 0) {
+						throw new IllegalStateException("lock row '" + resource + "' could not be created");
+					}
+					try (PreparedStatement insert = c.prepareStatement(this.insertSql)) {
+						insert.setBytes(1, key);
+						insert.executeUpdate();
+					}
+				}
+				try (PreparedStatement ps = c.prepareStatement(this.lockSql, Statement.RETURN_GENERATED_KEYS)) {
 					ps.setString(1, UUID.randomUUID().toString());
 					ps.setString(2, "plain-jdbc");
 					ps.setLong(3, 0);
-					ps.setBytes(4, resource.getBytes(java.nio.charset.StandardCharsets.UTF_8));
-					// a statement that waited for the row compared expires_at with the clock fixed when it started,
-					// which can predate the previous holder's commit: re-run it once, at once (the row is ours), as
-					// PessimisticLockProvider does; only a second miss means a missing row
-					if (ps.executeUpdate() != 1 && ps.executeUpdate() != 1) {
-						s.execute("ROLLBACK");
-						createRow(c, resource);
-						s.execute("START TRANSACTION");
-						if (ps.executeUpdate() != 1) {
-							throw new IllegalStateException("lock row '" + resource + "' missing or leased");
-						}
+					ps.setBytes(4, key);
+					if (ps.executeUpdate() != 1) {
+						throw new IllegalStateException("lock row '" + resource + "' leased");
 					}
 					try (ResultSet keys = ps.getGeneratedKeys()) {
 						keys.next();

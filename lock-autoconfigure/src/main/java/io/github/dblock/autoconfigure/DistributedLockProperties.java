@@ -429,12 +429,14 @@ public class DistributedLockProperties implements InitializingBean {
 		private @Nullable Duration idleTimeout;
 
 		/**
-		 * How PESSIMISTIC acquisitions hand out fencing tokens. "durable": the locking UPDATE writes the next token,
-		 * strictly greater than every committed token of the resource in every mode. "server-clock": a locking read that
-		 * writes nothing, with the server's UTC clock in microseconds (read after the row lock is granted) as the
-		 * token, falling back to the durable write when the stored token is ahead of the clock or a minimum hold time
-		 * is asked for; strictly increasing only among server-clock holders of the resource and only while the server
-		 * clock never steps back, so use one setting and no LEASE locks per resource.
+		 * How PESSIMISTIC acquisitions hand out fencing tokens. Both settings take the row with a locking read and use
+		 * the server's UTC clock in microseconds, read after the row lock is granted, as the token; while the stored
+		 * token is ahead of the clock (up to 100 ms) the acquisition waits for the clock to pass it. "durable": the
+		 * token is written to the row, so it is strictly greater than every committed token of the resource in every
+		 * mode whatever the clock does. "server-clock": nothing is written (no flush at the release). Both: strictly
+		 * greater than the tokens of all earlier PESSIMISTIC holders of the resource, including holders that died
+		 * before their release, as long as the server clock never steps back. Not ordered against LEASE or OPTIMISTIC
+		 * on the same resource.
 		 */
 		private PessimisticLockProvider.Fencing fencing = PessimisticLockProvider.Fencing.DURABLE;
 

@@ -108,7 +108,7 @@ class PessimisticLockProviderTests {
 	}
 
 	@Test
-	void aStandaloneLockCostsThreeStatementsAndOneInsideATransactionCostsOne() {
+	void aStandaloneLockCostsFourStatementsAndTwoInsideATransaction() {
 		CountingDataSource counting = new CountingDataSource(pool);
 		LockTemplate node = LockNodes.node(provider(counting, 4), "counted");
 		String resource = "pessimistic-budget-" + UUID.randomUUID();
@@ -117,8 +117,10 @@ class PessimisticLockProviderTests {
 		node.acquire(resource).close();
 		List<String> standalone = counting.executed();
 		if (LockNodes.dialect(pool) == LockDialect.MARIADB) {
-			assertThat(standalone).extracting((sql) -> sql.split(" ")[0]).containsExactly("START", "SET", "COMMIT");
-			assertThat(standalone.get(1)).startsWith("SET STATEMENT innodb_lock_wait_timeout=0 FOR UPDATE");
+			// the waiting locking read, then the write with a clock read after the grant
+			assertThat(standalone).extracting((sql) -> sql.split(" ")[0]).containsExactly("START", "SET", "UPDATE",
+					"COMMIT");
+			assertThat(standalone.get(1)).startsWith("SET STATEMENT innodb_lock_wait_timeout=0 FOR SELECT");
 		}
 		counting.reset();
 		new TransactionTemplate(new DataSourceTransactionManager(counting)).executeWithoutResult((status) -> {
@@ -126,8 +128,30 @@ class PessimisticLockProviderTests {
 				assertThat(lock.isHeld()).isTrue();
 			}
 		});
-		assertThat(counting.executed()).filteredOn((sql) -> sql.contains("distributed_lock")).hasSize(1);
+		assertThat(counting.executed()).filteredOn((sql) -> sql.contains("distributed_lock")).hasSize(2);
 		assertThat(counting.warnings()).isEmpty();
+	}
+
+	/**
+	 * With fencing = server-clock the waiting locking read also yields the clock after the grant ({@code SYSDATE(6)}),
+	 * so an uncontended acquisition is the bare row lock's three statements, with no second read and no write.
+	 */
+	@Test
+	void aStandaloneServerClockLockCostsThreeStatements() {
+		CountingDataSource counting = new CountingDataSource(pool);
+		PessimisticLockProvider provider = provider(counting, 4);
+		provider.setFencing(PessimisticLockProvider.Fencing.SERVER_CLOCK);
+		LockTemplate node = LockNodes.node(provider, "counted-clock");
+		String resource = "pessimistic-clock-budget-" + UUID.randomUUID();
+		node.acquire(resource).close(); // creates the row
+		for (int i = 0; i < 5; i++) {
+			counting.reset();
+			node.acquire(resource).close();
+			if (LockNodes.dialect(pool) == LockDialect.MARIADB) {
+				assertThat(counting.executed()).extracting((sql) -> sql.split(" ")[0]).containsExactly("START", "SET",
+						"COMMIT");
+			}
+		}
 	}
 
 	/**
@@ -190,7 +214,7 @@ class PessimisticLockProviderTests {
 		try (Connection monitor = pool.getConnection();
 				PreparedStatement waits = monitor.prepareStatement(
 						"SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND COMMAND = 'Query'"
-								+ " AND INFO LIKE '%UPDATE `distributed_lock` SET owner_token%'")) {
+								+ " AND INFO LIKE 'SET STATEMENT innodb_lock_wait_timeout%FROM `distributed_lock`%FOR UPDATE'")) {
 			while (System.nanoTime() < deadline) {
 				try (ResultSet rs = waits.executeQuery()) {
 					rs.next();

@@ -1,16 +1,22 @@
 package io.github.dblock.jdbc;
 
+import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.dblock.LockHandle;
+import io.github.dblock.LockLostException;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
@@ -19,6 +25,8 @@ import io.github.dblock.test.TestDatabase;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
@@ -190,6 +198,175 @@ class ServerClockFencingTests {
 		}
 		try (LockHandle held = node.acquire(resource)) {
 			assertThat(lease.tryAcquire(resource)).isEmpty();
+		}
+	}
+
+
+	private static final LockOptions PATIENT = LockOptions.defaults().withWaitTime(Duration.ofSeconds(30));
+
+	private static long serverMicros() {
+		return new JdbcTemplate(pool).queryForObject("SELECT " + LockRows.SERVER_MICROS, Long.class);
+	}
+
+	/**
+	 * Waits until {@code count} connections run a statement on the resource's row (they wait in its lock queue) and
+	 * returns their ids in the order the server numbered them; fails if one of the watched calls ends meanwhile.
+	 */
+	private static List<Long> awaitStatementsOn(String resource, int count, Future<?>... waiting) throws Exception {
+		JdbcTemplate jdbc = new JdbcTemplate(pool);
+		String hex = java.util.HexFormat.of().formatHex(LockRows.bytes(resource));
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+		while (true) {
+			List<Long> ids = jdbc.queryForList("SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND = 'Query'"
+					+ " AND ID <> CONNECTION_ID() AND INFO LIKE ? ORDER BY ID", Long.class, "%" + hex + "%");
+			if (ids.size() >= count) {
+				return ids;
+			}
+			for (Future<?> future : waiting) {
+				if (future.isDone()) {
+					throw new AssertionError("ended instead of waiting: " + future.get());
+				}
+			}
+			assertThat(System.nanoTime()).as("%d statements waiting in time", count).isLessThan(deadline);
+			Thread.sleep(5);
+		}
+	}
+
+	/** The connection whose transaction the one statement waiting on the resource's row waits for, once it waits. */
+	private static long blockerOf(String resource) throws InterruptedException {
+		JdbcTemplate jdbc = new JdbcTemplate(pool);
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+		while (true) {
+			List<Long> blockers = jdbc.queryForList("SELECT DISTINCT b.trx_mysql_thread_id"
+					+ " FROM information_schema.INNODB_LOCK_WAITS w JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id"
+					+ " JOIN information_schema.INNODB_TRX r ON r.trx_id = w.requesting_trx_id"
+					+ " JOIN information_schema.PROCESSLIST p ON p.ID = r.trx_mysql_thread_id WHERE p.INFO LIKE ?", Long.class,
+					"%" + java.util.HexFormat.of().formatHex(LockRows.bytes(resource)) + "%");
+			if (blockers.size() == 1) {
+				return blockers.get(0);
+			}
+			assertThat(System.nanoTime()).as("one blocker seen in time: %s", blockers).isLessThan(deadline);
+			Thread.sleep(5);
+		}
+	}
+
+	private static void kill(long connectionId) {
+		new JdbcTemplate(pool).execute("KILL CONNECTION " + connectionId);
+	}
+
+	/**
+	 * Found by the soak: a holder that dies before its {@code COMMIT} has its token write rolled back, and the next
+	 * holder's token must still be greater than the one the dead holder was handed, also when the next holder's
+	 * statement started first. Here B's statement starts after A's but before A reads the clock for its token: a
+	 * plain transaction holds the row while A and then B queue behind it, and leaves {@code expires_at} between
+	 * A's start and B's start, so A's first look finds the row leased while B's does not.
+	 */
+	@ParameterizedTest
+	@EnumSource(PessimisticLockProvider.Fencing.class)
+	void aHolderKilledBeforeItsCommitIsFollowedByAGreaterTokenAlthoughTheNextHoldersStatementStartedFirst(
+			PessimisticLockProvider.Fencing fencing) throws Exception {
+		String resource = "fencing-killed-holder-" + fencing + "-" + UUID.randomUUID();
+		LockTemplate a = LockNodes.node(provider(fencing), "a");
+		LockTemplate b = LockNodes.node(provider(fencing), "b");
+		a.acquire(resource).close();
+		b.acquire(resource).close();
+		ExecutorService executor = Executors.newFixedThreadPool(2);
+		CompletableFuture<Long> tokenA = new CompletableFuture<>();
+		CountDownLatch killed = new CountDownLatch(1);
+		try {
+			Future<Throwable> releaseA;
+			Future<Long> waiterB;
+			long connectionA;
+			try (Connection plain = pool.getConnection()) {
+				plain.setAutoCommit(false);
+				try (PreparedStatement ps = plain.prepareStatement("UPDATE distributed_lock SET expires_at ="
+						+ " UTC_TIMESTAMP(6) + INTERVAL 150000 MICROSECOND WHERE resource = ?")) {
+					ps.setBytes(1, LockRows.bytes(resource));
+					assertThat(ps.executeUpdate()).isOne();
+				}
+				releaseA = executor.submit(() -> {
+					LockHandle held = a.acquire(resource, PATIENT);
+					tokenA.complete(held.fencingToken());
+					killed.await();
+					try {
+						held.close();
+						return null;
+					}
+					catch (RuntimeException ex) {
+						return ex;
+					}
+				});
+				connectionA = awaitStatementsOn(resource, 1, releaseA).get(0);
+				Thread.sleep(300); // past the expires_at the plain transaction will commit
+				waiterB = executor.submit(() -> {
+					try (LockHandle lock = b.acquire(resource, PATIENT)) {
+						return lock.fencingToken();
+					}
+				});
+				awaitStatementsOn(resource, 2, releaseA, waiterB);
+				plain.commit();
+			}
+			long held = tokenA.get(30, TimeUnit.SECONDS);
+			kill(connectionA);
+			killed.countDown();
+			long next = waiterB.get(30, TimeUnit.SECONDS);
+			assertThat(next).as("the token after the killed holder's").isGreaterThan(held);
+			assertThat(releaseA.get(30, TimeUnit.SECONDS)).isInstanceOf(LockLostException.class);
+		}
+		finally {
+			killed.countDown();
+			executor.shutdownNow();
+		}
+	}
+
+	/**
+	 * The stored token a little ahead of the server clock (a LEASE take's block, or a small clock step back): the
+	 * token of a holder that dies before its {@code COMMIT} is never handed out again.
+	 */
+	@ParameterizedTest
+	@EnumSource(PessimisticLockProvider.Fencing.class)
+	void aTokenHandedToAHolderKilledBeforeItsCommitIsNotHandedOutAgainWhileTheCounterIsAheadOfTheClock(
+			PessimisticLockProvider.Fencing fencing) throws Exception {
+		String resource = "fencing-killed-ahead-" + fencing + "-" + UUID.randomUUID();
+		LockTemplate a = LockNodes.node(provider(fencing), "a");
+		LockTemplate b = LockNodes.node(provider(fencing), "b");
+		a.acquire(resource).close();
+		b.acquire(resource).close();
+		long ahead = serverMicros() + 60_000; // 60 ms ahead of the clock
+		setStoredToken(resource, ahead);
+		ExecutorService executor = Executors.newFixedThreadPool(2);
+		CompletableFuture<Long> tokenA = new CompletableFuture<>();
+		CountDownLatch killed = new CountDownLatch(1);
+		try {
+			Future<Throwable> releaseA = executor.submit(() -> {
+				LockHandle held = a.acquire(resource, PATIENT);
+				tokenA.complete(held.fencingToken());
+				killed.await();
+				try {
+					held.close();
+					return null;
+				}
+				catch (RuntimeException ex) {
+					return ex;
+				}
+			});
+			long held = tokenA.get(30, TimeUnit.SECONDS);
+			assertThat(held).isGreaterThan(ahead);
+			Future<Long> waiterB = executor.submit(() -> {
+				try (LockHandle lock = b.acquire(resource, PATIENT)) {
+					return lock.fencingToken();
+				}
+			});
+			awaitStatementsOn(resource, 1, waiterB);
+			kill(blockerOf(resource));
+			killed.countDown();
+			long next = waiterB.get(30, TimeUnit.SECONDS);
+			assertThat(next).as("the token after the killed holder's").isGreaterThan(held);
+			assertThat(releaseA.get(30, TimeUnit.SECONDS)).isInstanceOf(LockLostException.class);
+		}
+		finally {
+			killed.countDown();
+			executor.shutdownNow();
 		}
 	}
 

@@ -31,12 +31,13 @@ import org.springframework.transaction.support.TransactionTemplate;
  * The {@link LockMode#PESSIMISTIC} provider: an InnoDB exclusive row lock on the resource's row, held by a
  * transaction.
  * <p>
- * Acquisition is one {@code UPDATE ... WHERE resource = ? AND expires_at <= UTC_TIMESTAMP(6)} by primary key: it
- * waits in the server's lock queue for the row, locks it until the transaction ends, advances the fencing token
- * (returned in the same round trip through {@code LAST_INSERT_ID(expr)}) and records the owner. The lease
- * condition makes the mode exclusive with {@link LockMode#LEASE} holders of the same resource; the expiry it
- * writes is "now" plus the minimum hold time (usually zero), so once this transaction ends the row is free for
- * every mode, or after the minimum hold time.
+ * Acquisition is a locking read by primary key ({@code SELECT ... FOR UPDATE}) that waits in the server's lock queue
+ * for the row and locks it until the transaction ends, then (with {@link Fencing#DURABLE}) an {@code UPDATE ... WHERE
+ * resource = ? AND expires_at <= UTC_TIMESTAMP(6)} that records the owner and sets the fencing token to the server
+ * clock read after the grant (returned in the same round trip through {@code LAST_INSERT_ID(expr)}; see
+ * {@link Fencing} for the guarantee). The lease condition makes the mode exclusive with {@link LockMode#LEASE}
+ * holders of the same resource; the expiry it writes is "now" plus the minimum hold time (usually zero), so once this
+ * transaction ends the row is free for every mode, or after the minimum hold time.
  * <p>
  * The wait is bounded by the server: MariaDB runs the statement as
  * {@code SET STATEMENT innodb_lock_wait_timeout = n FOR UPDATE ...}; MySQL uses {@code FOR UPDATE NOWAIT} for a
@@ -81,6 +82,13 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 	/** Quick re-attempts after a row lock that may belong to another statement rather than a holder. */
 	private static final int MAX_LOCKED_RETRIES = 3;
 
+	/**
+	 * How far the stored token may be ahead of the server clock for an acquisition to wait, holding the row, until
+	 * the clock passes it (see {@link #awaitClockPast}). A LEASE take leaves the token up to about a millisecond
+	 * ahead; more means that the server clock stepped back, and the acquisition then writes the stored token + 1.
+	 */
+	static final long MAX_CLOCK_CATCH_UP_MICROS = 100_000;
+
 	/** Bound on immediate re-attempts of a locking statement that met a free row with a stale clock. */
 	private static final int MAX_CREATION_RACES = 5;
 
@@ -106,12 +114,22 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 
 	private final Semaphore connections;
 
+	/**
+	 * The durable write, run once the row is ours: records the owner and sets the token to the server clock when that
+	 * exceeds the stored token (else leaves it, see {@link #writeToken}).
+	 */
 	private final String lockSql;
 
-	private final String nowaitSql;
-
-	/** The locking read of {@link Fencing#SERVER_CLOCK}: stored token, whether free, server clock in µs. */
+	/**
+	 * The locking read (both settings): stored token, whether free and the server clock in µs, both as of the
+	 * statement's start; then the µs from the statement's start to the evaluation of the row ({@code SYSDATE(6) -
+	 * NOW(6)}) and {@code expires_at} in µs, from which {@link Read#clockAfterGrant} derives a clock read after the
+	 * grant.
+	 */
 	private final String clockReadSql;
+
+	/** Sets the token to {@code GREATEST(fencing_token + ?, <server µs>)} on a row this transaction holds. */
+	private final String retokenSql;
 
 	private volatile Fencing fencing = Fencing.DURABLE;
 
@@ -145,12 +163,14 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 		this.maxConnections = maxConnections;
 		this.connections = new Semaphore(maxConnections);
 		String t = table.quoted();
-		this.lockSql = "UPDATE " + t + " SET owner_token = ?, holder = ?, " + LockRows.NEXT_TOKEN
-				+ ", acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND"
-				+ " WHERE resource = ? AND " + LockRows.FREE;
-		this.nowaitSql = "SELECT 1 FROM " + t + " WHERE resource = ? FOR UPDATE NOWAIT";
-		this.clockReadSql = "SELECT fencing_token, " + LockRows.FREE + ", " + LockRows.SERVER_MICROS + " FROM " + t
-				+ " WHERE resource = ? FOR UPDATE";
+		this.lockSql = "UPDATE " + t + " SET owner_token = ?, holder = ?, fencing_token = LAST_INSERT_ID(GREATEST("
+				+ "fencing_token, " + LockRows.SERVER_MICROS + ")), acquired_at = UTC_TIMESTAMP(6),"
+				+ " expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND WHERE resource = ? AND " + LockRows.FREE;
+		this.clockReadSql = "SELECT fencing_token, " + LockRows.FREE + ", " + LockRows.SERVER_MICROS
+				+ ", TIMESTAMPDIFF(MICROSECOND, NOW(6), SYSDATE(6)),"
+				+ " TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', expires_at) FROM " + t + " WHERE resource = ? FOR UPDATE";
+		this.retokenSql = "UPDATE " + t + " SET fencing_token = LAST_INSERT_ID(GREATEST(fencing_token + ?, "
+				+ LockRows.SERVER_MICROS + ")) WHERE resource = ?";
 	}
 
 	@Override
@@ -345,7 +365,7 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 				int previousReads = JdbcLockSupport.boundReads(connection,
 						waitSeconds(request) + this.jdbc.statementTimeoutSeconds());
 				try {
-					result = lockRow(connection, request, owner, true); // ensureRow made sure the row exists
+					result = lockRow(connection, request, owner); // ensureRow made sure the row exists
 				}
 				finally {
 					JdbcLockSupport.restoreReads(connection, previousReads);
@@ -431,7 +451,7 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 					JdbcLockSupport.boundReadsUntilDeadline(connection, replyDeadline);
 				}
 				execute(connection, "START TRANSACTION");
-				Locking result = lockRow(connection, request, owner, this.knownRows.contains(request.resource()));
+				Locking result = lockRow(connection, request, owner);
 				if (result.token != null) {
 					held = true;
 					this.knownRows.add(request.resource());
@@ -514,35 +534,31 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 	}
 
 	/**
-	 * Runs the locking statement(s) on the connection, inside its open transaction, with the server's lock wait
-	 * bounded by the caller's remaining wait time.
-	 * @param rowExists whether the row is believed to exist (a statement that matched nothing is then re-run once at
-	 * once, see {@link #bindAndLock})
+	 * Takes the row lock and hands out the fencing token, on the connection inside its open transaction. The row is
+	 * taken by a locking read ({@link #clockReadSql}) that waits in the row's lock queue, bounded by the caller's
+	 * remaining wait time, and writes nothing. Every clock the token comes from is read by a later statement, so
+	 * after the row was granted, hence after the previous holder (alive or dead) read its own: {@code UTC_TIMESTAMP(6)}
+	 * is fixed when a statement starts, and the waiting statement may have started before the previous holder's.
+	 * @return the token; {@link Locking#NOT_MATCHED} for a missing row (the transaction keeps a gap lock) or one
+	 * held under a lease (it keeps the row lock) until the caller rolls it back; {@link Locking#ROW_LOCKED} when
+	 * the wait ended
+	 * @throws SQLException on any other failure
+	 * @throws InterruptedException if interrupted while waiting or catching up with the clock
 	 */
-	private Locking lockRow(Connection connection, LockRequest request, String owner, boolean rowExists)
+	private Locking lockRow(Connection connection, LockRequest request, String owner)
 			throws SQLException, InterruptedException {
 		int waitSeconds = waitSeconds(request);
 		int timeout = waitSeconds + this.jdbc.statementTimeoutSeconds();
 		boolean clock = this.fencing == Fencing.SERVER_CLOCK && request.minHoldMicros() == 0;
+		Read read;
 		try {
 			if (this.dialect == LockDialect.MYSQL && waitSeconds == 0) {
-				try (PreparedStatement ps = connection.prepareStatement(this.nowaitSql)) {
-					ps.setQueryTimeout(timeout);
-					ps.setBytes(1, LockRows.bytes(request.resource()));
-					ps.executeQuery().close();
-				}
-				if (clock) {
-					return run(connection, this.clockReadSql, false,
-							(ps) -> readClockAndLock(connection, ps, request, owner, timeout));
-				}
-				return run(connection, this.lockSql, true, (ps) -> bindAndLock(connection, ps, request, owner, timeout, rowExists));
+				read = run(connection, this.clockReadSql + " NOWAIT", false, (ps) -> lockingRead(ps, request, timeout));
 			}
-			if (clock) {
-				return withLockWait(connection, waitSeconds, this.clockReadSql, false,
-						(ps) -> readClockAndLock(connection, ps, request, owner, timeout));
+			else {
+				read = withLockWait(connection, waitSeconds, this.clockReadSql, false,
+						(ps) -> lockingRead(ps, request, timeout));
 			}
-			return withLockWait(connection, waitSeconds, this.lockSql, true,
-					(ps) -> bindAndLock(connection, ps, request, owner, timeout, rowExists));
 		}
 		catch (SQLException ex) {
 			if (Thread.currentThread().isInterrupted()) {
@@ -552,6 +568,206 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 				return Locking.ROW_LOCKED;
 			}
 			throw ex;
+		}
+		if (read == null) {
+			return Locking.NOT_MATCHED;
+		}
+		if (!clock) {
+			return writeToken(connection, request, owner, timeout, read.stored());
+		}
+		long afterGrant = read.clockAfterGrant();
+		if (afterGrant < 0) {
+			return clockToken(connection, request, owner, timeout); // the clock of a second read
+		}
+		if (read.expiresMicros() > afterGrant) {
+			return Locking.NOT_MATCHED; // held under a lease, judged by a clock read after the grant
+		}
+		if (afterGrant > read.stored()) {
+			return new Locking(afterGrant, false);
+		}
+		afterGrant = awaitClockPast(connection, request, timeout);
+		return (afterGrant >= 0) ? new Locking(afterGrant, false)
+				: writeTokenAfterAStepBack(connection, request, owner, timeout);
+	}
+
+	/** Runs the waiting locking read: what it read, or {@code null} for a missing row. */
+	private static @Nullable Read lockingRead(PreparedStatement ps, LockRequest request, int timeout)
+			throws SQLException {
+		ps.setQueryTimeout(timeout);
+		ps.setBytes(1, LockRows.bytes(request.resource()));
+		long sent = System.nanoTime();
+		try (java.sql.ResultSet rs = JdbcLockSupport.query(ps)) {
+			long tookMicros = TimeUnit.NANOSECONDS.toMicros(System.nanoTime() - sent);
+			return rs.next() ? new Read(rs.getLong(1), rs.getLong(3), rs.getLong(4), rs.getLong(5), tookMicros) : null;
+		}
+	}
+
+	/**
+	 * What the waiting locking read saw, all server figures in µs.
+	 * @param stored the committed token (read under the granted row lock)
+	 * @param startClock the server's UTC clock when the statement started, possibly before the previous holder read
+	 * its own
+	 * @param sinceStart {@code SYSDATE(6) - NOW(6)}: from the statement's start to the evaluation of the row, which
+	 * happens after the row lock was granted; both in the session's time zone
+	 * @param expiresMicros the row's {@code expires_at}
+	 * @param clientMicros how long the statement took as seen by this client (send to reply)
+	 */
+	private record Read(long stored, long startClock, long sinceStart, long expiresMicros, long clientMicros) {
+
+		/** Tolerance for the rates of the server's and the client's clocks when comparing the two durations. */
+		private static final long RATE_TOLERANCE_MICROS = 1_000;
+
+		/**
+		 * The server's UTC clock when the row was evaluated, after the grant: {@code startClock + sinceStart}, or -1
+		 * when that cannot be trusted and a second statement must read the clock. {@code SYSDATE(6)} is evaluated when
+		 * called, but in the session's time zone, so a daylight-saving change between the statement's start and the
+		 * evaluation shifts the difference by that change (at least 30 minutes; caught because the difference must lie
+		 * between 1 µs and the time the client waited for the reply), and a server started with
+		 * {@code --sysdate-is-now} makes it 0 (caught by the lower bound, at the cost of the second read).
+		 */
+		long clockAfterGrant() {
+			if (this.sinceStart < 1 || this.sinceStart > this.clientMicros + RATE_TOLERANCE_MICROS) {
+				return -1;
+			}
+			return this.startClock + this.sinceStart;
+		}
+
+	}
+
+	/**
+	 * The token of {@link Fencing#DURABLE} (and of any acquisition with a minimum hold time), on a row this transaction
+	 * holds: one {@code UPDATE} records the owner, checks the lease with a clock read after the grant and sets the
+	 * token to that clock when it exceeds the stored token. If it does not (the stored token is ahead of the clock),
+	 * the token is not taken from the counter, since a counter-derived token handed to a holder that dies before its
+	 * {@code COMMIT} is rolled back and would be handed out again: the acquisition waits, holding the row, until the
+	 * clock passes the stored token ({@link #awaitClockPast}) and sets the token to the clock then. Only when the
+	 * clock is further behind than {@link PessimisticLockProvider#MAX_CLOCK_CATCH_UP_MICROS} (it stepped back) is the token the stored one +
+	 * 1, as before.
+	 * @param stored the token committed in the row, read by the locking read under the row lock
+	 */
+	private Locking writeToken(Connection connection, LockRequest request, String owner, int timeout, long stored)
+			throws SQLException, InterruptedException {
+		long token;
+		try (PreparedStatement ps = connection.prepareStatement(this.lockSql, Statement.RETURN_GENERATED_KEYS)) {
+			ps.setQueryTimeout(timeout);
+			ps.setString(1, owner);
+			ps.setString(2, request.holder());
+			ps.setLong(3, request.minHoldMicros());
+			ps.setBytes(4, LockRows.bytes(request.resource()));
+			if (ps.executeUpdate() != 1) {
+				return Locking.NOT_MATCHED; // held under a lease, judged by a clock read after the grant
+			}
+			token = this.rows.fencingToken(connection, ps, request.resource(), owner, timeout);
+		}
+		if (token > stored) {
+			return new Locking(token, false);
+		}
+		boolean caughtUp = awaitClockPast(connection, request, timeout) >= 0;
+		return new Locking(retoken(connection, request, timeout, caughtUp ? 0 : 1), false);
+	}
+
+	/**
+	 * The token of {@link Fencing#SERVER_CLOCK}, on a row this transaction holds: the locking read runs again (it does
+	 * not wait: the row is ours) and its clock, read after the grant, is the token when it exceeds the stored token;
+	 * nothing is written. A stored token ahead of the clock is waited out as in {@link #writeToken}; when the clock is
+	 * further behind, the durable write runs and the token is the stored one + 1.
+	 */
+	private Locking clockToken(Connection connection, LockRequest request, String owner, int timeout)
+			throws SQLException, InterruptedException {
+		long stored;
+		try (PreparedStatement ps = connection.prepareStatement(this.clockReadSql)) {
+			ps.setQueryTimeout(timeout);
+			ps.setBytes(1, LockRows.bytes(request.resource()));
+			try (java.sql.ResultSet granted = JdbcLockSupport.query(ps)) {
+				if (!granted.next() || !granted.getBoolean(2)) {
+					return Locking.NOT_MATCHED;
+				}
+				stored = granted.getLong(1);
+				long clock = granted.getLong(3);
+				if (clock > stored) {
+					return new Locking(clock, false);
+				}
+			}
+		}
+		long clock = awaitClockPast(connection, request, timeout);
+		if (clock >= 0) {
+			return new Locking(clock, false);
+		}
+		Locking written = writeTokenAfterAStepBack(connection, request, owner, timeout);
+		return written;
+	}
+
+	/** {@link Fencing#SERVER_CLOCK} with the clock far behind the stored token: the durable write of stored + 1. */
+	private Locking writeTokenAfterAStepBack(Connection connection, LockRequest request, String owner, int timeout)
+			throws SQLException {
+		try (PreparedStatement ps = connection.prepareStatement(this.lockSql)) {
+			ps.setQueryTimeout(timeout);
+			ps.setString(1, owner);
+			ps.setString(2, request.holder());
+			ps.setLong(3, request.minHoldMicros());
+			ps.setBytes(4, LockRows.bytes(request.resource()));
+			if (ps.executeUpdate() != 1) {
+				return Locking.NOT_MATCHED;
+			}
+		}
+		return new Locking(retoken(connection, request, timeout, 1), false);
+	}
+
+	/**
+	 * Waits, holding the row, until the server clock exceeds the row's stored token, reading both with the locking
+	 * read (which does not wait: the row is ours) and sleeping for the difference in between.
+	 * @return the first clock read above the stored token (µs), or -1 if the token is more than
+	 * {@link PessimisticLockProvider#MAX_CLOCK_CATCH_UP_MICROS} ahead of the clock (a step back: the caller writes the stored token + 1)
+	 * @throws InterruptedException if interrupted while sleeping
+	 */
+	private long awaitClockPast(Connection connection, LockRequest request, int timeout)
+			throws SQLException, InterruptedException {
+		long deadline = System.nanoTime() + TimeUnit.MICROSECONDS.toNanos(MAX_CLOCK_CATCH_UP_MICROS);
+		try (PreparedStatement ps = connection.prepareStatement(this.clockReadSql)) {
+			ps.setQueryTimeout(timeout);
+			ps.setBytes(1, LockRows.bytes(request.resource()));
+			while (true) {
+				long stored;
+				long clock;
+				try (java.sql.ResultSet rs = JdbcLockSupport.query(ps)) {
+					if (!rs.next()) {
+						throw new SQLException("the lock row of '" + request.resource() + "' vanished while locked");
+					}
+					stored = rs.getLong(1);
+					clock = rs.getLong(3);
+				}
+				if (clock > stored) {
+					return clock;
+				}
+				long gapNanos = TimeUnit.MICROSECONDS.toNanos(stored - clock + 1);
+				if (stored - clock >= MAX_CLOCK_CATCH_UP_MICROS || System.nanoTime() + gapNanos - deadline > 0) {
+					logger.warn("The fencing token of lock '" + request.resource() + "' is " + (stored - clock)
+							+ " µs ahead of the server clock (did the clock step back?); handing out the stored token + 1,"
+							+ " which a holder that dies before its release can leave to be handed out again");
+					return -1;
+				}
+				TimeUnit.NANOSECONDS.sleep(gapNanos);
+			}
+		}
+	}
+
+	/**
+	 * Sets the held row's token to {@code GREATEST(fencing_token + increment, <server µs>)} and returns it.
+	 * @param increment 0 once the clock has passed the stored token (the token is then the clock), 1 after a step back
+	 */
+	private long retoken(Connection connection, LockRequest request, int timeout, int increment) throws SQLException {
+		try (PreparedStatement ps = connection.prepareStatement(this.retokenSql, Statement.RETURN_GENERATED_KEYS)) {
+			ps.setQueryTimeout(timeout);
+			ps.setInt(1, increment);
+			ps.setBytes(2, LockRows.bytes(request.resource()));
+			if (ps.executeUpdate() != 1) {
+				throw new SQLException("the lock row of '" + request.resource() + "' vanished while locked");
+			}
+			long token = JdbcLockSupport.lastInsertId(ps);
+			if (token <= 0) {
+				throw new SQLException("the driver did not return the fencing token of '" + request.resource() + "'");
+			}
+			return token;
 		}
 	}
 
@@ -649,67 +865,6 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 				InterruptibleWaits.Registration registration = InterruptibleWaits.register(ps)) {
 			return action.run(ps);
 		}
-	}
-
-	/**
-	 * Binds and runs the locking statement. A statement that waited in the row's lock queue compares
-	 * {@code expires_at} with its own clock, {@code UTC_TIMESTAMP(6)}, which the server fixes when the statement
-	 * <em>starts</em>; once granted, it reads the row as the previous holder committed it. When that holder's locking
-	 * statement started after ours (it reached the lock first although it was timestamped later: another waiter
-	 * that retried, a third node, a scheduling delay), the {@code expires_at} it wrote is later than our clock and the
-	 * row looks taken although it is free. So a statement that matched nothing on an existing row runs once more at
-	 * once: the first run left the row locked by this transaction (InnoDB keeps the lock of a row it read for update
-	 * even when the condition failed), so the second run does not wait and its clock is after every commit it could
-	 * see. Without this, the waiter backed off (10 ms) while still holding the row lock, every other node's waiter
-	 * then met the same stale clock, and each change of holder between JVMs cost a back-off pause (about 100 a second
-	 * in the benchmark, against thousands for the same statements in plain JDBC).
-	 */
-	private Locking bindAndLock(Connection connection, PreparedStatement ps, LockRequest request, String owner,
-			int timeout, boolean rowExists) throws SQLException {
-		ps.setQueryTimeout(timeout);
-		ps.setString(1, owner);
-		ps.setString(2, request.holder());
-		ps.setLong(3, request.minHoldMicros());
-		ps.setBytes(4, LockRows.bytes(request.resource()));
-		if (ps.executeUpdate() != 1 && !(rowExists && ps.executeUpdate() == 1)) {
-			return Locking.NOT_MATCHED;
-		}
-		return new Locking(this.rows.fencingToken(connection, ps, request.resource(), owner, timeout), false);
-	}
-
-	/**
-	 * The locking statement of {@link Fencing#SERVER_CLOCK}: a locking read of the row ({@code SELECT fencing_token,
-	 * expires_at <= UTC_TIMESTAMP(6), <server µs> ... FOR UPDATE}), which waits in the row's lock queue and writes
-	 * nothing, run twice. The first run waits for the row lock; its clock is the one fixed when it <em>started</em>,
-	 * possibly before the previous holder read its own clock (see {@link #bindAndLock}). The second run finds the row
-	 * locked by this transaction, so it does not wait, and its clock starts after the grant, hence after the previous
-	 * holder's commit and the clock that holder read. The token is that clock when it exceeds the stored counter;
-	 * otherwise (the counter is ahead: LEASE takes reserve blocks of {@link LeaseLockProvider#TOKEN_BLOCK} tokens, a
-	 * {@link Fencing#DURABLE} holder wrote {@code fencing_token + 1}, or the server clock stepped back since the last
-	 * write) the durable {@code UPDATE} runs, at once since the row is ours, and its token is written.
-	 * @return the token, {@link Locking#NOT_MATCHED} for a missing row or one held under a lease (the transaction
-	 * keeps the row lock, or a gap lock, until the caller rolls it back)
-	 */
-	private Locking readClockAndLock(Connection connection, PreparedStatement ps, LockRequest request, String owner,
-			int timeout) throws SQLException {
-		ps.setQueryTimeout(timeout);
-		ps.setBytes(1, LockRows.bytes(request.resource()));
-		try (java.sql.ResultSet waited = JdbcLockSupport.query(ps)) {
-			if (!waited.next()) {
-				return Locking.NOT_MATCHED;
-			}
-		}
-		try (java.sql.ResultSet granted = JdbcLockSupport.query(ps)) {
-			if (!granted.next() || !granted.getBoolean(2)) {
-				return Locking.NOT_MATCHED;
-			}
-			long stored = granted.getLong(1);
-			long clock = granted.getLong(3);
-			if (clock > stored) {
-				return new Locking(clock, false);
-			}
-		}
-		return run(connection, this.lockSql, true, (update) -> bindAndLock(connection, update, request, owner, timeout, true));
 	}
 
 	/** The caller's remaining wait in whole seconds, rounded up (the unit of {@code innodb_lock_wait_timeout}). */
@@ -810,27 +965,29 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 	public enum Fencing {
 
 		/**
-		 * The locking {@code UPDATE} advances the row's counter to {@code GREATEST(fencing_token + 1, <server µs at
-		 * the statement's start>)} and records the holder: one durable write per acquisition, flushed by the
-		 * {@code COMMIT} that releases the lock. Each token is strictly greater than every committed token of the
-		 * resource, whatever the holder's mode and whatever the server clock does; a holder that dies before its
-		 * release has its write rolled back, so a later holder's token may be equal to or smaller than the one it was
-		 * handed. The default.
+		 * After the locking read, an {@code UPDATE} records the holder and writes the token: the server's UTC clock in
+		 * µs, read by that statement, which starts after the row lock was granted. One durable write per acquisition,
+		 * flushed by the {@code COMMIT} that releases the lock. Guarantees: (1) each token is strictly greater than
+		 * every committed token of the resource, whatever the holder's mode and whatever the server clock does; (2) it
+		 * is strictly greater than the token of every earlier {@code PESSIMISTIC} holder of the resource (either
+		 * setting), including holders that died before their release and whose write was rolled back, provided the
+		 * server clock never steps back and advances by at least a microsecond between one holder reading it and the
+		 * next being granted the row. While the stored token is ahead of the clock by less than
+		 * {@link PessimisticLockProvider#MAX_CLOCK_CATCH_UP_MICROS} (a LEASE take's block) the acquisition waits, holding the row, for the clock
+		 * to pass it; further ahead (a clock step back) the token is the stored one + 1, which a holder that dies before
+		 * its release leaves to be handed out again. The default.
 		 */
 		DURABLE,
 
 		/**
-		 * A locking read ({@code SELECT ... FOR UPDATE}) takes the row lock and writes nothing: the token is the
-		 * server's UTC clock in microseconds, read after the row lock was granted, when that exceeds the stored
-		 * counter; otherwise, and whenever a minimum hold time is asked for, the acquisition falls back to
-		 * {@link #DURABLE}'s write. Guarantee: among holders of a resource that all use this setting, each token is
-		 * greater than the token of every earlier holder, provided the server's clock never steps back (a step back
-		 * smaller than the time since the last written token is not detected and can hand out a smaller token) and
-		 * advances by at least a microsecond between one holder reading it and the next holder being granted the row
-		 * (one commit round trip apart). Not guaranteed against LEASE holders or {@link #DURABLE} holders of the same
-		 * resource: their statements compute the token from the stored counter and the clock at their start, which
-		 * can precede a no-write holder's clock read while they waited for its row lock. Use one fencing setting, and
-		 * no LEASE locks, per resource. The row's holder and acquisition time are not updated.
+		 * Nothing is written: the token is the server's UTC clock in µs when the locking read evaluated the row, after
+		 * the grant (see {@code Read.clockAfterGrant}, or a second locking read when that cannot be trusted), once it
+		 * exceeds the stored token (waited for as with {@link #DURABLE}); a clock step back beyond
+		 * {@link PessimisticLockProvider#MAX_CLOCK_CATCH_UP_MICROS}, and any minimum hold time, use {@link #DURABLE}'s write. Guarantee (2) of
+		 * {@link #DURABLE}, and greater than every token written before it. Not ordered against LEASE or OPTIMISTIC
+		 * on the same resource: their statements compute the token from the stored counter and the clock at their
+		 * start, which can precede this holder's clock read while they waited for its row lock. The row's holder and
+		 * acquisition time are not updated.
 		 */
 		SERVER_CLOCK
 
