@@ -194,7 +194,7 @@ public final class PessimisticComparison {
 	}
 
 	private static void print(String title, Map<Contender.Kind, Double> figures) {
-		double bare = figures.get(Contender.Kind.BARE_ROW_LOCK);
+		double bare = java.util.Objects.requireNonNull(figures.get(Contender.Kind.BARE_ROW_LOCK), "the bare row lock ran");
 		System.out.println("RESULT " + title);
 		figures.forEach((kind, value) -> System.out.printf("RESULT   %-45s %10.1f  %.2f x bare%n", kind.label(), value,
 				value / bare));

@@ -5,6 +5,7 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
@@ -550,14 +551,15 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 		int waitSeconds = waitSeconds(request);
 		int timeout = waitSeconds + this.jdbc.statementTimeoutSeconds();
 		boolean clock = this.fencing == Fencing.SERVER_CLOCK && request.minHoldMicros() == 0;
-		Read read;
+		@Nullable Read read;
 		try {
 			if (this.dialect == LockDialect.MYSQL && waitSeconds == 0) {
-				read = run(connection, this.clockReadSql + " NOWAIT", false, (ps) -> lockingRead(ps, request, timeout));
+				read = run(connection, this.clockReadSql + " NOWAIT", false,
+						(ps) -> Optional.ofNullable(lockingRead(ps, request, timeout))).orElse(null);
 			}
 			else {
 				read = withLockWait(connection, waitSeconds, this.clockReadSql, false,
-						(ps) -> lockingRead(ps, request, timeout));
+						(ps) -> Optional.ofNullable(lockingRead(ps, request, timeout))).orElse(null);
 			}
 		}
 		catch (SQLException ex) {
