@@ -9,7 +9,7 @@ import java.util.Map;
 import java.util.UUID;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.dblock.jdbc.Backoff;
+import io.github.dblock.spi.Backoff;
 import io.github.dblock.jdbc.IdempotencyStore;
 import io.github.dblock.jdbc.JdbcSemaphoreProvider;
 import io.github.dblock.jdbc.LeaseLockProvider;

@@ -1,12 +1,12 @@
 package io.github.dblock;
 
+import io.github.dblock.spi.IdempotencyProvider;
 import java.lang.reflect.Type;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.function.Consumer;
 
-import io.github.dblock.jdbc.IdempotencyStore;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationRegistry;
 import org.apache.commons.logging.Log;
@@ -55,7 +55,7 @@ public class IdempotencyTemplate {
 
 	private static final Log logger = LogFactory.getLog(IdempotencyTemplate.class);
 
-	private final IdempotencyStore store;
+	private final IdempotencyProvider store;
 
 	private final ObjectMapper json;
 
@@ -82,7 +82,7 @@ public class IdempotencyTemplate {
 	 * @param nodeName describes this JVM in the records' {@code holder} column; not blank
 	 * @throws IllegalArgumentException if an argument is null or out of range
 	 */
-	public IdempotencyTemplate(IdempotencyStore store, ObjectMapper json, Duration defaultRetention,
+	public IdempotencyTemplate(IdempotencyProvider store, ObjectMapper json, Duration defaultRetention,
 			Duration defaultWaitTime, Duration defaultLeaseTime, OnDuplicate defaultOnDuplicate, String nodeName) {
 		if (store == null || json == null || defaultOnDuplicate == null) {
 			throw new IllegalArgumentException("store, json and defaultOnDuplicate must not be null");
@@ -166,7 +166,7 @@ public class IdempotencyTemplate {
 		Duration leaseTime = (options.getLeaseTime() != null) ? options.getLeaseTime() : this.defaultLeaseTime;
 		OnDuplicate onDuplicate = (options.getOnDuplicate() != null) ? options.getOnDuplicate() : this.defaultOnDuplicate;
 		this.store.requireWritableTransaction(key);
-		IdempotencyStore.ClaimResult claimed;
+		IdempotencyProvider.Claimed claimed;
 		try {
 			claimed = this.store.claim(key, LockTemplate.holderDescription(this.nodeName), leaseTime, retention,
 					System.nanoTime() + saturatedNanos(waitTime));
@@ -175,7 +175,7 @@ public class IdempotencyTemplate {
 			Thread.currentThread().interrupt();
 			throw new LockInterruptedException(key, ex);
 		}
-		IdempotencyStore.Claim claim = claimed.claim();
+		IdempotencyProvider.IdempotencyClaim claim = claimed.claim();
 		if (claim == null) {
 			IdempotencyRecord record = claimed.record();
 			outcome[0] = (record == null || record.status() != IdempotencyStatus.SUCCEEDED) ? "in_progress"
@@ -326,9 +326,9 @@ public class IdempotencyTemplate {
 
 		private final String key;
 
-		private final IdempotencyStore.Claim claim;
+		private final IdempotencyProvider.IdempotencyClaim claim;
 
-		ClaimHandle(String key, IdempotencyStore.Claim claim) {
+		ClaimHandle(String key, IdempotencyProvider.IdempotencyClaim claim) {
 			this.key = key;
 			this.claim = claim;
 		}

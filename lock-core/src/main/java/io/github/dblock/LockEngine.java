@@ -3,7 +3,7 @@ package io.github.dblock;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
-import io.github.dblock.jdbc.Backoff;
+import io.github.dblock.spi.Backoff;
 import io.github.dblock.spi.TransactionalLockProvider;
 import io.github.dblock.spi.WorkLockProvider;
 import io.micrometer.observation.Observation;

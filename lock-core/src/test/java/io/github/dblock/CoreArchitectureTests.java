@@ -8,15 +8,13 @@ import com.tngtech.archunit.core.importer.ImportOption;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-import static com.tngtech.archunit.base.DescribedPredicate.not;
 import static com.tngtech.archunit.core.domain.JavaClass.Predicates.belongToAnyOf;
 import static com.tngtech.archunit.core.domain.JavaClass.Predicates.resideInAPackage;
-import static com.tngtech.archunit.lang.conditions.ArchPredicates.are;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 
 /**
  * The architecture of lock-core (issue 17): usable from plain Spring without Spring Boot, the API apart from the
- * JDBC engine, the SPI apart from its JDBC implementation. Package cycles are checked elsewhere.
+ * JDBC engine, the SPI apart from its JDBC implementation, no package cycles.
  */
 class CoreArchitectureTests {
 
@@ -41,8 +39,6 @@ class CoreArchitectureTests {
 	void apiDoesNotDependOnTheJdbcEngine() {
 		noClasses().that()
 			.resideInAPackage("io.github.dblock")
-			// until issue 17 removes it: LockTemplate imports jdbc.Backoff, IdempotencyTemplate jdbc.IdempotencyStore
-			.and(are(not(belongToAnyOf(LockTemplate.class, IdempotencyTemplate.class))))
 			.should()
 			.dependOnClassesThat()
 			.resideInAPackage("io.github.dblock.jdbc..")
@@ -76,6 +72,22 @@ class CoreArchitectureTests {
 	private static DescribedPredicate<HasType> annotatedWithSpringBoot() {
 		return HasType.Predicates.rawType(resideInAPackage("org.springframework.boot.."))
 			.as("a Spring Boot annotation");
+	}
+
+	/**
+	 * No cycles between the packages of lock-core. One edge is known and excluded by name: the SPI speaks in the API's
+	 * value types ({@link LockMode}, {@link LockType}, {@link IdempotencyRecord}) while the API's templates call the SPI.
+	 * Removing it means moving those types to a package of their own, a public rename left for later.
+	 */
+	@Test
+	void packagesFormNoCycles() {
+		com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices()
+			.matching("io.github.(**)")
+			.should()
+			.beFreeOfCycles()
+			.ignoreDependency(resideInAPackage("io.github.dblock.spi"),
+					belongToAnyOf(LockMode.class, LockType.class, IdempotencyRecord.class, IdempotencyStatus.class))
+			.check(core);
 	}
 
 }

@@ -18,7 +18,7 @@ import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.LockMode;
 import io.github.dblock.OnDuplicate;
-import io.github.dblock.jdbc.Backoff;
+import io.github.dblock.spi.Backoff;
 import io.github.dblock.jdbc.IdempotencyStore;
 import io.github.dblock.jdbc.LeaseLockProvider;
 import io.github.dblock.jdbc.LockTable;

@@ -5,7 +5,7 @@ import io.github.dblock.LockTemplate;
 import io.github.dblock.interceptor.IdempotentAdvisor;
 import io.github.dblock.interceptor.IdempotentAttributeSource;
 import io.github.dblock.interceptor.IdempotentInterceptor;
-import io.github.dblock.jdbc.Backoff;
+import io.github.dblock.spi.Backoff;
 import io.github.dblock.jdbc.IdempotencyStore;
 import io.github.dblock.jdbc.LeaseLockProvider;
 import org.springframework.beans.factory.BeanFactory;

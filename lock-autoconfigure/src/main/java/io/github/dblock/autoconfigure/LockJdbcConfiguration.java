@@ -9,7 +9,7 @@ import io.github.dblock.CommitValidation;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.interceptor.LockAttributeSource;
 import io.github.dblock.interceptor.SkippedOutcomeFilter;
-import io.github.dblock.jdbc.Backoff;
+import io.github.dblock.spi.Backoff;
 import io.github.dblock.jdbc.LeaseLockProvider;
 import io.github.dblock.jdbc.LockDialect;
 import io.github.dblock.jdbc.LockTable;

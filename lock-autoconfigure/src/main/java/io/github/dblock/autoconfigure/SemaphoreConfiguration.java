@@ -8,7 +8,7 @@ import io.github.dblock.interceptor.DistributedSemaphoreAdvisor;
 import io.github.dblock.interceptor.DistributedSemaphoreInterceptor;
 import io.github.dblock.interceptor.LockAttributeSource;
 import io.github.dblock.interceptor.SemaphoreAttributeSource;
-import io.github.dblock.jdbc.Backoff;
+import io.github.dblock.spi.Backoff;
 import io.github.dblock.jdbc.JdbcSemaphoreProvider;
 import io.github.dblock.jdbc.LeaseLockProvider;
 import org.springframework.beans.factory.BeanFactory;

@@ -22,7 +22,7 @@ import io.github.dblock.IdempotencyTemplate;
 import io.github.dblock.LockHandle;
 import io.github.dblock.LockLostException;
 import io.github.dblock.OnDuplicate;
-import io.github.dblock.jdbc.Backoff;
+import io.github.dblock.spi.Backoff;
 import io.github.dblock.jdbc.IdempotencyStore;
 import io.github.dblock.jdbc.LeaseLockProvider;
 import io.github.dblock.jdbc.LockTable;
@@ -229,7 +229,7 @@ class IdempotencyContractTests {
 		String key = newKey("crashed");
 		try (Node crashing = IdempotencyNodes.node(pool, "crashing-node", Duration.ofSeconds(1));
 				Node survivor = IdempotencyNodes.node(pool, "survivor", Duration.ofSeconds(5))) {
-			IdempotencyStore.Claim dead = crashing.store()
+			io.github.dblock.spi.IdempotencyProvider.IdempotencyClaim dead = crashing.store()
 				.claim(key, "crashing-node [main]", Duration.ofSeconds(1), Duration.ofHours(1), System.nanoTime())
 				.claim();
 			assertThat(dead).isNotNull();

@@ -1,5 +1,6 @@
 package io.github.dblock.jdbc;
 
+import io.github.dblock.spi.Backoff;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;

@@ -1,5 +1,6 @@
 package io.github.dblock.jdbc;
 
+import io.github.dblock.spi.Backoff;
 import java.time.Duration;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;

@@ -1,5 +1,6 @@
 package io.github.dblock.jdbc;
 
+import io.github.dblock.spi.Backoff;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -356,7 +357,7 @@ class ReplyLossTests {
 		IdempotencyStore store = new IdempotencyStore(this.proxied, LockNodes.TABLE, Duration.ofSeconds(2),
 				new Backoff(Duration.ofMillis(5), Duration.ofMillis(50)), renewals);
 		String key = "reply-late-idem-" + UUID.randomUUID();
-		IdempotencyStore.Claim claim = store
+		io.github.dblock.spi.IdempotencyProvider.IdempotencyClaim claim = store
 			.claim(key, "reply-loss-test", Duration.ofSeconds(20), Duration.ofHours(1), System.nanoTime())
 			.claim();
 		assertThat(claim).isNotNull();

@@ -19,7 +19,7 @@ import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.PermitNotAcquiredException;
 import io.github.dblock.SemaphoreTemplate;
-import io.github.dblock.jdbc.Backoff;
+import io.github.dblock.spi.Backoff;
 import io.github.dblock.jdbc.LeaseLockProvider;
 import io.github.dblock.jdbc.PessimisticLockProvider;
 import io.github.dblock.test.FaultProxy;

@@ -6,7 +6,7 @@ import javax.sql.DataSource;
 
 import io.github.dblock.IdempotencyTemplate;
 import io.github.dblock.OnDuplicate;
-import io.github.dblock.jdbc.Backoff;
+import io.github.dblock.spi.Backoff;
 import io.github.dblock.jdbc.IdempotencyStore;
 import io.github.dblock.jdbc.LeaseLockProvider;
 import tools.jackson.databind.json.JsonMapper;

@@ -8,7 +8,7 @@ import javax.sql.DataSource;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockTemplate;
-import io.github.dblock.jdbc.Backoff;
+import io.github.dblock.spi.Backoff;
 import io.github.dblock.jdbc.DatabaseServer;
 import io.github.dblock.jdbc.LeaseLockProvider;
 import io.github.dblock.jdbc.LockDialect;

@@ -1,5 +1,7 @@
 package io.github.dblock.jdbc;
 
+import io.github.dblock.spi.Backoff;
+import io.github.dblock.spi.IdempotencyProvider;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -64,7 +66,7 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * locked by an uncommitted completion (another caller's transaction) past its query timeout counts as "still
  * running" and is tried again after a pause. Thread-safe.
  */
-public class IdempotencyStore {
+public class IdempotencyStore implements IdempotencyProvider {
 
 	private static final Log logger = LogFactory.getLog(IdempotencyStore.class);
 
@@ -126,7 +128,8 @@ public class IdempotencyStore {
 	 * @throws InterruptedException if the thread is interrupted while waiting
 	 * @throws DataAccessException on a database failure; a broken connection is retried until the deadline
 	 */
-	public ClaimResult claim(String key, String holder, Duration lease, Duration retention, long deadlineNanos)
+	@Override
+	public Claimed claim(String key, String holder, Duration lease, Duration retention, long deadlineNanos)
 			throws InterruptedException {
 		String owner = UUID.randomUUID().toString();
 		long leaseMicros = micros(lease);
@@ -148,15 +151,15 @@ public class IdempotencyStore {
 			}
 			insertFirst = false;
 			if (result.claim != null) {
-				return new ClaimResult(result.claim, null);
+				return new Claimed(result.claim, null);
 			}
 			IdempotencyRecord seen = result.record;
 			if (seen != null && seen.status() == IdempotencyStatus.SUCCEEDED) {
-				return new ClaimResult(null, seen);
+				return new Claimed(null, seen);
 			}
 			long remaining = deadlineNanos - System.nanoTime();
 			if (remaining <= 0) {
-				return new ClaimResult(null, seen);
+				return new Claimed(null, seen);
 			}
 			if (Thread.interrupted()) {
 				throw new InterruptedException();
@@ -298,6 +301,7 @@ public class IdempotencyStore {
 	 * The committed record of a key.
 	 * @throws DataAccessException on a database failure
 	 */
+	@Override
 	public Optional<IdempotencyRecord> find(String key) {
 		try {
 			return this.jdbc.execute("read idempotency key '" + key + "'", (connection) -> {
@@ -330,6 +334,7 @@ public class IdempotencyStore {
 	 * @return whether there was a record
 	 * @throws DataAccessException on a database failure
 	 */
+	@Override
 	public boolean forget(String key) {
 		return this.jdbc.execute("delete idempotency key '" + key + "'", (connection) -> {
 			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.idemDelete, this.jdbc.statementTimeoutSeconds(), false)) {
@@ -368,15 +373,6 @@ public class IdempotencyStore {
 		}
 	}
 
-	/**
-	 * What a claim attempt found.
-	 * @param claim the claim if this call won, else {@code null}
-	 * @param record the record that answers the call if it did not win: {@code SUCCEEDED}, or {@code RUNNING}
-	 * when the deadline passed; {@code null} if nothing could be read before the deadline
-	 */
-	public record ClaimResult(@Nullable Claim claim, @Nullable IdempotencyRecord record) {
-	}
-
 	private record Attempt(@Nullable Claim claim, @Nullable IdempotencyRecord record, long leaseRemainingNanos) {
 	}
 
@@ -401,7 +397,7 @@ public class IdempotencyStore {
 	 * A claimed key: this caller runs the work. Renewed on the shared scheduler until it is completed. Exactly one of
 	 * {@link #succeed} and {@link #fail} (or {@link #release()}, which fails it) must be called, by any thread.
 	 */
-	public final class Claim extends OwnedLease {
+	public final class Claim extends OwnedLease implements IdempotencyProvider.IdempotencyClaim {
 
 		private final long retentionMicros;
 
@@ -412,6 +408,7 @@ public class IdempotencyStore {
 		}
 
 		/** The idempotency key. */
+		@Override
 		public String key() {
 			return this.resource;
 		}
@@ -460,6 +457,7 @@ public class IdempotencyStore {
 		 * @throws DataAccessException on a database failure while the record still runs under this claim (or cannot
 		 * be read); a statement that failed but committed (its reply was lost) is not one
 		 */
+		@Override
 		public void succeed(@Nullable String outcome, @Nullable String outcomeType, @Nullable String note) {
 			finish();
 			if (!record(boundTransactionalConnection(), outcome, outcomeType, note)) {
@@ -568,6 +566,7 @@ public class IdempotencyStore {
 		 * @return {@code false} if the record no longer belonged to this claim (nothing was changed)
 		 * @throws DataAccessException on a database failure
 		 */
+		@Override
 		public boolean failed(String error) {
 			Connection transactional = boundTransactionalConnection();
 			if (transactional == null) {
@@ -623,6 +622,7 @@ public class IdempotencyStore {
 	 * could not be recorded in it, so the work would run again on every call.
 	 * @throws IllegalStateException in that case
 	 */
+	@Override
 	public void requireWritableTransaction(String key) {
 		if (!TransactionSynchronizationManager.isActualTransactionActive()
 				|| !TransactionSynchronizationManager.isCurrentTransactionReadOnly()) {

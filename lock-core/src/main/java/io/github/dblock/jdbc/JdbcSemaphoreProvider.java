@@ -1,5 +1,6 @@
 package io.github.dblock.jdbc;
 
+import io.github.dblock.spi.Backoff;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

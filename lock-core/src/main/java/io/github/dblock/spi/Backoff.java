@@ -1,4 +1,4 @@
-package io.github.dblock.jdbc;
+package io.github.dblock.spi;
 
 import java.time.Duration;
 import java.util.concurrent.ThreadLocalRandom;
