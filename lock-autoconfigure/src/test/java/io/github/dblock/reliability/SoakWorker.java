@@ -54,7 +54,7 @@ public final class SoakWorker {
 		String node = "process-" + ProcessHandle.current().pid();
 		try (HikariDataSource lockPool = pool(args[0], args[1], args[2], 10);
 				HikariDataSource book = pool(args[8], args[9], args[10], threads + 1)) {
-			LockProvider provider = LockNodes.provider(mode, lockPool);
+			LockProvider provider = provider(mode, lockPool);
 			if (modeArg.length > 1) {
 				((PessimisticLockProvider) provider).setFencing(PessimisticLockProvider.Fencing.valueOf(modeArg[1]));
 			}
@@ -66,6 +66,22 @@ public final class SoakWorker {
 		}
 	}
 
+	/** The provider, once the server tells its version: a worker may start while it restarts or is cut off. */
+	private static LockProvider provider(LockMode mode, HikariDataSource lockPool) throws InterruptedException {
+		long deadline = System.nanoTime() + Duration.ofMinutes(3).toNanos();
+		while (true) {
+			try {
+				return LockNodes.provider(mode, lockPool);
+			}
+			catch (RuntimeException ex) {
+				if (System.nanoTime() > deadline) {
+					throw ex;
+				}
+				Thread.sleep(500);
+			}
+		}
+	}
+
 	private static HikariDataSource pool(String url, String user, String password, int size) {
 		HikariConfig config = new HikariConfig();
 		config.setJdbcUrl(url);
@@ -73,6 +89,7 @@ public final class SoakWorker {
 		config.setPassword(password.equals("-") ? "" : password);
 		config.setMaximumPoolSize(size);
 		config.setConnectionTimeout(5_000);
+		config.setInitializationFailTimeout(-1); // the server may be down or slow to answer when a worker starts
 		return new HikariDataSource(config);
 	}
 
