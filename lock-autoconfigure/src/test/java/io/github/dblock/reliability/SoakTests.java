@@ -318,7 +318,9 @@ class SoakTests {
 		long worstAcquire = 0;
 		long worstRelease = 0;
 		for (ProcessFaultTests.Worker worker : workers) {
-			worker.process.getOutputStream().close();
+			worker.process.getOutputStream().close(); // all at once: each finishes its calls and reports
+		}
+		for (ProcessFaultTests.Worker worker : workers) {
 			String result = worker.awaitLine("RESULT", Duration.ofSeconds(180));
 			Matcher m = RESULT.matcher(result);
 			assertThat(m.find()).as(result).isTrue();
