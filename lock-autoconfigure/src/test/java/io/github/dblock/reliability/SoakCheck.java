@@ -210,13 +210,23 @@ final class SoakCheck {
 		ordered.sort(Comparator.comparing(Section::entered).thenComparingLong(Section::id));
 		for (Section s : ordered) {
 			LocalDateTime exited = s.exited();
-			LocalDateTime killed = firstStart(faults, s, FaultKind.SIGKILL, s.entered());
+			// a process is SIGKILLed once: its section ended there, or at its entry if the entry was still on its way to
+			// the server when the test read the kill's time
+			LocalDateTime killed = faults.stream()
+				.filter((f) -> f.kind() == FaultKind.SIGKILL && s.process().equals(f.process()))
+				.map(Fault::start)
+				.findFirst()
+				.orElse(null);
 			if (killed != null && (exited == null || killed.isBefore(exited))) {
-				exited = killed; // the process died there
+				exited = killed.isBefore(s.entered()) ? s.entered() : killed;
 			}
 			if (exited == null) {
-				// its exit could not be recorded: the server was down; it ended by the time the server was back
-				Fault restart = first(faults, s, FaultKind.RESTART, s.entered());
+				// its exit could not be recorded: the server went down (it still takes statements for a moment after the
+				// test read the restart's start); the section ended by the time the server was back
+				Fault restart = faults.stream()
+					.filter((f) -> f.kind() == FaultKind.RESTART && !f.end().isBefore(s.entered()))
+					.min(Comparator.comparing(Fault::start))
+					.orElse(null);
 				if (restart != null) {
 					exited = restart.end();
 				}
@@ -256,6 +266,7 @@ final class SoakCheck {
 			}
 		}
 		Set<Long> stale = new LinkedHashSet<>();
+		Set<Long> exampled = new java.util.HashSet<>();
 		for (Section s : ordered) {
 			if (!s.entered().isBefore(validUntil.get(s.id()))) {
 				stale.add(s.id());
@@ -287,8 +298,8 @@ final class SoakCheck {
 					if (!bValid) {
 						stale.add(b.id());
 					}
-					if (result.staleExamples.size() < 10) {
-						Section late = aValid ? b : a;
+					Section late = aValid ? b : a;
+					if (result.staleExamples.size() < 10 && exampled.add(late.id())) {
 						result.staleExamples.add("stale: " + late + " (lock valid " + validFrom.get(late.id()) + " .. "
 								+ validUntil.get(late.id()) + ", faults of its process meanwhile: "
 								+ faultsBetween(faults, late, validFrom.get(late.id()), end.get(late.id())) + ") overlapped "
@@ -339,8 +350,8 @@ final class SoakCheck {
 			}
 			if (previous != null && s.token() <= previous.token()) {
 				Section before = previous;
-				boolean explained = before.failed() != null
-						|| firstStart(faults, before, FaultKind.SIGKILL, before.entered()) != null;
+				boolean explained = before.failed() != null || faults.stream()
+					.anyMatch((f) -> f.kind() == FaultKind.SIGKILL && before.process().equals(f.process()));
 				if (explained) {
 					result.tokenDecreasesExplained++;
 				}
@@ -393,18 +404,6 @@ final class SoakCheck {
 
 	private static LocalDateTime min(LocalDateTime a, LocalDateTime b) {
 		return a.isBefore(b) ? a : b;
-	}
-
-	private static @Nullable LocalDateTime firstStart(List<Fault> faults, Section s, FaultKind kind, LocalDateTime after) {
-		Fault f = first(faults, s, kind, after);
-		return (f != null) ? f.start() : null;
-	}
-
-	private static @Nullable Fault first(List<Fault> faults, Section s, FaultKind kind, LocalDateTime after) {
-		return faults.stream()
-			.filter((f) -> f.kind() == kind && f.hits(s.process()) && !f.start().isBefore(after))
-			.min(Comparator.comparing(Fault::start))
-			.orElse(null);
 	}
 
 	/** The faults hitting the section's process that were under way at some point between {@code from} and {@code to}. */

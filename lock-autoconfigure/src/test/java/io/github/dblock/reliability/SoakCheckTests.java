@@ -133,6 +133,27 @@ class SoakCheckTests {
 	}
 
 	@Test
+	void aSectionWhoseExitTheServerDidNotRecordEndsWhenTheRestartedServerWasBack() {
+		// entered after the test read the restart's start, before the server had shut down; the exit record failed
+		Section section = new Section(1, "r", "process-1/0", 10, at(5), null, null, "CommunicationsException");
+		Result result = SoakCheck.check(false, List.of(section, section(2, "process-2/0", 11, 70, 80L, 1)), List.of(),
+				List.of(new Fault(FaultKind.RESTART, null, at(4), at(60))));
+		assertThat(result.failures()).isEmpty();
+		assertThat(result.unclosed).isZero();
+		assertThat(result.naiveOverlaps).isZero();
+	}
+
+	@Test
+	void aSectionEnteredJustAfterItsProcessWasKilledEndsAtItsEntry() {
+		// the kill's time was read at 10; the entry, already sent, reached the server at 12
+		Section section = new Section(1, "r", "process-1/0", 10, at(12), null, null, null);
+		Result result = SoakCheck.check(false, List.of(section, section(2, "process-2/0", 11, 20, 30L, 1)), List.of(),
+				List.of(new Fault(FaultKind.SIGKILL, "process-1", at(10), at(10))));
+		assertThat(result.failures()).isEmpty();
+		assertThat(result.naiveOverlaps).isZero();
+	}
+
+	@Test
 	void aSectionOfALiveWorkerThatNeverLeftFails() {
 		Result result = SoakCheck.check(false, List.of(section(1, "process-1/0", 1, 0, null, null)), List.of(),
 				List.of());
