@@ -32,8 +32,9 @@ import org.jspecify.annotations.Nullable;
  * check alone would take such a take's end as the old lease's end.</li>
  * <li>PESSIMISTIC: the row lock lasts until the holder's transaction ends, which the history cannot show. It counts as
  * valid to the end of the section, unless the holder's call failed afterwards (its lock was lost) and a fault that
- * ends sessions hit its process during the section (its connection killed, the server restarted, a partition): then
- * until that fault's start.</li>
+ * ends sessions hit its process during the section (its connection killed, the server restarted, a partition), or
+ * its exit could not be recorded and such a fault was under way: then until that fault's start (or the entry, for a
+ * restart read as begun just before the entry: a server shutting down still takes statements for a moment).</li>
  * </ul>
  * Then, per resource, in order of entry: a section that entered while another section still ran <em>and</em> both
  * locks were valid at that moment is an {@linkplain Result#overlaps overlap} (the run fails). When one of them was no
@@ -253,11 +254,16 @@ final class SoakCheck {
 			}
 			else {
 				LocalDateTime until = NEVER;
-				if (s.failed() != null) {
+				// lost with its session: the call failed afterwards, or the exit could not be recorded (the server went
+				// down, or the reply to the entry record was lost and the worker never learnt the section's id)
+				if (s.failed() != null || s.exited() == null) {
 					for (Fault f : faults) {
-						if (f.kind().endsSessions && f.hits(s.process()) && !f.start().isBefore(s.entered())
-								&& f.start().isBefore(exited) && f.start().isBefore(until)) {
-							until = f.start();
+						// under way at some point of the section; one that began before the entry (a server that
+						// still took statements while shutting down) ends the lock at the entry
+						LocalDateTime from = f.start().isBefore(s.entered()) ? s.entered() : f.start();
+						if (f.kind().endsSessions && f.hits(s.process()) && !f.end().isBefore(s.entered())
+								&& f.start().isBefore(exited) && from.isBefore(until)) {
+							until = from;
 						}
 					}
 				}
