@@ -38,13 +38,9 @@ import org.springframework.jdbc.datasource.DataSourceUtils;
  * <li>{@code pause ... <resource>}: takes the lock, prints {@code HOLDING <token>}, and on each line of standard
  * input tries a fenced write of its token to {@code lock_test_fenced}, printing {@code WRITE rows=N held=B lost=B};
  * at end of input it releases and prints {@code RELEASED} or {@code RELEASE-LOST}.</li>
- * <li>{@code soak ...}: as {@code chaos}, for {@link SoakTests}, but a thread survives a failed call (a lost lock, a
- * broken connection: it prints {@code E <exception>} and carries on), each section ends with a fenced write of its
- * token to {@code lock_test_fenced} ({@code UPDATE ... WHERE name = ? AND token < ?}; {@code STALE <resource>} when
- * it was rejected), and the result line adds {@code stale=N errors=N worstCallMillis=N} (the longest
- * {@code executeWithoutResult}, bound: its 60 s wait plus the statement time-outs).</li>
  * </ul>
- * The mode may be {@code PESSIMISTIC/SERVER_CLOCK} (PESSIMISTIC with {@code fencing = server-clock}).
+ * The mode may be {@code PESSIMISTIC/SERVER_CLOCK} (PESSIMISTIC with {@code fencing = server-clock}). The soak has
+ * a worker of its own, {@link SoakWorker}.
  */
 public final class ChaosWorker {
 
@@ -68,14 +64,13 @@ public final class ChaosWorker {
 				pause(locks, dataSource, args[6]);
 			}
 			else {
-				chaos(locks, dataSource, mode, args[6].split(","), Integer.parseInt(args[7]), Integer.parseInt(args[8]),
-						command.equals("soak"));
+				chaos(locks, dataSource, mode, args[6].split(","), Integer.parseInt(args[7]), Integer.parseInt(args[8]));
 			}
 		}
 	}
 
 	private static void chaos(LockTemplate locks, HikariDataSource dataSource, LockMode mode, String[] resources,
-			int threads, int maxHoldMillis, boolean soak) throws Exception {
+			int threads, int maxHoldMillis) throws Exception {
 		AtomicBoolean stop = new AtomicBoolean();
 		Thread stdin = new Thread(() -> {
 			try {
@@ -89,9 +84,6 @@ public final class ChaosWorker {
 		stdin.setDaemon(true);
 		stdin.start();
 		AtomicInteger acquisitions = new AtomicInteger();
-		AtomicInteger stale = new AtomicInteger();
-		AtomicInteger errors = new AtomicInteger();
-		java.util.concurrent.atomic.AtomicLong worstCall = new java.util.concurrent.atomic.AtomicLong();
 		List<Thread> workers = new ArrayList<>();
 		for (int t = 0; t < threads; t++) {
 			String holder = "process-" + ProcessHandle.current().pid() + "/" + t;
@@ -100,39 +92,19 @@ public final class ChaosWorker {
 				while (!stop.get()) {
 					String resource = resources[random.nextInt(resources.length)];
 					say("W");
-					long called = System.nanoTime();
-					try {
-						locks.executeWithoutResult(resource, LockOptions.defaults().withWaitTime(Duration.ofSeconds(60)),
-								(lock) -> {
-									say("H " + resource);
-									if (mode == LockMode.OPTIMISTIC) {
-										countInTransaction(dataSource, resource, lock.fencingToken());
-									}
-									else {
-										long interval = enter(dataSource, resource, holder, lock.fencingToken());
-										sleep(random.nextInt(maxHoldMillis + 1));
-										exit(dataSource, interval);
-										if (soak && update(dataSource, "UPDATE lock_test_fenced SET value = value + 1, token = ?"
-												+ " WHERE name = ? AND token < ?", lock.fencingToken(), resource,
-												lock.fencingToken()) != 1) {
-											stale.incrementAndGet();
-											say("STALE " + resource);
-										}
-									}
-									say("R " + resource);
-								});
-					}
-					catch (RuntimeException ex) {
-						if (!soak) {
-							throw ex;
-						}
-						errors.incrementAndGet();
-						say("E " + ex);
-						continue;
-					}
-					finally {
-						worstCall.accumulateAndGet((System.nanoTime() - called) / 1_000_000, Math::max);
-					}
+					locks.executeWithoutResult(resource, LockOptions.defaults().withWaitTime(Duration.ofSeconds(60)),
+							(lock) -> {
+								say("H " + resource);
+								if (mode == LockMode.OPTIMISTIC) {
+									countInTransaction(dataSource, resource, lock.fencingToken());
+								}
+								else {
+									long interval = enter(dataSource, resource, holder, lock.fencingToken());
+									sleep(random.nextInt(maxHoldMillis + 1));
+									exit(dataSource, interval);
+								}
+								say("R " + resource);
+							});
 					acquisitions.incrementAndGet();
 					say("F");
 				}
@@ -143,8 +115,7 @@ public final class ChaosWorker {
 		for (Thread worker : workers) {
 			worker.join();
 		}
-		say("RESULT acquisitions=" + acquisitions + (soak ? " stale=" + stale + " errors=" + errors
-				+ " worstCallMillis=" + worstCall : ""));
+		say("RESULT acquisitions=" + acquisitions);
 	}
 
 	private static void pause(LockTemplate locks, HikariDataSource dataSource, String resource) throws Exception {

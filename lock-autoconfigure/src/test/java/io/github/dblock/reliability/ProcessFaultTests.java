@@ -267,7 +267,7 @@ class ProcessFaultTests {
 
 		private volatile String lastMarker = "-";
 
-		private Worker(Process process) {
+		Worker(Process process) {
 			this.process = process;
 			Thread reader = new Thread(() -> {
 				try (BufferedReader in = new BufferedReader(
