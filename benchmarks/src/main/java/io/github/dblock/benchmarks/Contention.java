@@ -90,9 +90,9 @@ public final class Contention {
 						}
 						failures[index]++;
 						cycles[index]++;
-						if (!failure.compareAndSet(null, ex) && failure.get() != ex
-								&& failure.get().getSuppressed().length < 4) {
-							failure.get().addSuppressed(ex);
+						Throwable first = failure.compareAndExchange(null, ex);
+						if (first != null && first != ex && first.getSuppressed().length < 4) {
+							first.addSuppressed(ex);
 						}
 						if (ex instanceof InterruptedException) {
 							Thread.currentThread().interrupt();
