@@ -343,7 +343,12 @@ class ServerClockFencingTests {
 	void aTokenHandedToAHolderKilledBeforeItsCommitIsNotHandedOutAgainWhileTheCounterIsAheadOfTheClock(
 			PessimisticLockProvider.Fencing fencing) throws Exception {
 		String resource = "fencing-killed-ahead-" + fencing + "-" + UUID.randomUUID();
-		LockTemplate a = LockNodes.node(provider(fencing), "a");
+		// A on a pool of one connection, whose id is known before A takes the lock on it: the connection to kill
+		HikariDataSource single = TestDatabase.get().newDataSource(1);
+		PessimisticLockProvider onOne = (PessimisticLockProvider) LockNodes.provider(LockMode.PESSIMISTIC, single);
+		onOne.setFencing(fencing);
+		LockTemplate a = LockNodes.node(onOne, "a");
+		long holderConnection = new JdbcTemplate(single).queryForObject("SELECT CONNECTION_ID()", Long.class);
 		LockTemplate b = LockNodes.node(provider(fencing), "b");
 		a.acquire(resource).close();
 		b.acquire(resource).close();
@@ -373,7 +378,7 @@ class ServerClockFencingTests {
 				}
 			});
 			awaitStatementsOn(resource, 1, waiterB);
-			kill(blockerOf(resource));
+			kill(holderConnection);
 			killed.countDown();
 			long next = waiterB.get(30, TimeUnit.SECONDS);
 			assertThat(next).as("the token after the killed holder's").isGreaterThan(held);
@@ -382,6 +387,7 @@ class ServerClockFencingTests {
 		finally {
 			killed.countDown();
 			executor.shutdownNow();
+			single.close();
 		}
 	}
 
