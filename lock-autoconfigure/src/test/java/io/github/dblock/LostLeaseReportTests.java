@@ -21,6 +21,12 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.dao.DataAccessException;
 import tools.jackson.databind.json.JsonMapper;
+import io.github.dblock.idempotency.IdempotencyStatus;
+import io.github.dblock.idempotency.IdempotencyTemplate;
+import io.github.dblock.idempotency.OnDuplicate;
+import io.github.dblock.semaphore.SemaphoreTemplate;
+import io.github.dblock.semaphore.PermitHandle;
+import io.github.dblock.semaphore.SemaphoreOptions;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
@@ -88,7 +94,7 @@ class LostLeaseReportTests {
 		SemaphoreTemplate semaphores = semaphores();
 		String name = "lost-report-p-" + UUID.randomUUID();
 		semaphores.setPermits(name, 1);
-		LockHandle permit = semaphores.acquire(name, LockOptions.defaults().withLeaseTime(Duration.ofSeconds(1)));
+		PermitHandle permit = semaphores.acquire(name, SemaphoreOptions.defaults().withLeaseTime(Duration.ofSeconds(1)));
 		Thread.sleep(1_300);
 		assertThat(permit.isHeld()).isFalse();
 		Connection blocker = blocker("SELECT 1 FROM " + semaphoreHolds() + " WHERE name = ? FOR UPDATE", name);
@@ -107,7 +113,7 @@ class LostLeaseReportTests {
 		SemaphoreTemplate semaphores = semaphores();
 		String name = "lost-report-p2-" + UUID.randomUUID();
 		semaphores.setPermits(name, 1);
-		LockHandle permit = semaphores.acquire(name, LockOptions.defaults().withLeaseTime(Duration.ofSeconds(20)));
+		PermitHandle permit = semaphores.acquire(name, SemaphoreOptions.defaults().withLeaseTime(Duration.ofSeconds(20)));
 		Connection blocker = blocker("SELECT 1 FROM " + semaphoreHolds() + " WHERE name = ? FOR UPDATE", name);
 		try {
 			assertThatExceptionOfType(DataAccessException.class).as("still held in the database: not lost")
@@ -124,7 +130,7 @@ class LostLeaseReportTests {
 		SemaphoreTemplate semaphores = semaphores();
 		String name = "lost-report-p3-" + UUID.randomUUID();
 		semaphores.setPermits(name, 1);
-		LockHandle permit = semaphores.acquire(name, LockOptions.defaults().withLeaseTime(Duration.ofSeconds(1)));
+		PermitHandle permit = semaphores.acquire(name, SemaphoreOptions.defaults().withLeaseTime(Duration.ofSeconds(1)));
 		Thread.sleep(200);
 		assertThat(permit.isHeld()).isTrue();
 		Connection blocker = blocker("SELECT 1 FROM " + semaphoreHolds() + " WHERE name = ? FOR UPDATE", name);

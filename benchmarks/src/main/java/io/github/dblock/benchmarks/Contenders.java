@@ -18,7 +18,7 @@ import io.github.dblock.LockHandle;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
-import io.github.dblock.SemaphoreTemplate;
+import io.github.dblock.semaphore.SemaphoreTemplate;
 import io.github.dblock.spi.Backoff;
 import io.github.dblock.jdbc.DatabaseServer;
 import io.github.dblock.jdbc.JdbcSemaphoreProvider;

@@ -13,11 +13,11 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import javax.sql.DataSource;
 
-import io.github.dblock.IdempotencyTemplate;
+import io.github.dblock.idempotency.IdempotencyTemplate;
 import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.LockMode;
-import io.github.dblock.OnDuplicate;
+import io.github.dblock.idempotency.OnDuplicate;
 import io.github.dblock.spi.Backoff;
 import io.github.dblock.jdbc.IdempotencyStore;
 import io.github.dblock.jdbc.LeaseLockProvider;

@@ -15,9 +15,9 @@ import org.springframework.context.annotation.Import;
  * Auto-configuration of distributed locks on the application's MySQL or MariaDB {@link DataSource}: the lock
  * table (through the library's own Flyway migrations), the {@link LockTemplate} bean and the
  * {@link io.github.dblock.DistributedLock @DistributedLock} advisor, distributed semaphores (the
- * {@link io.github.dblock.SemaphoreTemplate} bean and the {@link io.github.dblock.DistributedSemaphore
- * @DistributedSemaphore} advisor), and idempotency keys ({@link io.github.dblock.IdempotencyTemplate},
- * {@link io.github.dblock.Idempotent @Idempotent}).
+ * {@link io.github.dblock.semaphore.SemaphoreTemplate} bean and the {@link io.github.dblock.semaphore.DistributedSemaphore
+ * @DistributedSemaphore} advisor), and idempotency keys ({@link io.github.dblock.idempotency.IdempotencyTemplate},
+ * {@link io.github.dblock.idempotency.Idempotent @Idempotent}).
  */
 @AutoConfiguration(afterName = { "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
 		"org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration" })

@@ -353,7 +353,7 @@ public class DistributedLockProperties implements InitializingBean {
 
 	private void checkIdempotency() {
 		try {
-			io.github.dblock.IdempotencyOptions.checkRetention("retention", this.idempotency.getRetention());
+			io.github.dblock.idempotency.IdempotencyOptions.checkRetention("retention", this.idempotency.getRetention());
 		}
 		catch (IllegalArgumentException ex) {
 			throw invalid("idempotency.retention", this.idempotency.getRetention(),
@@ -364,7 +364,7 @@ public class DistributedLockProperties implements InitializingBean {
 		}
 		if (this.idempotency.getLeaseTime() != null) {
 			try {
-				io.github.dblock.IdempotencyOptions.checkLeaseTime("lease time", this.idempotency.getLeaseTime());
+				io.github.dblock.idempotency.IdempotencyOptions.checkLeaseTime("lease time", this.idempotency.getLeaseTime());
 			}
 			catch (IllegalArgumentException ex) {
 				throw invalid("idempotency.lease-time", this.idempotency.getLeaseTime(),
@@ -697,7 +697,7 @@ public class DistributedLockProperties implements InitializingBean {
 		private Duration retention = Duration.ofHours(24);
 
 		/** What a duplicate call gets once the key's work has succeeded: its recorded outcome, or an exception. */
-		private io.github.dblock.OnDuplicate onDuplicate = io.github.dblock.OnDuplicate.RETURN_OUTCOME;
+		private io.github.dblock.idempotency.OnDuplicate onDuplicate = io.github.dblock.idempotency.OnDuplicate.RETURN_OUTCOME;
 
 		/**
 		 * The running lease of an idempotency claim, renewed every third of it while the work runs; after a crash,
@@ -720,11 +720,11 @@ public class DistributedLockProperties implements InitializingBean {
 			this.retention = retention;
 		}
 
-		public io.github.dblock.OnDuplicate getOnDuplicate() {
+		public io.github.dblock.idempotency.OnDuplicate getOnDuplicate() {
 			return this.onDuplicate;
 		}
 
-		public void setOnDuplicate(io.github.dblock.OnDuplicate onDuplicate) {
+		public void setOnDuplicate(io.github.dblock.idempotency.OnDuplicate onDuplicate) {
 			this.onDuplicate = onDuplicate;
 		}
 

@@ -1,6 +1,6 @@
 package io.github.dblock.autoconfigure;
 
-import io.github.dblock.IdempotencyTemplate;
+import io.github.dblock.idempotency.IdempotencyTemplate;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.interceptor.IdempotentAdvisor;
 import io.github.dblock.interceptor.IdempotentAttributeSource;

@@ -88,7 +88,7 @@ class LockInterceptorConfiguration {
 	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
 	static DistributedLockMethodValidator idempotentMethodValidator(
 			ObjectProvider<LockAttributeSource> lockAttributeSource) {
-		return new DistributedLockMethodValidator(io.github.dblock.Idempotent.class, lockAttributeSource::getObject,
+		return new DistributedLockMethodValidator(io.github.dblock.idempotency.Idempotent.class, lockAttributeSource::getObject,
 				() -> null);
 	}
 

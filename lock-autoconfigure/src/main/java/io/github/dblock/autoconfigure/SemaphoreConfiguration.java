@@ -1,8 +1,8 @@
 package io.github.dblock.autoconfigure;
 
-import io.github.dblock.DistributedSemaphore;
+import io.github.dblock.semaphore.DistributedSemaphore;
 import io.github.dblock.LockTemplate;
-import io.github.dblock.SemaphoreTemplate;
+import io.github.dblock.semaphore.SemaphoreTemplate;
 import io.github.dblock.interceptor.DistributedLockMethodValidator;
 import io.github.dblock.interceptor.DistributedSemaphoreAdvisor;
 import io.github.dblock.interceptor.DistributedSemaphoreInterceptor;

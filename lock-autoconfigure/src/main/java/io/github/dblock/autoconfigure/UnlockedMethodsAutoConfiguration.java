@@ -7,8 +7,8 @@ import java.util.Set;
 import java.util.TreeSet;
 
 import io.github.dblock.DistributedLock;
-import io.github.dblock.DistributedSemaphore;
-import io.github.dblock.Idempotent;
+import io.github.dblock.semaphore.DistributedSemaphore;
+import io.github.dblock.idempotency.Idempotent;
 import io.github.dblock.interceptor.DistributedLockAdvisor;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;

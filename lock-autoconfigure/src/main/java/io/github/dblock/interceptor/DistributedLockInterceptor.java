@@ -225,9 +225,9 @@ public class DistributedLockInterceptor implements MethodInterceptor {
 		return result;
 	}
 
-	/** Proceeds with {@code null} {@link LockHandle} parameters filled in with the held lock. */
+	/** Proceeds with {@code null} handle parameters filled in with the held lock (or permit). */
 	@Nullable
-	static Object proceed(MethodInvocation invocation, LockAttribute attribute, LockHandle lock) throws Throwable {
+	static Object proceed(MethodInvocation invocation, LockAttribute attribute, Object lock) throws Throwable {
 		@Nullable Object[] arguments = invocation.getArguments();
 		@Nullable Object[] filled = attribute.withHandle(arguments, lock);
 		if (filled != arguments) {
@@ -246,19 +246,28 @@ public class DistributedLockInterceptor implements MethodInterceptor {
 	 * release failure after a failed method is added to the method's exception.
 	 */
 	static void release(LockHandle lock, @Nullable Throwable methodFailure) {
+		release(lock.resource(), lock::close, methodFailure);
+	}
+
+	/**
+	 * Like {@link #release(LockHandle, Throwable)} for any held resource.
+	 * @param resource the lock's resource or the semaphore's name, for messages
+	 * @param close gives the resource back
+	 */
+	static void release(String resource, Runnable close, @Nullable Throwable methodFailure) {
 		if (TransactionSynchronizationManager.isSynchronizationActive()) {
 			if (logger.isDebugEnabled()) {
-				logger.debug("Deferring release of lock '" + lock.resource() + "' until the surrounding transaction completes");
+				logger.debug("Deferring release of lock '" + resource + "' until the surrounding transaction completes");
 			}
-			TransactionSynchronizationManager.registerSynchronization(new ReleaseAfterCompletion(lock));
+			TransactionSynchronizationManager.registerSynchronization(new ReleaseAfterCompletion(resource, close));
 			return;
 		}
 		if (methodFailure == null) {
-			lock.close();
+			close.run();
 			return;
 		}
 		try {
-			lock.close();
+			close.run();
 		}
 		catch (RuntimeException releaseFailure) {
 			methodFailure.addSuppressed(releaseFailure);
@@ -268,20 +277,23 @@ public class DistributedLockInterceptor implements MethodInterceptor {
 	/** Releases a lock once the transaction that was active when the locked method returned has completed. */
 	private static final class ReleaseAfterCompletion implements TransactionSynchronization {
 
-		private final LockHandle lock;
+		private final String resource;
 
-		ReleaseAfterCompletion(LockHandle lock) {
-			this.lock = lock;
+		private final Runnable close;
+
+		ReleaseAfterCompletion(String resource, Runnable close) {
+			this.resource = resource;
+			this.close = close;
 		}
 
 		@Override
 		public void afterCompletion(int status) {
 			try {
-				this.lock.close();
+				this.close.run();
 			}
 			catch (RuntimeException ex) {
 				// Nothing can be thrown to the caller any more: the transaction has completed.
-				logger.error("Releasing lock '" + this.lock.resource() + "' after transaction completion failed", ex);
+				logger.error("Releasing lock '" + this.resource + "' after transaction completion failed", ex);
 			}
 		}
 

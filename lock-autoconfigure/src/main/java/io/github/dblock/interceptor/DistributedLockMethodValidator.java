@@ -11,7 +11,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 
 import io.github.dblock.DistributedLock;
-import io.github.dblock.Idempotent;
+import io.github.dblock.idempotency.Idempotent;
 import io.github.dblock.LockTemplate;
 import org.jspecify.annotations.Nullable;
 import org.springframework.aop.framework.AopProxyUtils;
@@ -32,7 +32,7 @@ import org.springframework.util.ReflectionUtils;
 
 /**
  * Stops start-up when a method carrying its annotation ({@link DistributedLock} by default; one instance each for
- * {@link io.github.dblock.DistributedSemaphore} and {@link Idempotent}) cannot be intercepted, because an annotation
+ * {@link io.github.dblock.semaphore.DistributedSemaphore} and {@link Idempotent}) cannot be intercepted, because an annotation
  * that silently does nothing is the worst outcome: the method would run without exclusion. Spring AOP proxies only intercept
  * calls made through the proxy to methods the proxy can override or forward, so it checks every bean with
  * annotated methods:
@@ -85,7 +85,7 @@ public class DistributedLockMethodValidator implements BeanPostProcessor, SmartI
 
 	/**
 	 * A validator for methods carrying another annotation that works through a Spring AOP proxy in the same way, such
-	 * as {@link io.github.dblock.DistributedSemaphore}; the minimum-hold check applies to {@link DistributedLock} only.
+	 * as {@link io.github.dblock.semaphore.DistributedSemaphore}; the minimum-hold check applies to {@link DistributedLock} only.
 	 * @param annotationType the annotation whose methods must be interceptable
 	 * @param attributeSource parses {@link DistributedLock} annotations (looked up lazily)
 	 * @param lockTemplate the template whose default lease time bounds minimum hold times; may supply {@code null}

@@ -1,6 +1,6 @@
 package io.github.dblock.interceptor;
 
-import io.github.dblock.DistributedSemaphore;
+import io.github.dblock.semaphore.DistributedSemaphore;
 
 /**
  * Applies {@link DistributedSemaphoreInterceptor} to methods that carry {@link DistributedSemaphore}. Its order must

@@ -2,8 +2,10 @@ package io.github.dblock.interceptor;
 
 import java.util.function.Supplier;
 
-import io.github.dblock.LockHandle;
-import io.github.dblock.SemaphoreTemplate;
+import io.github.dblock.LockOptions;
+import io.github.dblock.semaphore.PermitHandle;
+import io.github.dblock.semaphore.SemaphoreOptions;
+import io.github.dblock.semaphore.SemaphoreTemplate;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
 import org.jspecify.annotations.Nullable;
@@ -12,10 +14,10 @@ import org.springframework.core.ParameterNameDiscoverer;
 import org.springframework.expression.BeanResolver;
 
 /**
- * Takes one permit of the semaphore named by a method's {@link io.github.dblock.DistributedSemaphore} annotation,
+ * Takes one permit of the semaphore named by a method's {@link io.github.dblock.semaphore.DistributedSemaphore} annotation,
  * proceeds, and gives the permit back: at once, or, when a transaction was already active before the call, after
  * that transaction completes (as {@link DistributedLockInterceptor} does for locks). If every permit stays held for
- * the wait time, the method does not run and {@link io.github.dblock.PermitNotAcquiredException} propagates. If the
+ * the wait time, the method does not run and {@link io.github.dblock.semaphore.PermitNotAcquiredException} propagates. If the
  * method completed but the permit's lease had expired, {@link io.github.dblock.LockLostException} is thrown instead of
  * the result. Thread-safe.
  */
@@ -51,17 +53,29 @@ public class DistributedSemaphoreInterceptor implements MethodInterceptor {
 			return invocation.proceed();
 		}
 		LockAttribute attribute = resolved.attribute();
-		LockHandle permit = this.semaphores.get().acquire(resolved.name(), attribute.getOptions());
+		PermitHandle permit = this.semaphores.get().acquire(resolved.name(), permitOptions(attribute.getOptions()));
 		Object result;
 		try {
 			result = DistributedLockInterceptor.proceed(invocation, attribute, permit);
 		}
 		catch (Throwable ex) {
-			DistributedLockInterceptor.release(permit, ex);
+			DistributedLockInterceptor.release(permit.name(), permit::close, ex);
 			throw ex;
 		}
-		DistributedLockInterceptor.release(permit, null);
+		DistributedLockInterceptor.release(permit.name(), permit::close, null);
 		return result;
+	}
+
+	/** The annotation's wait and lease times (the only options a permit has) as the template's options. */
+	private static SemaphoreOptions permitOptions(LockOptions parsed) {
+		SemaphoreOptions options = SemaphoreOptions.defaults();
+		if (parsed.getWaitTime() != null) {
+			options = options.withWaitTime(parsed.getWaitTime());
+		}
+		if (parsed.getLeaseTime() != null) {
+			options = options.withLeaseTime(parsed.getLeaseTime());
+		}
+		return options;
 	}
 
 }

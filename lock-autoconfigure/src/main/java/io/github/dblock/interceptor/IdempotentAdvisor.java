@@ -1,6 +1,6 @@
 package io.github.dblock.interceptor;
 
-import io.github.dblock.Idempotent;
+import io.github.dblock.idempotency.Idempotent;
 
 /**
  * Applies {@link IdempotentInterceptor} to methods that carry {@link Idempotent}. Unlike the lock advisors, its order

@@ -4,15 +4,15 @@ import java.lang.reflect.Method;
 import java.lang.reflect.Type;
 import java.util.List;
 
-import io.github.dblock.IdempotencyOptions;
-import io.github.dblock.IdempotencyTemplate;
+import io.github.dblock.idempotency.IdempotencyOptions;
+import io.github.dblock.idempotency.IdempotencyTemplate;
 import org.jspecify.annotations.Nullable;
 import org.springframework.core.ParameterNameDiscoverer;
 import org.springframework.expression.BeanResolver;
 import org.springframework.expression.Expression;
 
 /**
- * A parsed {@link io.github.dblock.Idempotent} annotation: the key template's parts, the options, the generic return
+ * A parsed {@link io.github.dblock.idempotency.Idempotent} annotation: the key template's parts, the options, the generic return
  * type that recorded outcomes are read as, and whether the method asks for a transaction. Immutable and thread-safe;
  * built once per method and target class by {@link IdempotentAttributeSource}.
  */

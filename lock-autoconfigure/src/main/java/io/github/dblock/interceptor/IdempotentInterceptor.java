@@ -3,7 +3,7 @@ package io.github.dblock.interceptor;
 import java.lang.reflect.Method;
 import java.util.function.Supplier;
 
-import io.github.dblock.IdempotencyTemplate;
+import io.github.dblock.idempotency.IdempotencyTemplate;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
 import org.jspecify.annotations.Nullable;
@@ -14,9 +14,9 @@ import org.springframework.expression.BeanResolver;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
- * Runs a method annotated with {@link io.github.dblock.Idempotent} through
- * {@link IdempotencyTemplate#execute(String, io.github.dblock.IdempotencyOptions, java.lang.reflect.Type,
- * io.github.dblock.IdempotentCallback)}: evaluates the key over the arguments, claims it, proceeds (or returns the
+ * Runs a method annotated with {@link io.github.dblock.idempotency.Idempotent} through
+ * {@link IdempotencyTemplate#execute(String, io.github.dblock.idempotency.IdempotencyOptions, java.lang.reflect.Type,
+ * io.github.dblock.idempotency.IdempotentCallback)}: evaluates the key over the arguments, claims it, proceeds (or returns the
  * recorded outcome of an earlier call, read as the method's generic return type), and records the outcome.
  * <p>
  * It is ordered inside the transaction advisor, so the method's transaction is already active here and the recorded

@@ -30,7 +30,10 @@ public final class LockAttribute {
 	@Nullable
 	private final String failureHandler;
 
-	/** Positions of parameters of type {@link io.github.dblock.LockHandle}, filled in by the interceptor. */
+	/**
+	 * Positions of parameters of the handle type ({@link io.github.dblock.LockHandle}, or
+	 * {@link io.github.dblock.semaphore.PermitHandle} for a semaphore), filled in by the interceptor.
+	 */
 	private final int[] handleParameters;
 
 	/** The annotation, as named in messages. */
@@ -38,11 +41,13 @@ public final class LockAttribute {
 
 	LockAttribute(Method method, String template, Expression parsed, LockOptions options,
 			io.github.dblock.OnLockFailure onFailure, @Nullable String failureHandler) {
-		this(method, template, parsed, options, onFailure, failureHandler, "@DistributedLock");
+		this(method, template, parsed, options, onFailure, failureHandler, "@DistributedLock",
+				io.github.dblock.LockHandle.class);
 	}
 
 	LockAttribute(Method method, String template, Expression parsed, LockOptions options,
-			io.github.dblock.OnLockFailure onFailure, @Nullable String failureHandler, String annotationName) {
+			io.github.dblock.OnLockFailure onFailure, @Nullable String failureHandler, String annotationName,
+			Class<?> handleType) {
 		this.annotationName = annotationName;
 		this.method = method;
 		this.template = template;
@@ -51,15 +56,15 @@ public final class LockAttribute {
 		this.onFailure = onFailure;
 		this.failureHandler = failureHandler;
 		this.handleParameters = java.util.stream.IntStream.range(0, method.getParameterCount())
-			.filter((i) -> method.getParameterTypes()[i] == io.github.dblock.LockHandle.class)
+			.filter((i) -> method.getParameterTypes()[i] == handleType)
 			.toArray();
 	}
 
 	/**
-	 * The arguments with every {@code null} {@link io.github.dblock.LockHandle} parameter replaced by the held lock;
-	 * the same array when there is nothing to fill in, a copy otherwise.
+	 * The arguments with every {@code null} parameter of the handle type replaced by the held lock (or permit); the
+	 * same array when there is nothing to fill in, a copy otherwise.
 	 */
-	@Nullable Object[] withHandle(@Nullable Object[] arguments, io.github.dblock.LockHandle lock) {
+	@Nullable Object[] withHandle(@Nullable Object[] arguments, Object lock) {
 		if (this.handleParameters.length == 0) {
 			return arguments;
 		}

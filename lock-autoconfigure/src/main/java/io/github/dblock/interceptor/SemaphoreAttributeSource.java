@@ -5,9 +5,10 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 
-import io.github.dblock.DistributedSemaphore;
+import io.github.dblock.semaphore.DistributedSemaphore;
 import io.github.dblock.LockOptions;
 import io.github.dblock.OnLockFailure;
+import io.github.dblock.semaphore.PermitHandle;
 import org.jspecify.annotations.Nullable;
 import org.springframework.core.MethodClassKey;
 import org.springframework.core.env.PropertyResolver;
@@ -58,7 +59,7 @@ public class SemaphoreAttributeSource {
 		org.springframework.expression.Expression expression = this.parser.parseTemplate(where, template);
 		TemplateExpressions.checkVariables(where, "name", TemplateExpressions.parts(expression), method);
 		LockAttribute attribute = new LockAttribute(method, template, expression, options,
-				OnLockFailure.THROW, null, "@DistributedSemaphore");
+				OnLockFailure.THROW, null, "@DistributedSemaphore", PermitHandle.class);
 		return LockAttributeSource.validateLiteral(where, attribute);
 	}
 

@@ -108,7 +108,7 @@ class DistributedLockAutoConfigurationTests {
 			assertThat(context).hasSingleBean(LockSchemaInitializer.class);
 			assertThat(context).hasSingleBean(DistributedLockAdvisor.class);
 			assertThat(context).hasSingleBean(DistributedLockProperties.class);
-			assertThat(context).hasSingleBean(io.github.dblock.SemaphoreTemplate.class);
+			assertThat(context).hasSingleBean(io.github.dblock.semaphore.SemaphoreTemplate.class);
 			assertThat(context).hasSingleBean(io.github.dblock.interceptor.DistributedSemaphoreAdvisor.class);
 			LockSchemaInitializer initializer = context.getBean(LockSchemaInitializer.class);
 			assertThat(initializer.getTable().name()).isEqualTo("distributed_lock");
@@ -592,7 +592,7 @@ class DistributedLockAutoConfigurationTests {
 		assertThat(context).doesNotHaveBean(DistributedLockAdvisor.class);
 		assertThat(context).doesNotHaveBean(LockAttributeSource.class);
 		assertThat(context).doesNotHaveBean(DistributedLockProperties.class);
-		assertThat(context).doesNotHaveBean(io.github.dblock.SemaphoreTemplate.class);
+		assertThat(context).doesNotHaveBean(io.github.dblock.semaphore.SemaphoreTemplate.class);
 		assertThat(context).doesNotHaveBean(io.github.dblock.interceptor.DistributedSemaphoreAdvisor.class);
 	}
 

@@ -7,13 +7,13 @@ import java.util.List;
 import java.util.UUID;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.dblock.IdempotencyTemplate;
+import io.github.dblock.idempotency.IdempotencyTemplate;
 import io.github.dblock.LockHandle;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.LockType;
-import io.github.dblock.SemaphoreTemplate;
+import io.github.dblock.semaphore.SemaphoreTemplate;
 import io.github.dblock.test.EmbeddedMariaDb;
 import io.github.dblock.test.Reliability;
 import io.github.dblock.test.TestDatabase;
@@ -30,6 +30,7 @@ import org.springframework.boot.test.context.assertj.AssertableApplicationContex
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.core.NestedExceptionUtils;
 import org.springframework.jdbc.core.JdbcTemplate;
+import io.github.dblock.semaphore.PermitHandle;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
@@ -215,7 +216,7 @@ class LeastPrivilegeTests {
 				// UPDATE, INSERT, DELETE), a run-time change of N; the cleanup job below deletes an expired permit row
 				SemaphoreTemplate semaphores = context.getBean(SemaphoreTemplate.class);
 				assertThat(semaphores.getPermits("least-privilege-sem")).isEqualTo(2);
-				try (LockHandle permit = semaphores.acquire("least-privilege-sem")) {
+				try (PermitHandle permit = semaphores.acquire("least-privilege-sem")) {
 					Thread.sleep(4500);
 					assertThat(permit.isHeld()).as("renewed past its 3 s lease").isTrue();
 					assertThat(semaphores.availablePermits("least-privilege-sem")).isEqualTo(1);

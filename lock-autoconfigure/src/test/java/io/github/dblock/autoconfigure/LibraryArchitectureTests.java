@@ -20,7 +20,8 @@ class LibraryArchitectureTests {
 
 	private static final String AUTOCONFIGURE = "io.github.dblock.autoconfigure";
 
-	private static final String[] CORE = { "io.github.dblock", "io.github.dblock.spi..", "io.github.dblock.jdbc.." };
+	private static final String[] CORE = { "io.github.dblock", "io.github.dblock.spi..", "io.github.dblock.jdbc..",
+			"io.github.dblock.semaphore..", "io.github.dblock.idempotency.." };
 
 	private static JavaClasses library;
 

@@ -3,7 +3,7 @@ package io.github.dblock.autoconfigure;
 import javax.sql.DataSource;
 
 import io.github.dblock.DistributedLock;
-import io.github.dblock.DistributedSemaphore;
+import io.github.dblock.semaphore.DistributedSemaphore;
 import io.github.dblock.LockMode;
 import io.github.dblock.test.TestDatabase;
 import org.junit.jupiter.api.Test;

@@ -15,13 +15,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.dblock.LockHandle;
 import io.github.dblock.LockLostException;
-import io.github.dblock.LockMode;
 import io.github.dblock.LockNotAcquiredException;
-import io.github.dblock.LockOptions;
-import io.github.dblock.PermitNotAcquiredException;
-import io.github.dblock.SemaphoreTemplate;
+import io.github.dblock.semaphore.PermitNotAcquiredException;
+import io.github.dblock.semaphore.SemaphoreTemplate;
 import io.github.dblock.test.SemaphoreNodes;
 import io.github.dblock.test.TestDatabase;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -32,6 +29,8 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.jdbc.core.JdbcTemplate;
+import io.github.dblock.semaphore.PermitHandle;
+import io.github.dblock.semaphore.SemaphoreOptions;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
@@ -71,16 +70,16 @@ class SemaphoreContractTests {
 		return name;
 	}
 
-	private static LockOptions waitFor(Duration wait) {
-		return LockOptions.defaults().withWaitTime(wait);
+	private static SemaphoreOptions waitFor(Duration wait) {
+		return SemaphoreOptions.defaults().withWaitTime(wait);
 	}
 
 	@Test
 	void upToNAcquisitionsSucceedAndTheNextTimesOut() {
 		String name = newPool(3);
-		LockHandle a = nodeA.acquire(name);
-		LockHandle b = nodeB.acquire(name);
-		LockHandle c = nodeC.acquire(name);
+		PermitHandle a = nodeA.acquire(name);
+		PermitHandle b = nodeB.acquire(name);
+		PermitHandle c = nodeC.acquire(name);
 		long start = System.nanoTime();
 		assertThatExceptionOfType(PermitNotAcquiredException.class)
 			.isThrownBy(() -> nodeA.acquire(name, waitFor(Duration.ofMillis(300))))
@@ -101,12 +100,12 @@ class SemaphoreContractTests {
 	@Test
 	void aReleaseFreesExactlyOnePermit() {
 		String name = newPool(2);
-		LockHandle a = nodeA.acquire(name);
-		LockHandle b = nodeB.acquire(name);
+		PermitHandle a = nodeA.acquire(name);
+		PermitHandle b = nodeB.acquire(name);
 		assertThat(nodeC.tryAcquire(name)).isEmpty();
 		a.close();
 		assertThat(nodeC.availablePermits(name)).isEqualTo(1);
-		LockHandle c = nodeC.tryAcquire(name).orElseThrow();
+		PermitHandle c = nodeC.tryAcquire(name).orElseThrow();
 		assertThat(nodeA.tryAcquire(name)).as("one release frees one permit").isEmpty();
 		b.close();
 		c.close();
@@ -117,11 +116,11 @@ class SemaphoreContractTests {
 	@Test
 	void aWaiterGetsInWhenAHolderReleases() throws Exception {
 		String name = newPool(1);
-		LockHandle held = nodeA.acquire(name);
+		PermitHandle held = nodeA.acquire(name);
 		ExecutorService executor = Executors.newSingleThreadExecutor();
 		try {
 			Future<Long> waiter = executor.submit(() -> {
-				try (LockHandle permit = nodeB.acquire(name, waitFor(Duration.ofSeconds(20)))) {
+				try (PermitHandle permit = nodeB.acquire(name, waitFor(Duration.ofSeconds(20)))) {
 					return permit.fencingToken();
 				}
 			});
@@ -139,9 +138,9 @@ class SemaphoreContractTests {
 	void anExpiredLeaseFreesItsPermitAndItsHolderCannotReleaseIt() {
 		String name = newPool(1);
 		long beforeAcquire = System.nanoTime(); // before the server starts the lease, whatever the commit costs
-		LockHandle stale = nodeA.acquire(name, LockOptions.defaults().withLeaseTime(Duration.ofMillis(1_500)));
+		PermitHandle stale = nodeA.acquire(name, SemaphoreOptions.defaults().withLeaseTime(Duration.ofMillis(1_500)));
 		assertThat(nodeB.tryAcquire(name)).as("lease still running").isEmpty();
-		LockHandle successor = nodeB.acquire(name, waitFor(Duration.ofSeconds(10)));
+		PermitHandle successor = nodeB.acquire(name, waitFor(Duration.ofSeconds(10)));
 		assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - beforeAcquire)).as("waited for the lease to end")
 			.isGreaterThanOrEqualTo(1_450L);
 		assertThat(successor.fencingToken()).isGreaterThan(stale.fencingToken());
@@ -157,7 +156,7 @@ class SemaphoreContractTests {
 	@Test
 	void anExpiredHolderIsReportedLostAtReleaseEvenWhenNobodyTookItsPermit() throws Exception {
 		String name = newPool(2);
-		LockHandle stale = nodeA.acquire(name, LockOptions.defaults().withLeaseTime(Duration.ofMillis(100)));
+		PermitHandle stale = nodeA.acquire(name, SemaphoreOptions.defaults().withLeaseTime(Duration.ofMillis(100)));
 		Thread.sleep(300);
 		assertThatExceptionOfType(LockLostException.class).isThrownBy(stale::close);
 		assertThat(nodeA.availablePermits(name)).isEqualTo(2);
@@ -169,22 +168,22 @@ class SemaphoreContractTests {
 		List<Long> sequential = new ArrayList<>();
 		SemaphoreTemplate[] nodes = { nodeA, nodeB, nodeC };
 		for (int i = 0; i < 12; i++) {
-			try (LockHandle permit = nodes[i % 3].acquire(name)) {
+			try (PermitHandle permit = nodes[i % 3].acquire(name)) {
 				sequential.add(permit.fencingToken());
 			}
 		}
 		assertThat(sequential).isSorted().doesNotHaveDuplicates();
 		// concurrent holders get distinct tokens, each above every token handed out before
-		List<LockHandle> held = List.of(nodeA.acquire(name), nodeB.acquire(name), nodeC.acquire(name));
-		assertThat(held.stream().map(LockHandle::fencingToken).distinct().count()).isEqualTo(3);
+		List<PermitHandle> held = List.of(nodeA.acquire(name), nodeB.acquire(name), nodeC.acquire(name));
+		assertThat(held.stream().map(PermitHandle::fencingToken).distinct().count()).isEqualTo(3);
 		assertThat(held.get(0).fencingToken()).isGreaterThan(sequential.get(sequential.size() - 1));
 		assertThat(held.get(1).fencingToken()).isGreaterThan(held.get(0).fencingToken());
 		assertThat(held.get(2).fencingToken()).isGreaterThan(held.get(1).fencingToken());
-		held.forEach(LockHandle::close);
+		held.forEach(PermitHandle::close);
 		// a pool row created later (for example after deletion) still starts above: tokens are at least server µs
 		new JdbcTemplate(pool).update("DELETE FROM distributed_lock_sem WHERE name = ?", (Object) name.getBytes());
 		nodeA.setPermits(name, 3);
-		try (LockHandle permit = nodeB.acquire(name)) {
+		try (PermitHandle permit = nodeB.acquire(name)) {
 			assertThat(permit.fencingToken()).isGreaterThan(held.get(2).fencingToken());
 		}
 	}
@@ -193,12 +192,12 @@ class SemaphoreContractTests {
 	void aRenewedPermitIsKeptPastItsLeaseAndReportedLostWhenRenewalFindsItGone() throws Exception {
 		SemaphoreTemplate renewing = SemaphoreNodes.node("renewing", pool, Duration.ofSeconds(1), Map.of());
 		String name = newPool(1);
-		LockHandle permit = renewing.acquire(name);
+		PermitHandle permit = renewing.acquire(name);
 		Thread.sleep(1_500);
 		assertThat(permit.isHeld()).as("renewed past its 1 s lease").isTrue();
 		assertThat(nodeB.tryAcquire(name)).isEmpty();
 		CountDownLatch lost = new CountDownLatch(1);
-		AtomicReference<LockHandle> told = new AtomicReference<>();
+		AtomicReference<PermitHandle> told = new AtomicReference<>();
 		permit.onLost((handle) -> {
 			told.set(handle);
 			lost.countDown();
@@ -210,7 +209,7 @@ class SemaphoreContractTests {
 		assertThat(told.get()).isSameAs(permit);
 		assertThat(permit.isHeld()).isFalse();
 		assertThatExceptionOfType(LockLostException.class).isThrownBy(permit::close);
-		try (LockHandle next = nodeB.acquire(name)) {
+		try (PermitHandle next = nodeB.acquire(name)) {
 			assertThat(next.fencingToken()).isGreaterThan(permit.fencingToken());
 		}
 	}
@@ -218,8 +217,8 @@ class SemaphoreContractTests {
 	@Test
 	void permitsAreNotReentrantAndMayBeGivenBackByAnotherThread() throws Exception {
 		String name = newPool(2);
-		LockHandle first = nodeA.acquire(name);
-		LockHandle second = nodeA.acquire(name);
+		PermitHandle first = nodeA.acquire(name);
+		PermitHandle second = nodeA.acquire(name);
 		assertThat(second.fencingToken()).as("a second permit, not a re-entry").isGreaterThan(first.fencingToken());
 		assertThat(nodeA.tryAcquire(name)).as("the same thread holds both permits").isEmpty();
 		Thread other = new Thread(first::close);
@@ -290,7 +289,7 @@ class SemaphoreContractTests {
 	@Test
 	void loweringThePermitsNeverStrandsOrRevokesAHeldPermit() {
 		String name = newPool(3);
-		List<LockHandle> holders = new ArrayList<>(List.of(nodeA.acquire(name), nodeB.acquire(name), nodeC.acquire(name)));
+		List<PermitHandle> holders = new ArrayList<>(List.of(nodeA.acquire(name), nodeB.acquire(name), nodeC.acquire(name)));
 		nodeB.setPermits(name, 1);
 		assertThat(nodeA.getPermits(name)).as("every node sees the new count").isEqualTo(1);
 		assertThat(nodeA.availablePermits(name)).as("clamped at zero while over the new count").isZero();
@@ -301,7 +300,7 @@ class SemaphoreContractTests {
 		assertThat(nodeC.tryAcquire(name)).as("1 holder, new count 1").isEmpty();
 		holders.remove(0).close();
 		// after the holders left, exactly the new count can be taken
-		LockHandle only = nodeC.tryAcquire(name).orElseThrow();
+		PermitHandle only = nodeC.tryAcquire(name).orElseThrow();
 		assertThat(nodeA.tryAcquire(name)).isEmpty();
 		only.close();
 		assertThat(nodeA.availablePermits(name)).isEqualTo(1);
@@ -310,18 +309,18 @@ class SemaphoreContractTests {
 	@Test
 	void raisingThePermitsAdmitsWaitersWhileTheHoldersStayInside() throws Exception {
 		String name = newPool(1);
-		LockHandle holder = nodeA.acquire(name);
+		PermitHandle holder = nodeA.acquire(name);
 		ExecutorService executor = Executors.newFixedThreadPool(2);
 		try {
-			List<Future<LockHandle>> waiters = new ArrayList<>();
+			List<Future<PermitHandle>> waiters = new ArrayList<>();
 			for (SemaphoreTemplate node : List.of(nodeB, nodeC)) {
 				waiters.add(executor.submit(() -> node.acquire(name, waitFor(Duration.ofSeconds(20)))));
 			}
 			Thread.sleep(300);
 			assertThat(waiters).noneMatch(Future::isDone);
 			nodeA.setPermits(name, 3);
-			for (Future<LockHandle> waiter : waiters) {
-				LockHandle permit = waiter.get(10, TimeUnit.SECONDS);
+			for (Future<PermitHandle> waiter : waiters) {
+				PermitHandle permit = waiter.get(10, TimeUnit.SECONDS);
 				assertThat(permit.isHeld()).isTrue();
 				permit.close();
 			}
@@ -351,9 +350,8 @@ class SemaphoreContractTests {
 		assertThatIllegalArgumentException().as("unknown everywhere").isThrownBy(() -> nodeB.acquire(name));
 		SemaphoreTemplate configured = SemaphoreNodes.node("configured", pool, Duration.ofSeconds(30), Map.of(name, 2));
 		new JdbcTemplate(pool).update("DELETE FROM distributed_lock_sem WHERE name = ?", (Object) name.getBytes());
-		try (LockHandle permit = configured.acquire(name)) {
-			assertThat(permit.resource()).isEqualTo(name);
-			assertThat(permit.mode()).isEqualTo(LockMode.LEASE);
+		try (PermitHandle permit = configured.acquire(name)) {
+			assertThat(permit.name()).isEqualTo(name);
 			assertThat(nodeB.getPermits(name)).as("created with the configured count").isEqualTo(2);
 			assertThat(nodeB.availablePermits(name)).isEqualTo(1);
 		}
@@ -372,12 +370,6 @@ class SemaphoreContractTests {
 			.withMessageContaining("at least 1 permit, was 0");
 		assertThatIllegalArgumentException().isThrownBy(() -> nodeA.setPermits(name, -3))
 			.withMessageContaining("at least 1 permit, was -3");
-		assertThatIllegalArgumentException()
-			.isThrownBy(() -> nodeA.acquire(name, LockOptions.defaults().withMode(LockMode.PESSIMISTIC)))
-			.withMessageContaining("mode PESSIMISTIC");
-		assertThatIllegalArgumentException()
-			.isThrownBy(() -> nodeA.acquire(name, LockOptions.defaults().withMinHoldTime(Duration.ofSeconds(1))))
-			.withMessageContaining("minHoldTime");
 		assertThatIllegalArgumentException().isThrownBy(() -> nodeA.acquire(name, null))
 			.withMessageContaining("options must not be null");
 		assertThatIllegalArgumentException().isThrownBy(() -> nodeA.tryAcquire(name, Duration.ofSeconds(-1)));
@@ -390,7 +382,7 @@ class SemaphoreContractTests {
 				.withMessageContaining("distributed-lock.semaphores." + unknown + ".permits");
 		}
 		assertThat(nodeA.getPermits(name)).as("the bad calls changed nothing").isEqualTo(1);
-		Optional<LockHandle> permit = nodeA.tryAcquire(name);
+		Optional<PermitHandle> permit = nodeA.tryAcquire(name);
 		assertThat(permit).as("and hold nothing").isPresent();
 		permit.get().close();
 	}
@@ -401,7 +393,7 @@ class SemaphoreContractTests {
 		AtomicInteger lostReplies = new AtomicInteger();
 		SemaphoreTemplate flaky = SemaphoreNodes.node("flaky", losingFirstCommitReply(pool, lostReplies),
 				Duration.ofSeconds(30), Map.of());
-		LockHandle permit = flaky.acquire(name, waitFor(Duration.ofSeconds(10)));
+		PermitHandle permit = flaky.acquire(name, waitFor(Duration.ofSeconds(10)));
 		assertThat(lostReplies).as("the first COMMIT committed, its reply was lost").hasValue(1);
 		assertThat(new JdbcTemplate(pool).queryForObject("SELECT COUNT(*) FROM distributed_lock_sem_hold WHERE name = ?",
 				Integer.class, (Object) name.getBytes())).as("one holder row: the committed one was taken over").isOne();
@@ -455,7 +447,7 @@ class SemaphoreContractTests {
 		observations.observationConfig().observationHandler(new DefaultMeterObservationHandler(meters));
 		observed.setObservationRegistry(observations);
 		String name = newPool(1);
-		try (LockHandle permit = observed.acquire(name)) {
+		try (PermitHandle permit = observed.acquire(name)) {
 			assertThat(observed.tryAcquire(name)).isEmpty();
 		}
 		assertThat(meters.get("distributed.semaphore.acquire").tags("outcome", "acquired").timer().count()).isEqualTo(1);
@@ -471,7 +463,7 @@ class SemaphoreContractTests {
 			throw new IllegalStateException("boom");
 		}));
 		assertThat(nodeB.availablePermits(name)).isEqualTo(1);
-		String result = nodeB.execute(name, (permit) -> permit.resource());
+		String result = nodeB.execute(name, (permit) -> permit.name());
 		assertThat(result).isEqualTo(name);
 	}
 

@@ -12,16 +12,16 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.dblock.AlreadyProcessedException;
+import io.github.dblock.idempotency.AlreadyProcessedException;
 import io.github.dblock.CurrentLock;
-import io.github.dblock.IdempotencyInProgressException;
-import io.github.dblock.IdempotencyOptions;
-import io.github.dblock.IdempotencyRecord;
-import io.github.dblock.IdempotencyStatus;
-import io.github.dblock.IdempotencyTemplate;
+import io.github.dblock.idempotency.IdempotencyInProgressException;
+import io.github.dblock.idempotency.IdempotencyOptions;
+import io.github.dblock.idempotency.IdempotencyRecord;
+import io.github.dblock.idempotency.IdempotencyStatus;
+import io.github.dblock.idempotency.IdempotencyTemplate;
 import io.github.dblock.LockHandle;
 import io.github.dblock.LockLostException;
-import io.github.dblock.OnDuplicate;
+import io.github.dblock.idempotency.OnDuplicate;
 import io.github.dblock.spi.Backoff;
 import io.github.dblock.jdbc.IdempotencyStore;
 import io.github.dblock.jdbc.LeaseLockProvider;
@@ -121,19 +121,22 @@ class IdempotencyContractTests {
 	}
 
 	@Test
-	void theWorkSeesItsClaimAsTheCurrentLockWithAFencingToken() {
+	void theWorkSeesItsClaimAsTheCurrentClaimWithAFencingToken() {
 		String key = newKey("fenced");
 		List<Long> tokens = new ArrayList<>();
 		// other test classes on this thread may leave handles of their own on it: compare with what was there
 		java.util.Optional<LockHandle> before = CurrentLock.get();
+		assertThat(IdempotencyTemplate.currentClaim()).isEmpty();
 		node.template().execute(key, Long.class, (claim) -> {
-			assertThat(CurrentLock.get()).containsSame(claim);
-			assertThat(claim.resource()).isEqualTo(key);
+			assertThat(IdempotencyTemplate.currentClaim()).containsSame(claim);
+			assertThat(CurrentLock.get()).as("a claim is not a lock").isEqualTo(before);
+			assertThat(claim.key()).isEqualTo(key);
 			assertThat(claim.isHeld()).isTrue();
 			tokens.add(claim.fencingToken());
 			return claim.fencingToken();
 		});
-		assertThat(CurrentLock.get()).as("the claim is gone from the thread afterwards").isEqualTo(before);
+		assertThat(IdempotencyTemplate.currentClaim()).as("the claim is gone from the thread afterwards").isEmpty();
+		assertThat(CurrentLock.get()).isEqualTo(before);
 		assertThat(node.template().find(key).orElseThrow().fencingToken()).isEqualTo(tokens.get(0));
 	}
 
@@ -229,7 +232,7 @@ class IdempotencyContractTests {
 		String key = newKey("crashed");
 		try (Node crashing = IdempotencyNodes.node(pool, "crashing-node", Duration.ofSeconds(1));
 				Node survivor = IdempotencyNodes.node(pool, "survivor", Duration.ofSeconds(5))) {
-			io.github.dblock.spi.IdempotencyProvider.IdempotencyClaim dead = crashing.store()
+			io.github.dblock.idempotency.IdempotencyProvider.HeldClaim dead = crashing.store()
 				.claim(key, "crashing-node [main]", Duration.ofSeconds(1), Duration.ofHours(1), System.nanoTime())
 				.claim();
 			assertThat(dead).isNotNull();
@@ -287,7 +290,7 @@ class IdempotencyContractTests {
 		try (Node runner = IdempotencyNodes.node(pool, "losing-runner", Duration.ofSeconds(1))) {
 			assertThatExceptionOfType(LockLostException.class).isThrownBy(() -> runner.template().execute(key,
 					String.class, (claim) -> {
-						claim.onLost((handle) -> lost.add(handle.resource()));
+						claim.onLost((handle) -> lost.add(handle.key()));
 						assertThat(node.template().forget(key)).isTrue(); // an administrator deletes the record
 						await().atMost(Duration.ofSeconds(3)).until(() -> !claim.isHeld());
 						return "too late";

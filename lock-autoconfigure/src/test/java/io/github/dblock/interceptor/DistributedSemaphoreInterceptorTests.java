@@ -12,10 +12,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.dblock.DistributedSemaphore;
-import io.github.dblock.LockHandle;
-import io.github.dblock.PermitNotAcquiredException;
-import io.github.dblock.SemaphoreTemplate;
+import io.github.dblock.semaphore.DistributedSemaphore;
+import io.github.dblock.semaphore.PermitNotAcquiredException;
+import io.github.dblock.semaphore.SemaphoreTemplate;
 import io.github.dblock.autoconfigure.DistributedLockAutoConfiguration;
 import io.github.dblock.test.SemaphoreNodes;
 import io.github.dblock.test.TestDatabase;
@@ -33,6 +32,7 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.transaction.annotation.Transactional;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
+import io.github.dblock.semaphore.PermitHandle;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
@@ -78,14 +78,14 @@ class DistributedSemaphoreInterceptorTests {
 			int calls = 8;
 			ExecutorService executor = Executors.newFixedThreadPool(calls);
 			try {
-				List<Future<LockHandle>> futures = new ArrayList<>();
+				List<Future<PermitHandle>> futures = new ArrayList<>();
 				for (int i = 0; i < calls; i++) {
 					futures.add(executor.submit(() -> client.call(null)));
 				}
 				List<Long> tokens = new ArrayList<>();
-				for (Future<LockHandle> future : futures) {
-					LockHandle permit = future.get(1, TimeUnit.MINUTES);
-					assertThat(permit.resource()).isEqualTo(API);
+				for (Future<PermitHandle> future : futures) {
+					PermitHandle permit = future.get(1, TimeUnit.MINUTES);
+					assertThat(permit.name()).isEqualTo(API);
 					tokens.add(permit.fencingToken());
 				}
 				assertThat(tokens).doesNotHaveDuplicates();
@@ -102,8 +102,8 @@ class DistributedSemaphoreInterceptorTests {
 	void aFullSemaphoreStopsTheCallBeforeTheMethodRuns() {
 		this.runner.withUserConfiguration(Services.class).run((context) -> {
 			PartnerClient client = context.getBean(PartnerClient.class);
-			LockHandle first = otherNode.acquire(API);
-			LockHandle second = otherNode.acquire(API);
+			PermitHandle first = otherNode.acquire(API);
+			PermitHandle second = otherNode.acquire(API);
 			try {
 				assertThatExceptionOfType(PermitNotAcquiredException.class).isThrownBy(() -> client.quick())
 					.withMessageContaining("semaphore '" + API + "'");
@@ -214,7 +214,7 @@ class DistributedSemaphoreInterceptorTests {
 		}
 
 		@DistributedSemaphore(name = "${test.api}", waitTime = "30s")
-		public LockHandle call(LockHandle permit) throws InterruptedException {
+		public PermitHandle call(PermitHandle permit) throws InterruptedException {
 			int now = this.inside.incrementAndGet();
 			this.maxInside.accumulateAndGet(now, Math::max);
 			this.twoInside.countDown();

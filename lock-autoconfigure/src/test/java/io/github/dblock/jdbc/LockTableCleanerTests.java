@@ -30,7 +30,7 @@ import io.github.dblock.LockHandle;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
-import io.github.dblock.SemaphoreTemplate;
+import io.github.dblock.semaphore.SemaphoreTemplate;
 import io.github.dblock.test.CountingDataSource;
 import io.github.dblock.test.LockNodes;
 import io.github.dblock.test.SemaphoreNodes;
@@ -41,6 +41,8 @@ import org.junit.jupiter.api.Test;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.jdbc.datasource.DelegatingDataSource;
+import io.github.dblock.semaphore.PermitHandle;
+import io.github.dblock.semaphore.SemaphoreOptions;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
@@ -427,9 +429,9 @@ class LockTableCleanerTests {
 		SemaphoreTemplate semaphores = SemaphoreNodes.node("cleaner-test", pool);
 		semaphores.setPermits(name, 10);
 		for (int i = 0; i < 7; i++) {
-			semaphores.acquire(name, LockOptions.defaults().withLeaseTime(Duration.ofMinutes(1))); // aged below
+			semaphores.acquire(name, SemaphoreOptions.defaults().withLeaseTime(Duration.ofMinutes(1))); // aged below
 		}
-		try (LockHandle live = semaphores.acquire(name)) {
+		try (PermitHandle live = semaphores.acquire(name)) {
 			assertThat(jdbc.update("UPDATE distributed_lock_sem_hold SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND"
 					+ " WHERE name = ? AND fencing_token < ?", bytes(name), live.fencingToken())).isEqualTo(7);
 			assertThat(cleaner(pool, ONE_DAY, 3).deleteExpiredPermits()).as("no retention for permits")

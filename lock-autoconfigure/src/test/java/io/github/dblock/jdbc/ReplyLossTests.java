@@ -13,7 +13,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.dblock.IdempotencyStatus;
+import io.github.dblock.idempotency.IdempotencyStatus;
 import io.github.dblock.LockType;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
@@ -357,7 +357,7 @@ class ReplyLossTests {
 		IdempotencyStore store = new IdempotencyStore(this.proxied, LockNodes.TABLE, Duration.ofSeconds(2),
 				new Backoff(Duration.ofMillis(5), Duration.ofMillis(50)), renewals);
 		String key = "reply-late-idem-" + UUID.randomUUID();
-		io.github.dblock.spi.IdempotencyProvider.IdempotencyClaim claim = store
+		io.github.dblock.idempotency.IdempotencyProvider.HeldClaim claim = store
 			.claim(key, "reply-loss-test", Duration.ofSeconds(20), Duration.ofHours(1), System.nanoTime())
 			.claim();
 		assertThat(claim).isNotNull();

@@ -17,8 +17,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.dblock.IdempotencyRecord;
-import io.github.dblock.IdempotencyStatus;
+import io.github.dblock.idempotency.IdempotencyRecord;
+import io.github.dblock.idempotency.IdempotencyStatus;
 import io.github.dblock.test.IdempotencyNodes;
 import io.github.dblock.test.LockNodes;
 import io.github.dblock.test.TestDatabase;

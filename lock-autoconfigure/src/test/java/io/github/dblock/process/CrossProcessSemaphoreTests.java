@@ -13,9 +13,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.dblock.LockHandle;
-import io.github.dblock.LockOptions;
-import io.github.dblock.SemaphoreTemplate;
+import io.github.dblock.semaphore.SemaphoreTemplate;
 import io.github.dblock.test.LockNodes;
 import io.github.dblock.test.Reliability;
 import io.github.dblock.test.SemaphoreNodes;
@@ -24,6 +22,8 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.jdbc.core.JdbcTemplate;
+import io.github.dblock.semaphore.PermitHandle;
+import io.github.dblock.semaphore.SemaphoreOptions;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -100,7 +100,7 @@ class CrossProcessSemaphoreTests {
 		assertThat(survivor.tryAcquire(name)).as("held while the holder lives").isEmpty();
 		long killedAt = System.nanoTime();
 		holder.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
-		try (LockHandle permit = survivor.acquire(name, LockOptions.defaults().withWaitTime(Duration.ofSeconds(30)))) {
+		try (PermitHandle permit = survivor.acquire(name, SemaphoreOptions.defaults().withWaitTime(Duration.ofSeconds(30)))) {
 			long recoveredMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killedAt);
 			Reliability.sample("SEMAPHORE", "permit recovery after SIGKILL of a holder", recoveredMillis);
 			assertThat(permit.fencingToken()).isGreaterThan(killedToken);

@@ -9,7 +9,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.dblock.IdempotencyTemplate;
+import io.github.dblock.idempotency.IdempotencyTemplate;
 import io.github.dblock.test.IdempotencyNodes;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;

@@ -14,10 +14,10 @@ import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.dblock.LockHandle;
-import io.github.dblock.LockOptions;
-import io.github.dblock.SemaphoreTemplate;
+import io.github.dblock.semaphore.SemaphoreTemplate;
 import io.github.dblock.test.SemaphoreNodes;
+import io.github.dblock.semaphore.PermitHandle;
+import io.github.dblock.semaphore.SemaphoreOptions;
 
 /**
  * A separate JVM process that uses a semaphore, started by {@link CrossProcessSemaphoreTests}.
@@ -42,7 +42,7 @@ public final class SemaphoreWorker {
 		try (HikariDataSource dataSource = LockWorker.dataSource(args)) {
 			SemaphoreTemplate semaphores = SemaphoreNodes.node(node, dataSource);
 			if (command.equals("hold")) {
-				LockHandle permit = semaphores.acquire(name, LockOptions.defaults()
+				PermitHandle permit = semaphores.acquire(name, SemaphoreOptions.defaults()
 					.withWaitTime(Duration.ofSeconds(30))
 					.withLeaseTime(Duration.ofMillis(Long.parseLong(args[5]))));
 				System.out.println("HOLDING " + permit.fencingToken());
@@ -59,7 +59,7 @@ public final class SemaphoreWorker {
 				String holder = node + "/" + t;
 				futures.add(pool.submit(() -> {
 					for (int i = 0; i < iterations; i++) {
-						semaphores.executeWithoutResult(name, LockOptions.defaults().withWaitTime(Duration.ofMinutes(2)),
+						semaphores.executeWithoutResult(name, SemaphoreOptions.defaults().withWaitTime(Duration.ofMinutes(2)),
 								(permit) -> section(dataSource, name, holder, permit.fencingToken(), sectionMillis));
 						acquisitions.incrementAndGet();
 					}

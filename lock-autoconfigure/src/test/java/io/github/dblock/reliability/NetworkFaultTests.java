@@ -17,8 +17,8 @@ import io.github.dblock.LockMode;
 import io.github.dblock.LockNotAcquiredException;
 import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
-import io.github.dblock.PermitNotAcquiredException;
-import io.github.dblock.SemaphoreTemplate;
+import io.github.dblock.semaphore.PermitNotAcquiredException;
+import io.github.dblock.semaphore.SemaphoreTemplate;
 import io.github.dblock.spi.Backoff;
 import io.github.dblock.jdbc.LeaseLockProvider;
 import io.github.dblock.jdbc.PessimisticLockProvider;
@@ -34,6 +34,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 import org.springframework.dao.DataAccessException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import io.github.dblock.semaphore.SemaphoreOptions;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
@@ -240,7 +241,7 @@ class NetworkFaultTests {
 			assertThat(millisSince(start)).isLessThan(1_000 + ONE_STATEMENT_MILLIS);
 			start = System.nanoTime();
 			Throwable permit = catchThrowable(() -> call(() -> semaphores.acquire(this.resource,
-					LockOptions.defaults().withWaitTime(Duration.ofSeconds(1)))));
+					SemaphoreOptions.defaults().withWaitTime(Duration.ofSeconds(1)))));
 			assertThat(permit).isInstanceOf(PermitNotAcquiredException.class)
 				.cause().hasMessageContaining("Connection is not available");
 			assertThat(millisSince(start)).isLessThan(1_000 + ONE_STATEMENT_MILLIS);

@@ -4,8 +4,8 @@ import java.time.Duration;
 
 import javax.sql.DataSource;
 
-import io.github.dblock.IdempotencyTemplate;
-import io.github.dblock.OnDuplicate;
+import io.github.dblock.idempotency.IdempotencyTemplate;
+import io.github.dblock.idempotency.OnDuplicate;
 import io.github.dblock.spi.Backoff;
 import io.github.dblock.jdbc.IdempotencyStore;
 import io.github.dblock.jdbc.LeaseLockProvider;

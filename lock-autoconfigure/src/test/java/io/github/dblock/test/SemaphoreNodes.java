@@ -5,7 +5,7 @@ import java.util.Map;
 
 import javax.sql.DataSource;
 
-import io.github.dblock.SemaphoreTemplate;
+import io.github.dblock.semaphore.SemaphoreTemplate;
 import io.github.dblock.spi.Backoff;
 import io.github.dblock.jdbc.JdbcSemaphoreProvider;
 import io.github.dblock.jdbc.LeaseLockProvider;

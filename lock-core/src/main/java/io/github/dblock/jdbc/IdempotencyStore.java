@@ -1,7 +1,7 @@
 package io.github.dblock.jdbc;
 
 import io.github.dblock.spi.Backoff;
-import io.github.dblock.spi.IdempotencyProvider;
+import io.github.dblock.idempotency.IdempotencyProvider;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -17,8 +17,8 @@ import java.util.concurrent.TimeUnit;
 
 import javax.sql.DataSource;
 
-import io.github.dblock.IdempotencyRecord;
-import io.github.dblock.IdempotencyStatus;
+import io.github.dblock.idempotency.IdempotencyRecord;
+import io.github.dblock.idempotency.IdempotencyStatus;
 import io.github.dblock.LockLostException;
 import io.github.dblock.spi.HeldLock;
 import org.apache.commons.logging.Log;
@@ -30,7 +30,7 @@ import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
- * The idempotency records of {@link io.github.dblock.IdempotencyTemplate}: one row per key in
+ * The idempotency records of {@link io.github.dblock.idempotency.IdempotencyTemplate}: one row per key in
  * {@code <lock table>_idem} (Flyway migration V4), written with the database server's clock.
  * <p>
  * Claiming a key, one attempt:
@@ -397,7 +397,7 @@ public class IdempotencyStore implements IdempotencyProvider {
 	 * A claimed key: this caller runs the work. Renewed on the shared scheduler until it is completed. Exactly one of
 	 * {@link #succeed} and {@link #fail} (or {@link #release()}, which fails it) must be called, by any thread.
 	 */
-	public final class Claim extends OwnedLease implements IdempotencyProvider.IdempotencyClaim {
+	public final class Claim extends OwnedLease implements IdempotencyProvider.HeldClaim {
 
 		private final long retentionMicros;
 
@@ -559,7 +559,7 @@ public class IdempotencyStore implements IdempotencyProvider {
 		 * Inside one, whether the work's writes persist is that transaction's decision (a checked exception, a
 		 * {@code noRollbackFor} or a caller catching the exception lets it commit), so the record is completed in it
 		 * as {@link #succeed} does, without an outcome and with the error as its note: a commit keeps the writes and
-		 * the record together (duplicates then get {@link io.github.dblock.AlreadyProcessedException} naming the
+		 * the record together (duplicates then get {@link io.github.dblock.idempotency.AlreadyProcessedException} naming the
 		 * error, and the work does not run again), a rollback marks the record {@code FAILED} so that the next call
 		 * runs the work again.
 		 * @param error what went wrong, cut to {@value IdempotencyStore#MAX_ERROR_LENGTH} characters

@@ -1,4 +1,4 @@
-package io.github.dblock;
+package io.github.dblock.idempotency;
 
 /**
  * The state of an idempotency record (see {@link IdempotencyTemplate}).

@@ -1,12 +1,18 @@
-package io.github.dblock;
+package io.github.dblock.idempotency;
 
-import io.github.dblock.spi.IdempotencyProvider;
 import java.lang.reflect.Type;
 import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.Deque;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.function.Consumer;
 
+import io.github.dblock.HolderDescriptions;
+import io.github.dblock.LockInterruptedException;
+import io.github.dblock.LockLostException;
+import io.github.dblock.LockOptions;
+import io.github.dblock.LockTemplate;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationRegistry;
 import org.apache.commons.logging.Log;
@@ -54,6 +60,8 @@ import tools.jackson.databind.ObjectMapper;
 public class IdempotencyTemplate {
 
 	private static final Log logger = LogFactory.getLog(IdempotencyTemplate.class);
+
+	private static final ThreadLocal<Deque<IdempotencyClaim>> current = new ThreadLocal<>();
 
 	private final IdempotencyProvider store;
 
@@ -168,25 +176,38 @@ public class IdempotencyTemplate {
 		this.store.requireWritableTransaction(key);
 		IdempotencyProvider.Claimed claimed;
 		try {
-			claimed = this.store.claim(key, LockTemplate.holderDescription(this.nodeName), leaseTime, retention,
+			claimed = this.store.claim(key, HolderDescriptions.ofCurrentThread(this.nodeName), leaseTime, retention,
 					System.nanoTime() + saturatedNanos(waitTime));
 		}
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();
 			throw new LockInterruptedException(key, ex);
 		}
-		IdempotencyProvider.IdempotencyClaim claim = claimed.claim();
+		IdempotencyProvider.HeldClaim claim = claimed.claim();
 		if (claim == null) {
 			IdempotencyRecord record = claimed.record();
 			outcome[0] = (record == null || record.status() != IdempotencyStatus.SUCCEEDED) ? "in_progress"
 					: (onDuplicate == OnDuplicate.THROW) ? "already_processed" : "duplicate";
 			return duplicate(key, record, waitTime, onDuplicate, resultType);
 		}
+		T result = run(key, claim, work);
+		recordSuccess(key, claim, resultType, result);
+		outcome[0] = "ran";
+		return result;
+	}
+
+	/** Runs the work as the thread's current claim; its exception marks the record failed and is rethrown. */
+	@Nullable
+	private static <T> T run(String key, IdempotencyProvider.HeldClaim claim, IdempotentCallback<T> work) {
 		ClaimHandle handle = new ClaimHandle(key, claim);
-		T result;
-		CurrentLock.push(handle);
+		Deque<IdempotencyClaim> claims = current.get();
+		if (claims == null) {
+			claims = new ArrayDeque<>(2);
+			current.set(claims);
+		}
+		claims.push(handle);
 		try {
-			result = work.doOnce(handle);
+			return work.doOnce(handle);
 		}
 		catch (Throwable ex) {
 			try {
@@ -200,8 +221,16 @@ public class IdempotencyTemplate {
 			throw ex;
 		}
 		finally {
-			CurrentLock.pop(handle);
+			claims.pop();
+			if (claims.isEmpty()) {
+				current.remove();
+			}
 		}
+	}
+
+	/** Records the work's result as JSON; a result Jackson cannot write is recorded as a note instead. */
+	private void recordSuccess(String key, IdempotencyProvider.HeldClaim claim, Type resultType,
+			@Nullable Object result) {
 		String json = null;
 		String note = null;
 		if (result != null) {
@@ -216,15 +245,23 @@ public class IdempotencyTemplate {
 			}
 		}
 		claim.succeed(json, (result != null) ? result.getClass().getName() : null, note);
-		outcome[0] = "ran";
-		return result;
+	}
+
+	/**
+	 * The claim the current thread's innermost running {@link #execute} call holds (also inside an
+	 * {@link Idempotent} method), for code that needs its fencing token without having it passed; empty outside the
+	 * work. Per thread: work handed to another thread does not see it.
+	 */
+	public static Optional<IdempotencyClaim> currentClaim() {
+		Deque<IdempotencyClaim> claims = current.get();
+		return (claims != null) ? Optional.ofNullable(claims.peek()) : Optional.empty();
 	}
 
 	/**
 	 * Like {@link #execute(String, IdempotencyOptions, Type, IdempotentCallback)}, for work without a result:
 	 * duplicates just return (or throw {@link AlreadyProcessedException} with {@link OnDuplicate#THROW}).
 	 */
-	public void executeWithoutResult(String key, IdempotencyOptions options, Consumer<LockHandle> work) {
+	public void executeWithoutResult(String key, IdempotencyOptions options, Consumer<IdempotencyClaim> work) {
 		if (work == null) {
 			throw new IllegalArgumentException("work must not be null for idempotency key '" + key + "'");
 		}
@@ -321,26 +358,21 @@ public class IdempotencyTemplate {
 		}
 	}
 
-	/** The claim as the work sees it: a lease-like handle whose resource is the key; closing it does nothing. */
-	private static final class ClaimHandle implements LockHandle {
+	/** The claim as the work sees it. */
+	private static final class ClaimHandle implements IdempotencyClaim {
 
 		private final String key;
 
-		private final IdempotencyProvider.IdempotencyClaim claim;
+		private final IdempotencyProvider.HeldClaim claim;
 
-		ClaimHandle(String key, IdempotencyProvider.IdempotencyClaim claim) {
+		ClaimHandle(String key, IdempotencyProvider.HeldClaim claim) {
 			this.key = key;
 			this.claim = claim;
 		}
 
 		@Override
-		public String resource() {
+		public String key() {
 			return this.key;
-		}
-
-		@Override
-		public LockMode mode() {
-			return LockMode.LEASE;
 		}
 
 		@Override
@@ -354,13 +386,8 @@ public class IdempotencyTemplate {
 		}
 
 		@Override
-		public void onLost(Consumer<? super LockHandle> listener) {
+		public void onLost(Consumer<? super IdempotencyClaim> listener) {
 			this.claim.onLost(() -> listener.accept(this));
-		}
-
-		@Override
-		public void close() {
-			// the template completes the record
 		}
 
 		@Override

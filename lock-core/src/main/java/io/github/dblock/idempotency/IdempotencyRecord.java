@@ -1,4 +1,4 @@
-package io.github.dblock;
+package io.github.dblock.idempotency;
 
 import java.time.Instant;
 

@@ -1,4 +1,4 @@
-package io.github.dblock;
+package io.github.dblock.idempotency;
 
 /**
  * What a duplicate call gets when the key's work has already succeeded (see {@link Idempotent} and

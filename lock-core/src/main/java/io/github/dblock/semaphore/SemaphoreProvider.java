@@ -1,8 +1,12 @@
-package io.github.dblock.spi;
+package io.github.dblock.semaphore;
+
+import io.github.dblock.spi.AcquireResult;
+import io.github.dblock.spi.LockRequest;
 
 /**
  * The database side of distributed semaphores: named pools of permits, each permit a lease held by one owner.
- * Argument validation is done by {@link io.github.dblock.SemaphoreTemplate} before a provider is called.
+ * Lives with the feature it serves, beside the lock SPI ({@link io.github.dblock.spi}) whose request and
+ * result types it speaks. Argument validation is done by {@link SemaphoreTemplate} before a provider is called.
  * <p>
  * Contention is a value ({@link AcquireResult#busy(String)}); faults are exceptions
  * ({@link org.springframework.dao.DataAccessException}). Implementations must be thread-safe.

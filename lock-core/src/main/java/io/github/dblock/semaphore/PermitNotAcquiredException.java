@@ -1,7 +1,8 @@
-package io.github.dblock;
+package io.github.dblock.semaphore;
 
 import java.time.Duration;
 
+import io.github.dblock.LockNotAcquiredException;
 import org.jspecify.annotations.Nullable;
 
 /**

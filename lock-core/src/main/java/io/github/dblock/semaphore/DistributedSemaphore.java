@@ -1,4 +1,4 @@
-package io.github.dblock;
+package io.github.dblock.semaphore;
 
 import java.lang.annotation.Documented;
 import java.lang.annotation.ElementType;
@@ -7,6 +7,7 @@ import java.lang.annotation.Retention;
 import java.lang.annotation.RetentionPolicy;
 import java.lang.annotation.Target;
 
+import io.github.dblock.DistributedLock;
 import org.springframework.core.annotation.AliasFor;
 
 /**
@@ -22,7 +23,7 @@ import org.springframework.core.annotation.AliasFor;
  * <p>
  * The {@link #name() name} is a template like {@link DistributedLock#resource()}: literal text, {@code #{...}} SpEL
  * over the arguments and {@code ${...}} placeholders. Each call takes its own permit: a method that calls itself (or
- * another method of the same semaphore) through the proxy holds two permits. A parameter of type {@link LockHandle}
+ * another method of the same semaphore) through the proxy holds two permits. A parameter of type {@link PermitHandle}
  * passed as {@code null} is filled in with the held permit (for its fencing token).
  * <pre class="code">
  * &#64;DistributedSemaphore(name = "partner-api", waitTime = "10s")

@@ -1,15 +1,17 @@
-package io.github.dblock;
+package io.github.dblock.semaphore;
 
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 
+import io.github.dblock.HolderDescriptions;
+import io.github.dblock.LockInterruptedException;
+import io.github.dblock.LockOptions;
+import io.github.dblock.LockTemplate;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
-import io.github.dblock.spi.SemaphoreProvider;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationRegistry;
 import org.jspecify.annotations.Nullable;
@@ -18,11 +20,11 @@ import org.jspecify.annotations.Nullable;
  * Distributed semaphores: at most N concurrent holders of a named pool of permits across all nodes that share the
  * lock database, for example callers of a rate-limited partner API.
  * <p>
- * Each {@code acquire} takes <em>one</em> permit and returns a {@link LockHandle} for it; closing the handle gives
+ * Each {@code acquire} takes <em>one</em> permit and returns a {@link PermitHandle} for it; closing the handle gives
  * the permit back. Permits are <strong>not reentrant</strong>: like {@link java.util.concurrent.Semaphore}, a
  * thread that acquires twice holds two permits (and with a pool of one, waits for itself until its wait time ends).
  * A permit is a lease on the database server's clock: without a lease time of its own it is renewed every third of
- * the default lease while held (and {@link LockHandle#onLost} tells when a renewal finds it expired); a holder that
+ * the default lease while held (and {@link PermitHandle#onLost} tells when a renewal finds it expired); a holder that
  * crashes gives its permit back when its lease ends. Every acquisition gets a fencing token from the pool, strictly
  * increasing over all acquisitions of that pool by any node.
  * <p>
@@ -65,14 +67,18 @@ public class SemaphoreTemplate {
 	public SemaphoreTemplate(SemaphoreProvider provider, Duration defaultWaitTime, Duration defaultLeaseTime,
 			String nodeName) {
 		this.provider = Objects.requireNonNull(provider, "provider must not be null");
-		LockOptions.defaults().withWaitTime(defaultWaitTime); // validates
+		SemaphoreOptions.defaults().withWaitTime(defaultWaitTime); // validates
 		this.defaultWaitTime = defaultWaitTime;
 		if (defaultLeaseTime == null || defaultLeaseTime.compareTo(LockTemplate.MIN_DEFAULT_LEASE_TIME) < 0) {
 			throw new IllegalArgumentException("The default lease time must be at least "
 					+ LockTemplate.MIN_DEFAULT_LEASE_TIME.toSeconds() + "s (it is renewed every third of it while a permit "
 					+ "is held), was " + defaultLeaseTime);
 		}
-		LockOptions.checkNotTooLong("The default lease time", defaultLeaseTime);
+		if (defaultLeaseTime.compareTo(LockOptions.MAX_LEASE_TIME) > 0) {
+			throw new IllegalArgumentException("The default lease time must be at most " + LockOptions.MAX_LEASE_TIME.toDays()
+					+ " days (about 100 years), was " + defaultLeaseTime + "; for a lock held until released, leave the "
+					+ "lease time unset: the default lease is renewed while the lock is held");
+		}
 		this.defaultLeaseTime = defaultLeaseTime;
 		if (nodeName == null || nodeName.isBlank()) {
 			throw new IllegalArgumentException("nodeName must not be null or blank, was '" + nodeName + "'");
@@ -100,21 +106,20 @@ public class SemaphoreTemplate {
 	 * @throws org.springframework.dao.DataAccessException on a database failure other than a broken connection, or
 	 * when the database stayed unreachable until the wait time ended
 	 */
-	public LockHandle acquire(String name) {
-		return acquire(name, LockOptions.defaults());
+	public PermitHandle acquire(String name) {
+		return acquire(name, SemaphoreOptions.defaults());
 	}
 
 	/**
 	 * Acquires one permit, waiting at most the options' wait time.
 	 * @param name the semaphore name
-	 * @param options wait time and lease time (a lease time switches renewal off); the mode must be unset or
-	 * {@link LockMode#LEASE}, and there is no minimum hold time
+	 * @param options wait time and lease time (a lease time switches renewal off)
 	 * @return the held permit; close it to give it back
 	 * @throws PermitNotAcquiredException if every permit stayed held for the whole wait time
 	 * @throws IllegalArgumentException if the name or options are invalid (see {@link #acquire(String)})
 	 * @see #acquire(String) for the other exceptions
 	 */
-	public LockHandle acquire(String name, LockOptions options) {
+	public PermitHandle acquire(String name, SemaphoreOptions options) {
 		Request request = request(name, options);
 		Attempt attempt = doAcquire(request);
 		if (attempt.handle == null) {
@@ -128,8 +133,8 @@ public class SemaphoreTemplate {
 	 * @return the held permit, or empty if every permit is held
 	 * @see #acquire(String) for the exceptions
 	 */
-	public Optional<LockHandle> tryAcquire(String name) {
-		return tryAcquire(name, LockOptions.defaults().withWaitTime(Duration.ZERO));
+	public Optional<PermitHandle> tryAcquire(String name) {
+		return tryAcquire(name, SemaphoreOptions.defaults().withWaitTime(Duration.ZERO));
 	}
 
 	/**
@@ -139,16 +144,16 @@ public class SemaphoreTemplate {
 	 * @throws IllegalArgumentException also if the wait time is null or negative
 	 * @see #acquire(String) for the other exceptions
 	 */
-	public Optional<LockHandle> tryAcquire(String name, Duration waitTime) {
-		return tryAcquire(name, LockOptions.defaults().withWaitTime(waitTime));
+	public Optional<PermitHandle> tryAcquire(String name, Duration waitTime) {
+		return tryAcquire(name, SemaphoreOptions.defaults().withWaitTime(waitTime));
 	}
 
 	/**
 	 * Tries to acquire one permit within the options' wait time.
 	 * @return the held permit, or empty if every permit stayed held for the whole wait time
-	 * @see #acquire(String, LockOptions) for the exceptions
+	 * @see #acquire(String, SemaphoreOptions) for the exceptions
 	 */
-	public Optional<LockHandle> tryAcquire(String name, LockOptions options) {
+	public Optional<PermitHandle> tryAcquire(String name, SemaphoreOptions options) {
 		return Optional.ofNullable(doAcquire(request(name, options)).handle);
 	}
 
@@ -162,24 +167,24 @@ public class SemaphoreTemplate {
 	 * @see #acquire(String) for the other exceptions
 	 */
 	@Nullable
-	public <T> T execute(String name, LockCallback<T> action) {
-		return execute(name, LockOptions.defaults(), action);
+	public <T> T execute(String name, PermitCallback<T> action) {
+		return execute(name, SemaphoreOptions.defaults(), action);
 	}
 
 	/**
 	 * Runs the action while holding one permit and gives it back afterwards (also when the action throws).
-	 * @see #execute(String, LockCallback)
-	 * @see #acquire(String, LockOptions)
+	 * @see #execute(String, PermitCallback)
+	 * @see #acquire(String, SemaphoreOptions)
 	 */
 	@Nullable
-	public <T> T execute(String name, LockOptions options, LockCallback<T> action) {
+	public <T> T execute(String name, SemaphoreOptions options, PermitCallback<T> action) {
 		if (action == null) {
 			throw new IllegalArgumentException("The action to run with the permit must not be null");
 		}
-		LockHandle permit = acquire(name, options);
+		PermitHandle permit = acquire(name, options);
 		T result;
 		try {
-			result = action.doWithLock(permit);
+			result = action.doWithPermit(permit);
 		}
 		catch (Throwable ex) {
 			try {
@@ -194,13 +199,13 @@ public class SemaphoreTemplate {
 		return result;
 	}
 
-	/** Like {@link #execute(String, LockCallback)}, for an action without a result. */
-	public void executeWithoutResult(String name, Consumer<LockHandle> action) {
-		executeWithoutResult(name, LockOptions.defaults(), action);
+	/** Like {@link #execute(String, PermitCallback)}, for an action without a result. */
+	public void executeWithoutResult(String name, Consumer<PermitHandle> action) {
+		executeWithoutResult(name, SemaphoreOptions.defaults(), action);
 	}
 
-	/** Like {@link #execute(String, LockOptions, LockCallback)}, for an action without a result. */
-	public void executeWithoutResult(String name, LockOptions options, Consumer<LockHandle> action) {
+	/** Like {@link #execute(String, SemaphoreOptions, PermitCallback)}, for an action without a result. */
+	public void executeWithoutResult(String name, SemaphoreOptions options, Consumer<PermitHandle> action) {
 		if (action == null) {
 			throw new IllegalArgumentException("The action to run with the permit must not be null");
 		}
@@ -259,19 +264,11 @@ public class SemaphoreTemplate {
 		}
 	}
 
-	private Request request(String name, LockOptions options) {
+	private Request request(String name, SemaphoreOptions options) {
 		validateName(name);
 		if (options == null) {
 			throw new IllegalArgumentException("options must not be null for semaphore '" + name
-					+ "': use LockOptions.defaults() for the configured defaults");
-		}
-		if (options.getMode() != null && options.getMode() != LockMode.LEASE) {
-			throw new IllegalArgumentException("Semaphore permits are leases: mode " + options.getMode()
-					+ " is not available for semaphore '" + name + "'; leave the mode unset or use LEASE");
-		}
-		if (options.getMinHoldTime() != null) {
-			throw new IllegalArgumentException("Semaphore permits have no minimum hold time (semaphore '" + name
-					+ "'); leave minHoldTime unset");
+					+ "': use SemaphoreOptions.defaults() for the configured defaults");
 		}
 		Duration waitTime = (options.getWaitTime() != null) ? options.getWaitTime() : this.defaultWaitTime;
 		Duration leaseTime = (options.getLeaseTime() != null) ? options.getLeaseTime() : this.defaultLeaseTime;
@@ -285,7 +282,7 @@ public class SemaphoreTemplate {
 		try {
 			long deadline = System.nanoTime() + saturatedNanos(request.waitTime);
 			AcquireResult result = this.provider.acquire(new LockRequest(request.name, request.leaseTime, request.renew,
-					Duration.ZERO, deadline, LockTemplate.holderDescription(this.nodeName)));
+					Duration.ZERO, deadline, HolderDescriptions.ofCurrentThread(this.nodeName)));
 			HeldLock held = result.lock();
 			observation.lowCardinalityKeyValue("outcome", (held != null) ? "acquired" : "timed_out");
 			if (held == null) {
@@ -295,7 +292,7 @@ public class SemaphoreTemplate {
 				.highCardinalityKeyValue("name", request.name)
 				.start();
 			held.onLost(() -> holding.event(LOST));
-			return new Attempt(new PermitHandle(request.name, held, holding), null, null);
+			return new Attempt(new HeldPermit(request.name, held, holding), null, null);
 		}
 		catch (InterruptedException ex) {
 			observation.lowCardinalityKeyValue("outcome", "failed").error(ex);
@@ -323,87 +320,7 @@ public class SemaphoreTemplate {
 	private record Request(String name, Duration waitTime, Duration leaseTime, boolean renew) {
 	}
 
-	private record Attempt(@Nullable LockHandle handle, @Nullable String state, @Nullable Throwable cause) {
-	}
-
-	/**
-	 * One held permit. Unlike a lock's handle it may be closed by any thread (a permit belongs to no thread, as with
-	 * {@link java.util.concurrent.Semaphore}); closing it again does nothing.
-	 */
-	private static final class PermitHandle implements LockHandle {
-
-		private final String name;
-
-		private final HeldLock held;
-
-		private final Observation holding;
-
-		private final AtomicBoolean closed = new AtomicBoolean();
-
-		PermitHandle(String name, HeldLock held, Observation holding) {
-			this.name = name;
-			this.held = held;
-			this.holding = holding;
-		}
-
-		@Override
-		public String resource() {
-			return this.name;
-		}
-
-		@Override
-		public LockMode mode() {
-			return LockMode.LEASE;
-		}
-
-		@Override
-		public long fencingToken() {
-			return this.held.fencingToken();
-		}
-
-		@Override
-		public boolean isHeld() {
-			return !this.closed.get() && !this.held.isLost() && System.nanoTime() - this.held.validUntilNanos() < 0;
-		}
-
-		@Override
-		public void onLost(Consumer<? super LockHandle> listener) {
-			this.held.onLost(() -> listener.accept(this));
-		}
-
-		/**
-		 * Gives the permit back with an owner-checked delete.
-		 * @throws LockLostException if the permit's lease had expired (its row is gone or expired); nothing changed.
-		 * Also when the delete failed and the permit's row is then found gone or expired, its lease having ended before
-		 * the release began: the failure is the exception's cause
-		 * @throws org.springframework.dao.DataAccessException if the delete failed while the permit's row still runs
-		 * (it then ends with its lease) or the row could not be read; a delete that failed after the lease was let go
-		 * in time, and whose row is gone or expired, counts as released
-		 */
-		@Override
-		public void close() {
-			if (!this.closed.compareAndSet(false, true)) {
-				return;
-			}
-			boolean released;
-			try {
-				released = this.held.release();
-			}
-			finally {
-				this.holding.stop();
-			}
-			if (!released) {
-				throw new LockLostException(this.name, this.held.fencingToken(), "Permit of semaphore '" + this.name
-						+ "' (fencing token " + this.held.fencingToken() + ") was no longer held at release: its lease "
-						+ "had expired, and another owner may have been admitted in its place");
-			}
-		}
-
-		@Override
-		public String toString() {
-			return "LockHandle[semaphore=" + this.name + ", fencingToken=" + fencingToken() + ", held=" + isHeld() + "]";
-		}
-
+	private record Attempt(@Nullable PermitHandle handle, @Nullable String state, @Nullable Throwable cause) {
 	}
 
 }

@@ -1,7 +1,8 @@
-package io.github.dblock;
+package io.github.dblock.idempotency;
 
 import java.time.Duration;
 
+import io.github.dblock.DistributedLockException;
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -1,8 +1,10 @@
-package io.github.dblock;
+package io.github.dblock.idempotency;
 
 import java.time.Duration;
 import java.util.Objects;
 
+import io.github.dblock.LockOptions;
+import io.github.dblock.LockTemplate;
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -1,15 +1,18 @@
-package io.github.dblock.spi;
+package io.github.dblock.idempotency;
 
 import java.time.Duration;
 import java.util.Optional;
 
-import io.github.dblock.IdempotencyRecord;
+import io.github.dblock.spi.HeldLock;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The database side of idempotency keys, used by {@link io.github.dblock.IdempotencyTemplate}: claims a key for one
+ * The database side of idempotency keys, used by {@link IdempotencyTemplate}: claims a key for one
  * run of the work, records how the run ended, and answers duplicates from the record. Implementations must be
  * thread-safe.
+ * <p>
+ * Lives with the feature it serves (it speaks in {@link IdempotencyRecord}), beside the lock SPI
+ * ({@link io.github.dblock.spi}) whose {@link HeldLock} a claim is.
  */
 public interface IdempotencyProvider {
 
@@ -54,11 +57,11 @@ public interface IdempotencyProvider {
 	 * @param claim the claim when this call is to run the work
 	 * @param record the record that answers the call when it is not: succeeded, or still running
 	 */
-	record Claimed(@Nullable IdempotencyClaim claim, @Nullable IdempotencyRecord record) {
+	record Claimed(@Nullable HeldClaim claim, @Nullable IdempotencyRecord record) {
 	}
 
 	/** A key claimed for one run: a lease that is renewed while the work runs, and the record's end. */
-	interface IdempotencyClaim extends HeldLock {
+	interface HeldClaim extends HeldLock {
 
 		/** The claimed key. */
 		String key();

@@ -1,4 +1,4 @@
-package io.github.dblock;
+package io.github.dblock.idempotency;
 
 import java.lang.annotation.Documented;
 import java.lang.annotation.ElementType;
@@ -7,6 +7,7 @@ import java.lang.annotation.Retention;
 import java.lang.annotation.RetentionPolicy;
 import java.lang.annotation.Target;
 
+import io.github.dblock.DistributedLock;
 import org.springframework.core.annotation.AliasFor;
 
 /**
