@@ -1,6 +1,5 @@
 package io.github.dblock.jdbc;
 
-import io.github.dblock.spi.Backoff;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -14,14 +13,17 @@ import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 
 import io.github.dblock.LockLostException;
+import io.github.dblock.semaphore.SemaphoreProvider;
 import io.github.dblock.spi.AcquireResult;
+import io.github.dblock.spi.Backoff;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
-import io.github.dblock.semaphore.SemaphoreProvider;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 import org.springframework.dao.DataAccessException;
+import org.springframework.dao.PessimisticLockingFailureException;
+import org.springframework.jdbc.CannotGetJdbcConnectionException;
 
 /**
  * Distributed semaphores on two tables derived from the lock table's name: {@code <table>_sem}, one row per pool
@@ -40,7 +42,8 @@ import org.springframework.dao.DataAccessException;
  * {@code expires_at = UTC_TIMESTAMP(6) + lease};</li>
  * <li>{@code COMMIT}.</li>
  * </ol>
- * Between attempts the caller sleeps with the shared {@link Backoff} (exponential, jittered) until its deadline.
+ * Between attempts the caller sleeps with the shared {@link Backoff} (exponential, jittered) until its deadline
+ * ({@link WaitLoop}).
  * Every statement uses the primary key of its table (step 2 and 3 a prefix of it), every value is a bind parameter.
  * <p>
  * Release is {@code DELETE ... WHERE name = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)}: no row
@@ -56,9 +59,8 @@ import org.springframework.dao.DataAccessException;
  * presumed expired by this JVM's clock, marks the permit lost and runs its {@link HeldLock#onLost} callbacks.
  * <p>
  * Changing the permit count never revokes a permit: after a decrease, holders above the new count keep their
- * permits until they release, and new acquisitions wait until fewer than the new count are live. A pool's row
- * is created from the configured initial count the first time it is needed (a plain {@code INSERT}; a
- * duplicate-key error means another node created it first), never overwritten by it.
+ * permits until they release, and new acquisitions wait until fewer than the new count are live. The pool rows
+ * (created from the configured initial count the first time they are needed) are {@link SemaphorePools}'.
  * <p>
  * A take whose outcome is unknown (its connection broke, or a statement timed out: a {@code COMMIT} whose reply came
  * after the query timeout did commit) is looked for by the next attempt of the same acquisition (one owner token
@@ -77,13 +79,11 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 
 	private final JdbcLockSupport jdbc;
 
-	private final Backoff backoff;
+	private final WaitLoop waits;
 
 	private final LeaseLockProvider renewals;
 
-	private final Map<String, Integer> configuredPermits;
-
-	private final String poolTable;
+	private final SemaphorePools pools;
 
 	/** Every statement, in the lease provider's dialect. */
 	private final LockStatements sql;
@@ -102,13 +102,12 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	 */
 	public JdbcSemaphoreProvider(DataSource dataSource, LockTable table, Duration statementTimeout, Backoff backoff,
 			LeaseLockProvider renewals, Map<String, Integer> configuredPermits) {
-		configuredPermits.forEach(JdbcSemaphoreProvider::checkPermits);
+		configuredPermits.forEach(SemaphorePools::checkPermits);
 		this.jdbc = new JdbcLockSupport(dataSource, statementTimeout);
-		this.backoff = backoff;
+		this.waits = new WaitLoop(backoff, logger);
 		this.renewals = renewals;
-		this.configuredPermits = Map.copyOf(configuredPermits);
-		this.poolTable = poolTable(table);
 		this.sql = LockStatements.of(table, renewals.dialect());
+		this.pools = new SemaphorePools(this.jdbc, this.sql, configuredPermits, poolTable(table));
 	}
 
 	/** The quoted name of the pool table of a lock table. */
@@ -121,13 +120,6 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		return '`' + table.name() + "_sem_hold`";
 	}
 
-	private static void checkPermits(String name, Integer permits) {
-		if (permits == null || permits < 1) {
-			throw new IllegalArgumentException("Semaphore '" + name + "' must have at least 1 permit, was " + permits
-					+ " (" + PERMITS_PROPERTY.formatted(name) + ")");
-		}
-	}
-
 	/**
 	 * Creates the row of every configured pool that has none yet; existing rows keep their permit count (it may
 	 * have been changed at run time). Called once at start-up.
@@ -135,153 +127,93 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	 * @throws DataAccessException if the database fails otherwise
 	 */
 	public void createConfiguredPools() {
-		try {
-			this.configuredPermits.forEach((name, permits) -> this.jdbc.execute("create semaphore '" + name + "'",
-					(connection) -> insertPool(connection, name, permits, this.jdbc.statementTimeoutSeconds())));
-		}
-		catch (DataAccessException ex) {
-			if (SqlErrors.isMissingTable(ex.getMostSpecificCause(), false)) {
-				throw new IllegalStateException("Semaphores are configured (distributed-lock.semaphores) but their table "
-						+ this.poolTable + " does not exist: apply " + LockSchema.MIGRATION_LOCATION
-						+ "/V3__create_semaphore_tables.sql, or let the library migrate (distributed-lock.flyway.enabled=true)",
-						ex);
-			}
-			throw ex;
-		}
+		this.pools.createConfigured();
 	}
 
 	@Override
 	public AcquireResult acquire(LockRequest request) throws InterruptedException {
-		// One owner token for the whole wait: a take whose COMMIT reply was lost is found again by it.
-		String owner = UUID.randomUUID().toString();
-		// whether an earlier attempt may have committed a take without our hearing of it
-		boolean uncertain = false;
-		int outages = 0;
-		for (int attempt = 0;; attempt++) {
-			Attempt result;
-			boolean checkOwn = uncertain;
-			try {
-				result = this.jdbc.execute("acquire a permit of semaphore '" + request.resource() + "'",
-						this.jdbc.connectionTimeoutNanos(request.remainingNanos()),
-						(connection) -> attemptOnce(connection, request, owner, checkOwn));
-				uncertain = result.outcomeUnknown;
-			}
-			catch (org.springframework.dao.PessimisticLockingFailureException ex) {
-				// deadlocks (gap locks of a neighbouring pool's acquisition) that outlasted the retries, or a lock wait
-				// timeout: the pool is contended, not broken (a rolled-back attempt took nothing); try again
-				result = new Attempt(null, null);
-			}
-			catch (DataAccessException ex) {
-				if (!SqlErrors.isConnectionFailure(ex) && !SqlErrors.isTooSlow(ex)) {
-					throw ex;
-				}
-				if (request.remainingNanos() <= 0) {
-					// an attempt that got no connection sent nothing: no permit of ours to look for
-					Permit own = (ex instanceof org.springframework.jdbc.CannotGetJdbcConnectionException) ? null
-							: lastLookForOwnPermit(request, owner);
-					if (own != null) {
-						return acquired(request, own);
-					}
-					if (!SqlErrors.isUnreachable(ex)) {
-						// reached, but no answer in time: not acquired, with the cause (as for locks)
-						return AcquireResult.timedOut(null, ex);
-					}
-					throw ex;
-				}
-				if (outages++ == 0) {
-					logger.warn("Lost the connection to the lock database while acquiring a permit of '"
-							+ request.resource() + "'; retrying until the wait time ends: " + ex.getMostSpecificCause());
-				}
-				uncertain = true;
-				result = new Attempt(null, null);
-			}
-			if (result.permit != null) {
-				return acquired(request, result.permit);
-			}
-			long remaining = request.remainingNanos();
-			if (remaining <= 0) {
-				Permit own = uncertain ? lastLookForOwnPermit(request, owner) : null;
-				return (own != null) ? acquired(request, own) : AcquireResult.busy(result.busy);
-			}
-			if (Thread.interrupted()) {
-				throw new InterruptedException();
-			}
-			TimeUnit.NANOSECONDS.sleep(this.backoff.pauseNanos(attempt, 0, remaining));
-		}
+		return this.waits.run(request::remainingNanos, new PermitWait(request));
 	}
 
+	/**
+	 * One acquisition's wait. One owner token serves it all: a take whose {@code COMMIT} reply was lost is found
+	 * again by it.
+	 */
+	private final class PermitWait implements WaitLoop.Wait<Attempt, AcquireResult> {
+
+		private final LockRequest request;
+
+		private final String owner = UUID.randomUUID().toString();
+
+		/** Whether an earlier attempt may have committed a take without our hearing of it. */
+		private boolean uncertain;
+
+		PermitWait(LockRequest request) {
+			this.request = request;
+		}
+
+		@Override
+		public Attempt attempt(int attempt) {
+			boolean checkOwn = this.uncertain;
+			Attempt result = JdbcSemaphoreProvider.this.jdbc.execute(
+					"acquire a permit of semaphore '" + this.request.resource() + "'",
+					JdbcSemaphoreProvider.this.jdbc.connectionTimeoutNanos(this.request.remainingNanos()),
+					(connection) -> attemptOnce(connection, this.request, this.owner, checkOwn));
+			this.uncertain = result.outcomeUnknown;
+			return result;
+		}
+
+		@Override
+		@Nullable
+		public Attempt contended(DataAccessException ex) {
+			// deadlocks (gap locks of a neighbouring pool's acquisition) that outlasted the retries, or a lock wait
+			// timeout: the pool is contended, not broken (a rolled-back attempt took nothing); try again
+			return (ex instanceof PessimisticLockingFailureException) ? new Attempt(null, null) : null;
+		}
+
+		@Override
+		public Attempt afterOutage(DataAccessException ex) {
+			this.uncertain = true;
+			return new Attempt(null, null);
+		}
+
+		@Override
+		public AcquireResult outageAtDeadline(DataAccessException ex) {
+			// an attempt that got no connection sent nothing: no permit of ours to look for
+			Permit own = (ex instanceof CannotGetJdbcConnectionException) ? null
+					: lastLookForOwnPermit(this.request, this.owner);
+			// reached, but no answer in time: not acquired, with the cause (as for locks)
+			return (own != null) ? acquired(this.request, own) : WaitLoop.timedOutUnlessUnreachable(ex);
+		}
+
+		@Override
+		@Nullable
+		public AcquireResult result(Attempt outcome) {
+			return (outcome.permit != null) ? acquired(this.request, outcome.permit) : null;
+		}
+
+		@Override
+		public AcquireResult atDeadline(Attempt outcome) {
+			Permit own = this.uncertain ? lastLookForOwnPermit(this.request, this.owner) : null;
+			return (own != null) ? acquired(this.request, own) : AcquireResult.busy(outcome.busy);
+		}
+
+		@Override
+		public String waitingFor() {
+			return "acquiring a permit of '" + this.request.resource() + "'";
+		}
+
+	}
+
+	/** One attempt: one short transaction on the pool's row (see the class comment). */
 	private Attempt attemptOnce(Connection connection, LockRequest request, String owner, boolean checkOwn)
 			throws SQLException {
 		String name = request.resource();
 		int timeout = this.jdbc.queryTimeoutSeconds(request.remainingNanos());
 		long sentAt = System.nanoTime();
-		boolean autoCommit = connection.getAutoCommit();
-		boolean ended = false;
+		AttemptTransaction tx = new AttemptTransaction(connection, timeout);
 		try {
-			if (autoCommit) {
-				JdbcLockSupport.executeStatement(connection, LockStatements.START_TRANSACTION, timeout);
-			}
-			Integer permits = queryInt(connection, this.sql.semLockPool, timeout, name);
-			if (permits == null) {
-				JdbcLockSupport.endTransaction(connection, autoCommit, false, timeout);
-				ended = true;
-				insertPool(connection, name, configured(name), timeout);
-				return attemptOnce(connection, request, owner, checkOwn);
-			}
-			int holders;
-			int expired;
-			boolean own;
-			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.semCount, timeout, false)) {
-				ps.setString(1, owner);
-				ps.setBytes(2, LockRows.bytes(name));
-				try (ResultSet rs = JdbcLockSupport.query(ps)) {
-					rs.next();
-					holders = rs.getInt(1);
-					expired = rs.getInt(2);
-					own = rs.getInt(3) == 1;
-				}
-			}
-			if (own && checkOwn) {
-				// an earlier attempt of this acquisition committed, but its reply was lost or late
-				Permit found = ownPermit(connection, request, owner, timeout, sentAt);
-				JdbcLockSupport.endTransaction(connection, autoCommit, true, timeout);
-				ended = true;
-				if (found != null) {
-					return new Attempt(found, null);
-				}
-				// it expired between the two reads: the next attempt takes a new one
-				return new Attempt(null, "the permit of an unacknowledged take expired", true);
-			}
-			if (expired > 0) {
-				try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.semDeleteExpired, timeout, false)) {
-					ps.setBytes(1, LockRows.bytes(name));
-					ps.executeUpdate();
-				}
-			}
-			int live = holders - expired;
-			if (live >= permits) {
-				JdbcLockSupport.endTransaction(connection, autoCommit, expired > 0, timeout);
-				ended = true;
-				return new Attempt(null, "all " + permits + " permits of semaphore '" + name + "' held (" + live
-						+ " live holders)");
-			}
-			long token;
-			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.semNextToken, timeout, true)) {
-				ps.setBytes(1, LockRows.bytes(name));
-				ps.executeUpdate();
-				token = generatedToken(connection, ps, name, timeout);
-			}
-			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.semInsertHold, timeout, false)) {
-				ps.setBytes(1, LockRows.bytes(name));
-				ps.setString(2, owner);
-				ps.setString(3, request.holder());
-				ps.setLong(4, token);
-				ps.setLong(5, TimeUnit.NANOSECONDS.toMicros(request.leaseTime().toNanos()));
-				ps.executeUpdate();
-			}
-			JdbcLockSupport.endTransaction(connection, autoCommit, true, timeout);
-			ended = true;
-			return new Attempt(permit(request, owner, token, sentAt + request.leaseTime().toNanos()), null);
+			return attemptInTransaction(tx, request, owner, checkOwn, sentAt);
 		}
 		catch (SQLException ex) {
 			return switch (SqlErrors.classify(ex)) {
@@ -294,10 +226,76 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 			};
 		}
 		finally {
-			if (!ended) {
-				rollbackQuietly(connection, autoCommit);
+			tx.rollbackUnlessEnded();
+		}
+	}
+
+	private Attempt attemptInTransaction(AttemptTransaction tx, LockRequest request, String owner, boolean checkOwn,
+			long sentAt) throws SQLException {
+		String name = request.resource();
+		int timeout = tx.timeout;
+		tx.begin();
+		Integer permits = this.pools.queryInt(tx.connection, this.sql.semLockPool, timeout, name);
+		if (permits == null) {
+			tx.end(false);
+			this.pools.insert(tx.connection, name, this.pools.configured(name), timeout);
+			return attemptOnce(tx.connection, request, owner, checkOwn);
+		}
+		Holders holders = countHolders(tx, name, owner);
+		if (holders.own && checkOwn) {
+			// an earlier attempt of this acquisition committed, but its reply was lost or late
+			Permit found = ownPermit(tx.connection, request, owner, timeout, sentAt);
+			tx.end(true);
+			// else it expired between the two reads: the next attempt takes a new one
+			return (found != null) ? new Attempt(found, null)
+					: new Attempt(null, "the permit of an unacknowledged take expired", true);
+		}
+		if (holders.expired > 0) {
+			try (PreparedStatement ps = this.sql.prepareBounded(tx.connection, this.sql.semDeleteExpired, timeout, false)) {
+				ps.setBytes(1, LockRows.bytes(name));
+				ps.executeUpdate();
 			}
 		}
+		int live = holders.count - holders.expired;
+		if (live >= permits) {
+			tx.end(holders.expired > 0);
+			return new Attempt(null, "all " + permits + " permits of semaphore '" + name + "' held (" + live
+					+ " live holders)");
+		}
+		return take(tx, request, owner, sentAt);
+	}
+
+	/** Step 2: the pool's holder rows, by a locking read. */
+	private Holders countHolders(AttemptTransaction tx, String name, String owner) throws SQLException {
+		try (PreparedStatement ps = this.sql.prepareBounded(tx.connection, this.sql.semCount, tx.timeout, false)) {
+			ps.setString(1, owner);
+			ps.setBytes(2, LockRows.bytes(name));
+			try (ResultSet rs = JdbcLockSupport.query(ps)) {
+				rs.next();
+				return new Holders(rs.getInt(1), rs.getInt(2), rs.getInt(3) == 1);
+			}
+		}
+	}
+
+	/** Step 4 and 5: the pool's next fencing token, the holder row, {@code COMMIT}. */
+	private Attempt take(AttemptTransaction tx, LockRequest request, String owner, long sentAt) throws SQLException {
+		String name = request.resource();
+		long token;
+		try (PreparedStatement ps = this.sql.prepareBounded(tx.connection, this.sql.semNextToken, tx.timeout, true)) {
+			ps.setBytes(1, LockRows.bytes(name));
+			ps.executeUpdate();
+			token = generatedToken(tx.connection, ps, name, tx.timeout);
+		}
+		try (PreparedStatement ps = this.sql.prepareBounded(tx.connection, this.sql.semInsertHold, tx.timeout, false)) {
+			ps.setBytes(1, LockRows.bytes(name));
+			ps.setString(2, owner);
+			ps.setString(3, request.holder());
+			ps.setLong(4, token);
+			ps.setLong(5, TimeUnit.NANOSECONDS.toMicros(request.leaseTime().toNanos()));
+			ps.executeUpdate();
+		}
+		tx.end(true);
+		return new Attempt(permit(request, owner, token, sentAt + request.leaseTime().toNanos()), null);
 	}
 
 	private long generatedToken(Connection connection, PreparedStatement executed, String name, int timeout)
@@ -306,125 +304,26 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		if (generated > 0) {
 			return generated;
 		}
-		Long token = queryLong(connection, this.sql.semToken, timeout, name); // the pool row is locked by us
+		Long token = this.pools.queryLong(connection, this.sql.semToken, timeout, name); // the pool row is locked by us
 		if (token == null) {
 			throw new SQLException("semaphore row '" + name + "' vanished while locked");
 		}
 		return token;
 	}
 
-	private static void rollbackQuietly(Connection connection, boolean autoCommit) {
-		try {
-			JdbcLockSupport.endTransaction(connection, autoCommit, false, 0);
-		}
-		catch (SQLException ex) {
-			logger.debug("Could not roll back a semaphore transaction; the server ends it when the connection is "
-					+ "discarded", ex);
-		}
-	}
-
-	/**
-	 * Creates a pool row as its own statement.
-	 * @return {@code false} if it existed already (a duplicate key: another node created it first)
-	 */
-	private boolean insertPool(Connection connection, String name, int permits, int timeout) throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.semInsertPool, timeout, false)) {
-			ps.setBytes(1, LockRows.bytes(name));
-			ps.setInt(2, permits);
-			ps.executeUpdate();
-			JdbcLockSupport.commitIfNeeded(connection);
-			return true;
-		}
-		catch (SQLException ex) {
-			if (!SqlErrors.isDuplicateKey(ex)) {
-				throw ex;
-			}
-			if (!connection.getAutoCommit()) {
-				connection.rollback();
-			}
-			return false;
-		}
-	}
-
-	/** The configured initial permit count of a pool that has no row. */
-	private int configured(String name) {
-		Integer permits = this.configuredPermits.get(name);
-		if (permits == null) {
-			throw new IllegalArgumentException("Semaphore '" + name + "' is unknown: it has no row in the database and "
-					+ "no configured permit count. Set " + PERMITS_PROPERTY.formatted(name) + " (use "
-					+ "distributed-lock.semaphores[" + name + "].permits for a name with characters other than letters, "
-					+ "digits and '-'), or call SemaphoreTemplate.setPermits(\"" + name + "\", n) first");
-		}
-		return permits;
-	}
-
 	@Override
-	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
 	public void setPermits(String name, int permits) {
-		checkPermits(name, permits);
-		this.jdbc.execute("set the permits of semaphore '" + name + "'", (connection) -> {
-			int timeout = this.jdbc.statementTimeoutSeconds();
-			// 0 matched rows means either no row or (with useAffectedRows=true) an unchanged value: the insert tells
-			// the two apart, and after a duplicate key the update is repeated in case another node inserted first
-			if (updatePermits(connection, name, permits, timeout) == 0
-					&& !insertPool(connection, name, permits, timeout)) {
-				updatePermits(connection, name, permits, timeout);
-			}
-			return null;
-		});
-	}
-
-	private int updatePermits(Connection connection, String name, int permits, int timeout) throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.semUpdatePermits, timeout, false)) {
-			ps.setInt(1, permits);
-			ps.setBytes(2, LockRows.bytes(name));
-			int matched = ps.executeUpdate();
-			JdbcLockSupport.commitIfNeeded(connection);
-			return matched;
-		}
+		this.pools.setPermits(name, permits);
 	}
 
 	@Override
 	public int getPermits(String name) {
-		Integer permits = readInt("read the permits", this.sql.semPermits, name);
-		return (permits != null) ? permits : configured(name);
+		return this.pools.getPermits(name);
 	}
 
 	@Override
 	public int availablePermits(String name) {
-		Integer available = readInt("count the free permits", this.sql.semAvailable, name);
-		return Math.max(0, (available != null) ? available : configured(name));
-	}
-
-	@Nullable
-	private Integer queryInt(Connection connection, String sql, int timeout, String name) throws SQLException {
-		Long value = queryLong(connection, sql, timeout, name);
-		return (value != null) ? Math.toIntExact(value) : null;
-	}
-
-	@Nullable
-	private Long queryLong(Connection connection, String sql, int timeout, String name, String... more)
-			throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, sql, timeout, false)) {
-			ps.setBytes(1, LockRows.bytes(name));
-			for (int i = 0; i < more.length; i++) {
-				ps.setString(i + 2, more[i]);
-			}
-			try (ResultSet rs = JdbcLockSupport.query(ps)) {
-				return rs.next() ? rs.getLong(1) : null;
-			}
-		}
-	}
-
-	/** A read outside a transaction: committed at once on a pool that hands out connections without autocommit. */
-	@Nullable
-	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
-	private Integer readInt(String task, String sql, String name) {
-		return this.jdbc.execute(task + " of semaphore '" + name + "'", (connection) -> {
-			Integer value = queryInt(connection, sql, this.jdbc.statementTimeoutSeconds(), name);
-			JdbcLockSupport.commitIfNeeded(connection);
-			return value;
-		});
+		return this.pools.availablePermits(name);
 	}
 
 	/** A permit just taken (or found again), not renewed yet: renewal starts once its take is known committed. */
@@ -496,7 +395,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	private Long ownRemainingMicros(Permit permit) {
 		return this.jdbc.execute("look for the holder row of a permit of semaphore '" + permit.resource + "'",
 				(connection) -> {
-					Long remaining = queryLong(connection, this.sql.semOwnRemaining, this.jdbc.statementTimeoutSeconds(),
+					Long remaining = this.pools.queryLong(connection, this.sql.semOwnRemaining, this.jdbc.statementTimeoutSeconds(),
 							permit.resource, permit.ownerToken);
 					JdbcLockSupport.commitIfNeeded(connection);
 					return remaining;
@@ -531,6 +430,10 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 			this(permit, busy, false);
 		}
 
+	}
+
+	/** What step 2 found: the pool's holder rows, the expired ones among them, and whether one is this owner's. */
+	private record Holders(int count, int expired, boolean own) {
 	}
 
 	/** One held permit: a lease on a holder row, renewed on the shared scheduler. */
