@@ -1,12 +1,9 @@
 package io.github.dblock.jdbc;
 
-import io.github.dblock.spi.Backoff;
-import io.github.dblock.idempotency.IdempotencyProvider;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDateTime;
@@ -17,16 +14,17 @@ import java.util.concurrent.TimeUnit;
 
 import javax.sql.DataSource;
 
+import io.github.dblock.LockLostException;
+import io.github.dblock.idempotency.IdempotencyProvider;
 import io.github.dblock.idempotency.IdempotencyRecord;
 import io.github.dblock.idempotency.IdempotencyStatus;
-import io.github.dblock.LockLostException;
+import io.github.dblock.spi.Backoff;
 import io.github.dblock.spi.HeldLock;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 import org.springframework.dao.DataAccessException;
 import org.springframework.jdbc.datasource.DataSourceUtils;
-import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
@@ -53,18 +51,18 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * with an owner-checked {@code UPDATE}; a renewal matching nothing, or the database unreachable until the lease must
  * be presumed over, marks the claim lost ({@link HeldLock#onLost}). Completion is an owner-checked {@code UPDATE} to
  * {@code SUCCEEDED} (outcome, {@code retain_until = now + retention}) or {@code FAILED}. The {@code SUCCEEDED} write
- * joins the caller's Spring transaction on the lock data source when one is active (see {@link Claim#succeed});
+ * joins the caller's Spring transaction on the lock data source when one is active (see {@code StoredClaim.succeed});
  * everything else runs in autocommit on connections of its own, so a claim is visible to other nodes at once.
  * <p>
  * A completion statement outside a transaction that fails is followed by a read of the record: written by this
  * claim after all (its reply was lost or late) counts as done; a record taken over by another caller, deleted, or
  * still this claim's but past its running lease is a claim known to be gone ({@link LockLostException} with the
- * failure as its cause from {@link Claim#succeed}, {@code false} from {@link Claim#fail}); a record still running
- * under this claim is the failure it is.
+ * failure as its cause from {@code StoredClaim.succeed}, {@code false} from {@code StoredClaim.fail}); a record
+ * still running under this claim is the failure it is.
  * <p>
  * Deadlocks and lock wait timeouts are retried ({@link JdbcLockSupport}); a claim statement that waits for a row
  * locked by an uncommitted completion (another caller's transaction) past its query timeout counts as "still
- * running" and is tried again after a pause. Thread-safe.
+ * running" and is tried again after a pause ({@link WaitLoop}). Thread-safe.
  */
 public class IdempotencyStore implements IdempotencyProvider {
 
@@ -76,19 +74,19 @@ public class IdempotencyStore implements IdempotencyProvider {
 	/** The longest error summary kept in a record. */
 	static final int MAX_ERROR_LENGTH = 1000;
 
-	private final DataSource dataSource;
+	final DataSource dataSource;
 
 	/** The records table, quoted, for messages. */
 	private final String table;
 
-	private final JdbcLockSupport jdbc;
+	final JdbcLockSupport jdbc;
 
-	private final Backoff backoff;
+	private final WaitLoop waits;
 
 	private final LeaseLockProvider scheduler;
 
 	/** Every statement, in the lease provider's dialect. */
-	private final LockStatements sql;
+	final LockStatements sql;
 
 	/**
 	 * Creates a store.
@@ -105,7 +103,7 @@ public class IdempotencyStore implements IdempotencyProvider {
 		// a transaction manager binds its connection under the proxy's target, so look it up there
 		this.dataSource = JdbcLockSupport.unwrap(dataSource);
 		this.jdbc = new JdbcLockSupport(dataSource, statementTimeout);
-		this.backoff = backoff;
+		this.waits = new WaitLoop(backoff, logger);
 		this.scheduler = scheduler;
 		this.table = quoted(table);
 		this.sql = LockStatements.of(table, scheduler.dialect());
@@ -131,67 +129,101 @@ public class IdempotencyStore implements IdempotencyProvider {
 	@Override
 	public Claimed claim(String key, String holder, Duration lease, Duration retention, long deadlineNanos)
 			throws InterruptedException {
-		String owner = UUID.randomUUID().toString();
-		long leaseMicros = micros(lease);
-		long retentionMicros = micros(retention);
-		boolean insertFirst = true;
-		for (int attempt = 0;; attempt++) {
-			boolean tryInsert = insertFirst;
-			Attempt result;
-			try {
-				result = this.jdbc.execute("claim idempotency key '" + key + "'",
-						(connection) -> attemptOnce(connection, key, owner, holder, leaseMicros, retentionMicros, tryInsert,
-								deadlineNanos));
-			}
-			catch (DataAccessException ex) {
-				if (!SqlErrors.isConnectionFailure(ex) || deadlineNanos - System.nanoTime() <= 0) {
-					throw explainMissingTable(ex);
-				}
-				result = new Attempt(null, null, 0);
-			}
-			insertFirst = false;
-			if (result.claim != null) {
-				return new Claimed(result.claim, null);
-			}
-			IdempotencyRecord seen = result.record;
-			if (seen != null && seen.status() == IdempotencyStatus.SUCCEEDED) {
-				return new Claimed(null, seen);
-			}
-			long remaining = deadlineNanos - System.nanoTime();
-			if (remaining <= 0) {
-				return new Claimed(null, seen);
-			}
-			if (Thread.interrupted()) {
-				throw new InterruptedException();
-			}
-			TimeUnit.NANOSECONDS.sleep(this.backoff.pauseNanos(attempt, result.leaseRemainingNanos, remaining));
-		}
+		ClaimRequest request = new ClaimRequest(key, LockRows.bytes(key), UUID.randomUUID().toString(), holder,
+				micros(lease), micros(retention), deadlineNanos);
+		return this.waits.run(() -> deadlineNanos - System.nanoTime(), new ClaimWait(request));
 	}
 
-	private Attempt attemptOnce(Connection connection, String key, String owner, String holder, long leaseMicros,
-			long retentionMicros, boolean tryInsert, long deadlineNanos) throws SQLException {
-		int timeout = this.jdbc.queryTimeoutSeconds(deadlineNanos - System.nanoTime());
-		byte[] bytes = LockRows.bytes(key);
+	/** One call's wait for a key: claimed, answered by a succeeded record, or still running at the deadline. */
+	private final class ClaimWait implements WaitLoop.Wait<Attempt, Claimed> {
+
+		private final ClaimRequest request;
+
+		ClaimWait(ClaimRequest request) {
+			this.request = request;
+		}
+
+		@Override
+		public Attempt attempt(int attempt) {
+			try {
+				// the first attempt of a call inserts first: one statement for a new key
+				return IdempotencyStore.this.jdbc.execute("claim idempotency key '" + this.request.key + "'",
+						(connection) -> attemptOnce(connection, this.request, attempt == 0));
+			}
+			catch (DataAccessException ex) {
+				if (!SqlErrors.isConnectionFailure(ex)) {
+					throw explainMissingTable(ex);
+				}
+				throw ex;
+			}
+		}
+
+		@Override
+		public boolean ridesOut(DataAccessException ex) {
+			return SqlErrors.isConnectionFailure(ex);
+		}
+
+		@Override
+		public Attempt afterOutage(DataAccessException ex) {
+			return new Attempt(null, null, 0);
+		}
+
+		@Override
+		public Claimed outageAtDeadline(DataAccessException ex) {
+			throw explainMissingTable(ex);
+		}
+
+		@Override
+		@Nullable
+		public Claimed result(Attempt outcome) {
+			if (outcome.claim != null) {
+				return new Claimed(outcome.claim, null);
+			}
+			IdempotencyRecord seen = outcome.record;
+			return (seen != null && seen.status() == IdempotencyStatus.SUCCEEDED) ? new Claimed(null, seen) : null;
+		}
+
+		@Override
+		public Claimed atDeadline(Attempt outcome) {
+			return new Claimed(null, outcome.record);
+		}
+
+		@Override
+		public long pauseNanos(Attempt outcome, int attempt, long remainingNanos, Backoff backoff)
+				throws InterruptedException {
+			return backoff.pauseNanos(attempt, outcome.leaseRemainingNanos, remainingNanos);
+		}
+
+		@Override
+		public String waitingFor() {
+			return "claiming idempotency key '" + this.request.key + "'";
+		}
+
+	}
+
+	private Attempt attemptOnce(Connection connection, ClaimRequest request, boolean tryInsert) throws SQLException {
+		int timeout = this.jdbc.queryTimeoutSeconds(request.deadlineNanos - System.nanoTime());
 		try {
 			for (int race = 0; race < 4; race++) {
 				long sentAt = System.nanoTime();
 				if (tryInsert || race > 0) {
-					Long token = insert(connection, bytes, owner, holder, leaseMicros, retentionMicros, timeout);
+					Long token = insert(connection, request, timeout);
 					if (token != null) {
-						return new Attempt(claimed(key, owner, token, leaseMicros, retentionMicros, sentAt), null, 0);
+						return new Attempt(claimed(request, token, sentAt), null, 0);
 					}
 				}
-				Snapshot row = select(connection, key, bytes, timeout);
+				Snapshot row = select(connection, request.key, request.bytes, timeout);
 				if (row == null) {
 					continue; // deleted meanwhile (forget, cleanup): insert it again
 				}
-				if (!row.takeable(owner)) {
+				if (!row.takeable(request.owner)) {
 					return new Attempt(null, row.record, row.leaseRemainingNanos);
 				}
 				sentAt = System.nanoTime();
-				Long token = takeOver(connection, bytes, owner, holder, leaseMicros, retentionMicros, timeout);
+				Long token = claimStatement(connection, this.sql.idemTakeOver, request, timeout, request.owner,
+						request.holder, request.leaseMicros, request.retentionMicros, request.bytes, request.owner);
 				if (token != null) {
-					return new Attempt(claimed(key, owner, token, leaseMicros, retentionMicros, sentAt), null, 0);
+					return new Attempt(claimed(request, token, sentAt), null, 0);
 				}
 				// another caller took it over between the two statements: look again
 			}
@@ -206,18 +238,12 @@ public class IdempotencyStore implements IdempotencyProvider {
 		}
 	}
 
+	/** The plain {@code INSERT} of a new key as {@code RUNNING}: its fencing token, or {@code null} if it exists. */
 	@Nullable
-	private Long insert(Connection connection, byte[] key, String owner, String holder, long leaseMicros,
-			long retentionMicros, int timeout) throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.idemInsert, timeout, true)) {
-			ps.setBytes(1, key);
-			ps.setString(2, owner);
-			ps.setString(3, holder);
-			ps.setLong(4, leaseMicros);
-			ps.setLong(5, retentionMicros);
-			ps.executeUpdate();
-			JdbcLockSupport.commitIfNeeded(connection);
-			return fencingToken(connection, ps, key, owner, timeout);
+	private Long insert(Connection connection, ClaimRequest request, int timeout) throws SQLException {
+		try {
+			return claimStatement(connection, this.sql.idemInsert, request, timeout, request.bytes, request.owner,
+					request.holder, request.leaseMicros, request.retentionMicros);
 		}
 		catch (SQLException ex) {
 			if (JdbcLockSupport.lostInsertRace(connection, ex)) {
@@ -227,19 +253,29 @@ public class IdempotencyStore implements IdempotencyProvider {
 		}
 	}
 
+	/**
+	 * Runs a claiming statement (the insert or the take-over) in autocommit.
+	 * @param values the bind parameters in order: {@code byte[]}, {@code String} or {@code Long}
+	 * @return the claim's fencing token if the statement matched the row, else {@code null}
+	 */
 	@Nullable
-	private Long takeOver(Connection connection, byte[] key, String owner, String holder, long leaseMicros,
-			long retentionMicros, int timeout) throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.idemTakeOver, timeout, true)) {
-			ps.setString(1, owner);
-			ps.setString(2, holder);
-			ps.setLong(3, leaseMicros);
-			ps.setLong(4, retentionMicros);
-			ps.setBytes(5, key);
-			ps.setString(6, owner);
+	private Long claimStatement(Connection connection, String statement, ClaimRequest request, int timeout,
+			Object... values) throws SQLException {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, statement, timeout, true)) {
+			for (int i = 0; i < values.length; i++) {
+				if (values[i] instanceof byte[] bytes) {
+					ps.setBytes(i + 1, bytes);
+				}
+				else if (values[i] instanceof Long number) {
+					ps.setLong(i + 1, number);
+				}
+				else {
+					ps.setString(i + 1, (String) values[i]);
+				}
+			}
 			int matched = ps.executeUpdate();
 			JdbcLockSupport.commitIfNeeded(connection);
-			return (matched == 1) ? fencingToken(connection, ps, key, owner, timeout) : null;
+			return (matched == 1) ? fencingToken(connection, ps, request.bytes, request.owner, timeout) : null;
 		}
 	}
 
@@ -263,7 +299,7 @@ public class IdempotencyStore implements IdempotencyProvider {
 	}
 
 	@Nullable
-	private Snapshot select(Connection connection, String key, byte[] bytes, int timeout) throws SQLException {
+	Snapshot select(Connection connection, String key, byte[] bytes, int timeout) throws SQLException {
 		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.idemSelect, timeout, false)) {
 			ps.setBytes(1, bytes);
 			try (ResultSet rs = JdbcLockSupport.query(ps)) {
@@ -346,11 +382,18 @@ public class IdempotencyStore implements IdempotencyProvider {
 		});
 	}
 
-	private Claim claimed(String key, String owner, long token, long leaseMicros, long retentionMicros, long sentAt) {
-		long leaseNanos = TimeUnit.MICROSECONDS.toNanos(leaseMicros);
-		Claim claim = new Claim(key, owner, token, leaseNanos, retentionMicros, sentAt + leaseNanos);
+	private StoredClaim claimed(ClaimRequest request, long token, long sentAt) {
+		long leaseNanos = TimeUnit.MICROSECONDS.toNanos(request.leaseMicros);
+		StoredClaim claim = new StoredClaim(this, request.key, request.owner, token, leaseNanos, request.retentionMicros,
+				sentAt + leaseNanos);
 		claim.startRenewal(this.scheduler.renewals());
 		return claim;
+	}
+
+	/** Renews a claim's running lease with an owner-checked {@code UPDATE}: whether it still held the record. */
+	boolean renew(StoredClaim claim) {
+		return OwnerStatements.execute(this.jdbc, this.sql, "renew idempotency key '" + claim.resource + "'",
+				this.sql.idemRenew, TimeUnit.NANOSECONDS.toMicros(claim.leaseNanos), claim.resource, claim.ownerToken) == 1;
 	}
 
 	/** Whole microseconds, rounded up, so that a positive duration never becomes 0. */
@@ -359,7 +402,7 @@ public class IdempotencyStore implements IdempotencyProvider {
 	}
 
 	/** Binds and runs a completion ({@code SUCCEEDED} or {@code FAILED}) of a claim on a connection. */
-	private int complete(Connection connection, String sql, Claim claim, @Nullable String outcome,
+	int complete(Connection connection, String sql, StoredClaim claim, @Nullable String outcome,
 			@Nullable String outcomeType, @Nullable String error) throws SQLException {
 		try (PreparedStatement ps = this.sql.prepareBounded(connection, sql, this.jdbc.statementTimeoutSeconds(), false)) {
 			ps.setLong(1, claim.retentionMicros);
@@ -373,10 +416,18 @@ public class IdempotencyStore implements IdempotencyProvider {
 		}
 	}
 
-	private record Attempt(@Nullable Claim claim, @Nullable IdempotencyRecord record, long leaseRemainingNanos) {
+	/**
+	 * One call's claim: the key (and its bytes), the call's owner token, its holder description, the running lease
+	 * and retention in microseconds, and the caller's deadline.
+	 */
+	private record ClaimRequest(String key, byte[] bytes, String owner, String holder, long leaseMicros,
+			long retentionMicros, long deadlineNanos) {
 	}
 
-	private record Snapshot(IdempotencyRecord record, @Nullable String ownerToken, long leaseRemainingNanos,
+	private record Attempt(@Nullable StoredClaim claim, @Nullable IdempotencyRecord record, long leaseRemainingNanos) {
+	}
+
+	record Snapshot(IdempotencyRecord record, @Nullable String ownerToken, long leaseRemainingNanos,
 			boolean retentionOver) {
 
 		/**
@@ -389,230 +440,6 @@ public class IdempotencyStore implements IdempotencyProvider {
 				case RUNNING -> this.leaseRemainingNanos <= 0 || owner.equals(this.ownerToken);
 				case SUCCEEDED -> this.retentionOver;
 			};
-		}
-
-	}
-
-	/**
-	 * A claimed key: this caller runs the work. Renewed on the shared scheduler until it is completed. Exactly one of
-	 * {@link #succeed} and {@link #fail} (or {@link #release()}, which fails it) must be called, by any thread.
-	 */
-	public final class Claim extends OwnedLease implements IdempotencyProvider.HeldClaim {
-
-		private final long retentionMicros;
-
-		Claim(String key, String ownerToken, long fencingToken, long leaseNanos, long retentionMicros,
-				long validUntilNanos) {
-			super(key, ownerToken, fencingToken, leaseNanos, validUntilNanos);
-			this.retentionMicros = retentionMicros;
-		}
-
-		/** The idempotency key. */
-		@Override
-		public String key() {
-			return this.resource;
-		}
-
-		@Override
-		String describe() {
-			return "the claim of idempotency key '" + this.resource + "'";
-		}
-
-		@Override
-		boolean renewInDatabase() {
-			return IdempotencyStore.this.jdbc.execute("renew idempotency key '" + this.resource + "'", (connection) -> {
-				LockStatements sql = IdempotencyStore.this.sql;
-				try (PreparedStatement ps = sql.prepareBounded(connection, sql.idemRenew,
-						IdempotencyStore.this.jdbc.statementTimeoutSeconds(), false)) {
-					ps.setLong(1, TimeUnit.NANOSECONDS.toMicros(this.leaseNanos));
-					ps.setBytes(2, LockRows.bytes(this.resource));
-					ps.setString(3, this.ownerToken);
-					int matched = ps.executeUpdate();
-					JdbcLockSupport.commitIfNeeded(connection);
-					return matched == 1;
-				}
-			});
-		}
-
-		/** Giving the key back without an outcome ({@link #release()}) marks it {@code FAILED}. */
-		@Override
-		boolean releaseInDatabase() {
-			return markFailed("released without an outcome");
-		}
-
-		/**
-		 * Records the outcome and ends the claim. If a Spring transaction is active on the lock data source (with
-		 * autocommit off), the {@code UPDATE} runs in it: the record commits or rolls back together with the
-		 * caller's writes, and a rollback then marks the record {@code FAILED} on a connection of its own, so that the
-		 * next call runs the work again. Otherwise it runs in autocommit. Renewal stops first (in the transactional
-		 * case the row is locked by the {@code UPDATE} until the commit, so nobody can take it over meanwhile).
-		 * @param outcome the result as JSON, or {@code null} for none
-		 * @param outcomeType the result's Java type name, or {@code null}
-		 * @param note an error text kept with a success (for example why the outcome could not be recorded), or
-		 * {@code null}
-		 * @throws LockLostException if the record no longer belongs to this claim (its lease ended and another
-		 * caller took it over, or it was deleted); in a transaction the caller must let it roll back. Outside a
-		 * transaction also if the statement failed and a read of the record then shows the claim gone (taken over,
-		 * deleted, or past its running lease): the failure is its cause
-		 * @throws DataAccessException on a database failure while the record still runs under this claim (or cannot
-		 * be read); a statement that failed but committed (its reply was lost) is not one
-		 */
-		@Override
-		public void succeed(@Nullable String outcome, @Nullable String outcomeType, @Nullable String note) {
-			finish();
-			if (!record(boundTransactionalConnection(), outcome, outcomeType, note)) {
-				throw lost(null);
-			}
-		}
-
-		private LockLostException lost(@Nullable DataAccessException failure) {
-			return new LockLostException(this.resource, this.fencingToken, "Idempotency key '" + this.resource
-					+ "' (fencing token " + this.fencingToken + ") was no longer claimed by this call when its outcome "
-					+ "was recorded: its running lease had ended (and another caller may have taken it over), or the "
-					+ "record was deleted; the work may have run twice"
-					+ ((failure != null) ? " (the statement recording it failed: " + failure.getMostSpecificCause() + ")"
-							: ""),
-					failure);
-		}
-
-		/**
-		 * After a completion statement outside a transaction failed: what the record says.
-		 * @param status the status the statement was writing
-		 * @return {@code true} if the record shows this claim's completion (the statement committed after all),
-		 * {@code false} if the claim is known to be gone (taken over, deleted, or past its running lease)
-		 * @throws DataAccessException {@code failure}, if the record is still running under this claim or cannot be
-		 * read
-		 */
-		@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
-		private boolean afterFailedCompletion(IdempotencyStatus status, DataAccessException failure) {
-			Snapshot row;
-			try {
-				row = IdempotencyStore.this.jdbc.execute("read idempotency key '" + this.resource + "'",
-						(connection) -> select(connection, this.resource, LockRows.bytes(this.resource),
-								IdempotencyStore.this.jdbc.statementTimeoutSeconds()));
-			}
-			catch (RuntimeException checkFailed) {
-				failure.addSuppressed(checkFailed);
-				throw failure;
-			}
-			if (row == null || !this.ownerToken.equals(row.ownerToken)) {
-				return false;
-			}
-			if (row.record.status() == status) {
-				return true;
-			}
-			if (row.record.status() == IdempotencyStatus.RUNNING && row.leaseRemainingNanos > 0) {
-				throw failure;
-			}
-			return false; // this claim's record, but its running lease is over: anyone may take it over now
-		}
-
-		/**
-		 * Writes {@code SUCCEEDED}: in the caller's transaction if one is bound (a rollback of it then marks the
-		 * record {@code FAILED}), else in autocommit. Renewal has stopped.
-		 * @return whether the record still belonged to this claim
-		 */
-		private boolean record(@Nullable Connection transactional, @Nullable String outcome, @Nullable String outcomeType,
-				@Nullable String note) {
-			if (transactional == null) {
-				try {
-					return IdempotencyStore.this.jdbc.execute("record the outcome of idempotency key '" + this.resource
-							+ "'", (connection) -> {
-								int rows = complete(connection, IdempotencyStore.this.sql.idemSucceed, this, outcome, outcomeType,
-										note);
-								JdbcLockSupport.commitIfNeeded(connection);
-								return rows == 1;
-							});
-				}
-				catch (DataAccessException ex) {
-					if (!afterFailedCompletion(IdempotencyStatus.SUCCEEDED, ex)) {
-						throw lost(ex);
-					}
-					return true;
-				}
-			}
-			int matched;
-			try {
-				matched = complete(transactional, IdempotencyStore.this.sql.idemSucceed, this, outcome, outcomeType, note);
-			}
-			catch (SQLException ex) {
-				throw IdempotencyStore.this.jdbc.translate("record the outcome of idempotency key '" + this.resource + "'", ex);
-			}
-			finally {
-				DataSourceUtils.releaseConnection(transactional, IdempotencyStore.this.dataSource);
-			}
-			if (matched == 1) {
-				TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
-					@Override
-					public void afterCompletion(int status) {
-						if (status == STATUS_ROLLED_BACK) {
-							failQuietly("the transaction that recorded the outcome rolled back");
-						}
-					}
-				});
-			}
-			return matched == 1;
-		}
-
-		/**
-		 * Ends the claim after its work threw. Outside a transaction on the lock data source this is {@link #fail}.
-		 * Inside one, whether the work's writes persist is that transaction's decision (a checked exception, a
-		 * {@code noRollbackFor} or a caller catching the exception lets it commit), so the record is completed in it
-		 * as {@link #succeed} does, without an outcome and with the error as its note: a commit keeps the writes and
-		 * the record together (duplicates then get {@link io.github.dblock.idempotency.AlreadyProcessedException} naming the
-		 * error, and the work does not run again), a rollback marks the record {@code FAILED} so that the next call
-		 * runs the work again.
-		 * @param error what went wrong, cut to {@value IdempotencyStore#MAX_ERROR_LENGTH} characters
-		 * @return {@code false} if the record no longer belonged to this claim (nothing was changed)
-		 * @throws DataAccessException on a database failure
-		 */
-		@Override
-		public boolean failed(String error) {
-			Connection transactional = boundTransactionalConnection();
-			if (transactional == null) {
-				return fail(error);
-			}
-			finish();
-			return record(transactional, null, null, "the work threw, and its transaction was left to decide: " + error);
-		}
-
-		/**
-		 * Marks the record {@code FAILED} (in autocommit, never in the caller's transaction), so that the next call
-		 * runs the work again, and ends the claim.
-		 * @param error what went wrong, cut to {@value IdempotencyStore#MAX_ERROR_LENGTH} characters
-		 * @return {@code false} if the record no longer belonged to this claim (nothing was changed), also when the
-		 * statement failed and a read of the record then shows the claim gone (taken over, deleted, or past its
-		 * running lease)
-		 * @throws DataAccessException on a database failure while the record still runs under this claim (or cannot
-		 * be read); the record then stays {@code RUNNING} until its lease ends
-		 */
-		public boolean fail(String error) {
-			finish();
-			return markFailed(error);
-		}
-
-		private boolean markFailed(String error) {
-			try {
-				return IdempotencyStore.this.jdbc.execute("record the failure of idempotency key '" + this.resource + "'",
-						(connection) -> {
-							int rows = complete(connection, IdempotencyStore.this.sql.idemFail, this, null, null, error);
-							JdbcLockSupport.commitIfNeeded(connection);
-							return rows == 1;
-						});
-			}
-			catch (DataAccessException ex) {
-				return afterFailedCompletion(IdempotencyStatus.FAILED, ex);
-			}
-		}
-
-		private void failQuietly(String error) {
-			try {
-				fail(error);
-			}
-			catch (RuntimeException ex) {
-				logger.warn("Could not mark idempotency key '" + this.resource + "' as failed; it is taken over when its "
-						+ "running lease ends", ex);
-			}
 		}
 
 	}
@@ -639,7 +466,7 @@ public class IdempotencyStore implements IdempotencyProvider {
 
 	/** The connection of an active Spring transaction on the lock data source (autocommit off), or {@code null}. */
 	@Nullable
-	private Connection boundTransactionalConnection() {
+	Connection boundTransactionalConnection() {
 		return this.jdbc.boundTransactionalConnection(this.dataSource);
 	}
 

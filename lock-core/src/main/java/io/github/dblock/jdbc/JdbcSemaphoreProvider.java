@@ -4,7 +4,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.Map;
 import java.util.UUID;
@@ -403,19 +402,8 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	}
 
 	private int ownerStatement(String sql, String task, Permit permit, long leaseMicros) {
-		return this.jdbc.execute(task + " a permit of semaphore '" + permit.resource + "'", (connection) -> {
-			try (PreparedStatement ps = this.sql.prepareBounded(connection, sql, this.jdbc.statementTimeoutSeconds(), false)) {
-				int index = 1;
-				if (leaseMicros >= 0) {
-					ps.setLong(index++, leaseMicros);
-				}
-				ps.setBytes(index++, LockRows.bytes(permit.resource));
-				ps.setString(index, permit.ownerToken);
-				int matched = ps.executeUpdate();
-				JdbcLockSupport.commitIfNeeded(connection);
-				return matched;
-			}
-		});
+		return OwnerStatements.execute(this.jdbc, this.sql, task + " a permit of semaphore '" + permit.resource + "'", sql,
+				leaseMicros, permit.resource, permit.ownerToken);
 	}
 
 	/**
