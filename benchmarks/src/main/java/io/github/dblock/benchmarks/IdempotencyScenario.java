@@ -13,15 +13,15 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import javax.sql.DataSource;
 
-import io.github.dblock.idempotency.IdempotencyTemplate;
+import io.github.dblock.LockMode;
 import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
-import io.github.dblock.LockMode;
+import io.github.dblock.idempotency.IdempotencyTemplate;
 import io.github.dblock.idempotency.OnDuplicate;
-import io.github.dblock.spi.Backoff;
 import io.github.dblock.jdbc.IdempotencyStore;
 import io.github.dblock.jdbc.LeaseLockProvider;
 import io.github.dblock.jdbc.LockTable;
+import io.github.dblock.spi.Backoff;
 import tools.jackson.databind.json.JsonMapper;
 
 /**

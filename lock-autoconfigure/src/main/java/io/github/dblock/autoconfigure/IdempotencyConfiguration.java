@@ -1,22 +1,22 @@
 package io.github.dblock.autoconfigure;
 
-import io.github.dblock.idempotency.IdempotencyTemplate;
 import io.github.dblock.LockTemplate;
+import io.github.dblock.idempotency.IdempotencyTemplate;
 import io.github.dblock.interceptor.IdempotentAdvisor;
 import io.github.dblock.interceptor.IdempotentAttributeSource;
 import io.github.dblock.interceptor.IdempotentInterceptor;
-import io.github.dblock.spi.Backoff;
 import io.github.dblock.jdbc.IdempotencyStore;
 import io.github.dblock.jdbc.LeaseLockProvider;
+import io.github.dblock.spi.Backoff;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Role;
-import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.context.expression.BeanFactoryResolver;
 import org.springframework.core.Ordered;
 import org.springframework.core.env.Environment;

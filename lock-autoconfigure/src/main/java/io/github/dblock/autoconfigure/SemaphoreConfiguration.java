@@ -1,16 +1,16 @@
 package io.github.dblock.autoconfigure;
 
-import io.github.dblock.semaphore.DistributedSemaphore;
 import io.github.dblock.LockTemplate;
-import io.github.dblock.semaphore.SemaphoreTemplate;
 import io.github.dblock.interceptor.DistributedLockMethodValidator;
 import io.github.dblock.interceptor.DistributedSemaphoreAdvisor;
 import io.github.dblock.interceptor.DistributedSemaphoreInterceptor;
 import io.github.dblock.interceptor.LockAttributeSource;
 import io.github.dblock.interceptor.SemaphoreAttributeSource;
-import io.github.dblock.spi.Backoff;
 import io.github.dblock.jdbc.JdbcSemaphoreProvider;
 import io.github.dblock.jdbc.LeaseLockProvider;
+import io.github.dblock.semaphore.DistributedSemaphore;
+import io.github.dblock.semaphore.SemaphoreTemplate;
+import io.github.dblock.spi.Backoff;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanDefinition;

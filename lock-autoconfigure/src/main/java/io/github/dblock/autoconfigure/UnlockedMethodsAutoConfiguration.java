@@ -7,9 +7,9 @@ import java.util.Set;
 import java.util.TreeSet;
 
 import io.github.dblock.DistributedLock;
-import io.github.dblock.semaphore.DistributedSemaphore;
 import io.github.dblock.idempotency.Idempotent;
 import io.github.dblock.interceptor.DistributedLockAdvisor;
+import io.github.dblock.semaphore.DistributedSemaphore;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.springframework.beans.factory.ListableBeanFactory;

@@ -11,13 +11,13 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 
 import io.github.dblock.DistributedLock;
-import io.github.dblock.idempotency.Idempotent;
 import io.github.dblock.LockTemplate;
+import io.github.dblock.idempotency.Idempotent;
 import org.jspecify.annotations.Nullable;
+import org.springframework.aop.config.AopConfigUtils;
 import org.springframework.aop.framework.AopProxyUtils;
 import org.springframework.aop.framework.ProxyConfig;
 import org.springframework.aop.framework.autoproxy.AutoProxyUtils;
-import org.springframework.aop.config.AopConfigUtils;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.beans.BeansException;
 import org.springframework.beans.factory.BeanFactory;

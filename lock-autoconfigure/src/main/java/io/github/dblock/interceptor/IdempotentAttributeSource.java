@@ -7,9 +7,9 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 
-import io.github.dblock.idempotency.Idempotent;
 import io.github.dblock.idempotency.IdempotencyOptions;
 import io.github.dblock.idempotency.IdempotencyTemplate;
+import io.github.dblock.idempotency.Idempotent;
 import org.jspecify.annotations.Nullable;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.core.MethodClassKey;

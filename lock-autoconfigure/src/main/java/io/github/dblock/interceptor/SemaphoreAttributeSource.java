@@ -5,9 +5,9 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 
-import io.github.dblock.semaphore.DistributedSemaphore;
 import io.github.dblock.LockOptions;
 import io.github.dblock.OnLockFailure;
+import io.github.dblock.semaphore.DistributedSemaphore;
 import io.github.dblock.semaphore.PermitHandle;
 import org.jspecify.annotations.Nullable;
 import org.springframework.core.MethodClassKey;

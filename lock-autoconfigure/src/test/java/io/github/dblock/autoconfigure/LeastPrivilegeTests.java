@@ -7,12 +7,13 @@ import java.util.List;
 import java.util.UUID;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.dblock.idempotency.IdempotencyTemplate;
 import io.github.dblock.LockHandle;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.LockType;
+import io.github.dblock.idempotency.IdempotencyTemplate;
+import io.github.dblock.semaphore.PermitHandle;
 import io.github.dblock.semaphore.SemaphoreTemplate;
 import io.github.dblock.test.EmbeddedMariaDb;
 import io.github.dblock.test.Reliability;
@@ -30,7 +31,6 @@ import org.springframework.boot.test.context.assertj.AssertableApplicationContex
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.core.NestedExceptionUtils;
 import org.springframework.jdbc.core.JdbcTemplate;
-import io.github.dblock.semaphore.PermitHandle;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;

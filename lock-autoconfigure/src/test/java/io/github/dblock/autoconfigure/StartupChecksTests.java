@@ -3,8 +3,8 @@ package io.github.dblock.autoconfigure;
 import javax.sql.DataSource;
 
 import io.github.dblock.DistributedLock;
-import io.github.dblock.semaphore.DistributedSemaphore;
 import io.github.dblock.LockMode;
+import io.github.dblock.semaphore.DistributedSemaphore;
 import io.github.dblock.test.TestDatabase;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;

@@ -17,7 +17,9 @@ import java.util.concurrent.atomic.AtomicReference;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.dblock.LockLostException;
 import io.github.dblock.LockNotAcquiredException;
+import io.github.dblock.semaphore.PermitHandle;
 import io.github.dblock.semaphore.PermitNotAcquiredException;
+import io.github.dblock.semaphore.SemaphoreOptions;
 import io.github.dblock.semaphore.SemaphoreTemplate;
 import io.github.dblock.test.SemaphoreNodes;
 import io.github.dblock.test.TestDatabase;
@@ -29,8 +31,6 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.jdbc.core.JdbcTemplate;
-import io.github.dblock.semaphore.PermitHandle;
-import io.github.dblock.semaphore.SemaphoreOptions;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;

@@ -12,10 +12,11 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import com.zaxxer.hikari.HikariDataSource;
+import io.github.dblock.autoconfigure.DistributedLockAutoConfiguration;
 import io.github.dblock.semaphore.DistributedSemaphore;
+import io.github.dblock.semaphore.PermitHandle;
 import io.github.dblock.semaphore.PermitNotAcquiredException;
 import io.github.dblock.semaphore.SemaphoreTemplate;
-import io.github.dblock.autoconfigure.DistributedLockAutoConfiguration;
 import io.github.dblock.test.SemaphoreNodes;
 import io.github.dblock.test.TestDatabase;
 import org.junit.jupiter.api.AfterAll;
@@ -32,7 +33,6 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.transaction.annotation.Transactional;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
-import io.github.dblock.semaphore.PermitHandle;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;

@@ -5,14 +5,14 @@ import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import io.github.dblock.LockTemplate;
+import io.github.dblock.autoconfigure.DistributedLockAutoConfiguration;
 import io.github.dblock.idempotency.AlreadyProcessedException;
-import io.github.dblock.idempotency.Idempotent;
 import io.github.dblock.idempotency.IdempotencyRecord;
 import io.github.dblock.idempotency.IdempotencyStatus;
 import io.github.dblock.idempotency.IdempotencyTemplate;
-import io.github.dblock.LockTemplate;
+import io.github.dblock.idempotency.Idempotent;
 import io.github.dblock.idempotency.OnDuplicate;
-import io.github.dblock.autoconfigure.DistributedLockAutoConfiguration;
 import io.github.dblock.test.TestDatabase;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;

@@ -13,8 +13,8 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.dblock.idempotency.IdempotencyStatus;
 import io.github.dblock.LockType;
+import io.github.dblock.idempotency.IdempotencyStatus;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;

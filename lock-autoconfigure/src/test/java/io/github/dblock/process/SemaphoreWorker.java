@@ -14,10 +14,10 @@ import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.dblock.semaphore.SemaphoreTemplate;
-import io.github.dblock.test.SemaphoreNodes;
 import io.github.dblock.semaphore.PermitHandle;
 import io.github.dblock.semaphore.SemaphoreOptions;
+import io.github.dblock.semaphore.SemaphoreTemplate;
+import io.github.dblock.test.SemaphoreNodes;
 
 /**
  * A separate JVM process that uses a semaphore, started by {@link CrossProcessSemaphoreTests}.

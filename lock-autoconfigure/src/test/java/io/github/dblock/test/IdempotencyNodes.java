@@ -6,9 +6,9 @@ import javax.sql.DataSource;
 
 import io.github.dblock.idempotency.IdempotencyTemplate;
 import io.github.dblock.idempotency.OnDuplicate;
-import io.github.dblock.spi.Backoff;
 import io.github.dblock.jdbc.IdempotencyStore;
 import io.github.dblock.jdbc.LeaseLockProvider;
+import io.github.dblock.spi.Backoff;
 import tools.jackson.databind.json.JsonMapper;
 
 /**

@@ -5,10 +5,10 @@ import java.util.Map;
 
 import javax.sql.DataSource;
 
-import io.github.dblock.semaphore.SemaphoreTemplate;
-import io.github.dblock.spi.Backoff;
 import io.github.dblock.jdbc.JdbcSemaphoreProvider;
 import io.github.dblock.jdbc.LeaseLockProvider;
+import io.github.dblock.semaphore.SemaphoreTemplate;
+import io.github.dblock.spi.Backoff;
 
 /**
  * Builds {@link SemaphoreTemplate}s that behave like separate application nodes on the shared test database (each
