@@ -141,6 +141,26 @@ class IdempotencyContractTests {
 	}
 
 	@Test
+	void nestedWorkSeesItsInnermostClaimAndTheOuterOneAgainAfterwards() {
+		String outerKey = newKey("outer");
+		String innerKey = newKey("inner");
+		List<String> seen = new ArrayList<>();
+		node.template().execute(outerKey, String.class, (outer) -> {
+			String inner = node.template().execute(innerKey, String.class, (claim) -> {
+				IdempotencyClaim current = IdempotencyTemplate.currentClaim().orElseThrow();
+				assertThat(current).isSameAs(claim);
+				seen.add(current.key());
+				return "inner";
+			});
+			assertThat(IdempotencyTemplate.currentClaim()).containsSame(outer);
+			seen.add(IdempotencyTemplate.currentClaim().orElseThrow().key());
+			return inner;
+		});
+		assertThat(seen).containsExactly(innerKey, outerKey);
+		assertThat(IdempotencyTemplate.currentClaim()).isEmpty();
+	}
+
+	@Test
 	void withTheThrowPolicyADuplicateGetsAlreadyProcessedException() {
 		String key = newKey("throw");
 		AtomicInteger runs = new AtomicInteger();
