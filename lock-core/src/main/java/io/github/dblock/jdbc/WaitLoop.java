@@ -1,0 +1,214 @@
+package io.github.dblock.jdbc;
+
+import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
+
+import io.github.dblock.spi.AcquireResult;
+import io.github.dblock.spi.Backoff;
+import org.apache.commons.logging.Log;
+import org.jspecify.annotations.Nullable;
+import org.springframework.dao.DataAccessException;
+
+/**
+ * The one wait loop of the JDBC providers and primitives: attempts until one succeeds or the caller's deadline
+ * passes, with the shared {@link Backoff} (exponential, jittered) between attempts, {@link InterruptedException} on
+ * interruption, and outage riding: an attempt that failed with a broken connection or an answer that came too late
+ * (per {@link SqlErrors#isConnectionFailure} and {@link SqlErrors#isTooSlow}) is made again until the deadline, with
+ * one warning per wait. What differs per provider (the attempt itself, when it ends the wait, the pause hint, the
+ * answer at the deadline, the clean-up on giving up) is a {@link Wait}.
+ * <p>
+ * One loop, per wait: the order of one round is
+ * <ol>
+ * <li>{@link Wait#attempt}; if it throws a {@link DataAccessException}: {@link Wait#contended} may count it as an
+ * unsuccessful attempt (a deadlock that outlasted the retries); else, unless {@link Wait#ridesOut} it, it is thrown;
+ * past the deadline {@link Wait#outageAtDeadline} answers; else the outage is warned of (once per wait) and the
+ * attempt counts as {@link Wait#afterOutage};</li>
+ * <li>{@link Wait#result} ends the wait with its answer when it has one;</li>
+ * <li>past the deadline {@link Wait#atDeadline} answers;</li>
+ * <li>an interrupted thread gets {@link InterruptedException} (its flag cleared);</li>
+ * <li>the thread sleeps {@link Wait#pauseNanos} (0: the next attempt at once).</li>
+ * </ol>
+ * {@link Wait#ended} runs last whichever way the wait ended.
+ * <p>
+ * Immutable and thread-safe: one instance serves every wait of a provider; a {@link Wait} holds one wait's state.
+ */
+final class WaitLoop {
+
+	private final Backoff backoff;
+
+	private final Log logger;
+
+	/**
+	 * @param backoff the pauses between attempts
+	 * @param logger where the one warning per wait about an outage goes (the provider's)
+	 */
+	WaitLoop(Backoff backoff, Log logger) {
+		this.backoff = backoff;
+		this.logger = logger;
+	}
+
+	/** The pauses between attempts. */
+	Backoff backoff() {
+		return this.backoff;
+	}
+
+	/**
+	 * Runs one wait.
+	 * @param remainingNanos the time left until the caller's deadline, in nanoseconds (0 or less: passed), e.g.
+	 * {@code request::remainingNanos}
+	 * @param wait the steps of this wait
+	 * @param <A> what one attempt returns
+	 * @param <R> the answer of the wait
+	 * @return the answer of {@link Wait#result}, {@link Wait#atDeadline} or {@link Wait#outageAtDeadline}
+	 * @throws InterruptedException if the thread was interrupted between attempts (or while an attempt waited)
+	 * @throws DataAccessException a failure that is not ridden out, or one {@link Wait#outageAtDeadline} throws
+	 */
+	<A, R> R run(LongSupplier remainingNanos, Wait<A, R> wait) throws InterruptedException {
+		@Nullable R answer = null;
+		try {
+			answer = loop(remainingNanos, wait);
+			return answer;
+		}
+		finally {
+			wait.ended(answer);
+		}
+	}
+
+	private <A, R> R loop(LongSupplier remainingNanos, Wait<A, R> wait) throws InterruptedException {
+		int outages = 0;
+		for (int attempt = 0;; attempt++) {
+			A outcome;
+			try {
+				outcome = wait.attempt(attempt);
+			}
+			catch (DataAccessException ex) {
+				A contended = wait.contended(ex);
+				if (contended != null) {
+					outcome = contended;
+				}
+				else {
+					if (!wait.ridesOut(ex)) {
+						throw ex;
+					}
+					if (remainingNanos.getAsLong() <= 0) {
+						return wait.outageAtDeadline(ex);
+					}
+					if (outages++ == 0) {
+						this.logger.warn("Lost the connection to the lock database while " + wait.waitingFor()
+								+ ", or it answered too slowly; retrying until the wait time ends: "
+								+ ex.getMostSpecificCause());
+					}
+					outcome = wait.afterOutage(ex);
+				}
+			}
+			R result = wait.result(outcome);
+			if (result != null) {
+				return result;
+			}
+			long remaining = remainingNanos.getAsLong();
+			if (remaining <= 0) {
+				return wait.atDeadline(outcome);
+			}
+			if (Thread.interrupted()) {
+				throw new InterruptedException();
+			}
+			TimeUnit.NANOSECONDS.sleep(wait.pauseNanos(outcome, attempt, remaining, this.backoff));
+		}
+	}
+
+	/**
+	 * The answer to a wait whose deadline passed during an outage, as the lock providers give it: timed out, with the
+	 * failure as its cause, when the database was reached but did not answer in time (too slow, silent, or the
+	 * connection broke on the last attempt); the failure itself when no connection could be made at all.
+	 * @throws DataAccessException {@code ex}, when {@link SqlErrors#isUnreachable} says the database was not reached
+	 */
+	static AcquireResult timedOutUnlessUnreachable(DataAccessException ex) {
+		if (!SqlErrors.isUnreachable(ex)) {
+			return AcquireResult.timedOut(null, ex);
+		}
+		throw ex;
+	}
+
+	/**
+	 * The steps of one wait that differ per provider; one instance per wait (it may keep the wait's state, such as
+	 * an owner token, whether an attempt's outcome is unknown, or what to clean up).
+	 * @param <A> what one attempt returns
+	 * @param <R> the answer of the wait
+	 */
+	interface Wait<A, R> {
+
+		/**
+		 * Makes one attempt.
+		 * @param attempt the number of attempts made before, from 0
+		 * @throws DataAccessException on a failure (see the class comment for what the loop does with it)
+		 * @throws InterruptedException if interrupted while the attempt waits
+		 */
+		A attempt(int attempt) throws InterruptedException;
+
+		/**
+		 * The answer that ends the wait after this attempt (such as the lock taken), or {@code null} to go on.
+		 */
+		@Nullable
+		R result(A outcome);
+
+		/** The answer when the deadline passed after this unsuccessful attempt (such as busy, with the holder). */
+		R atDeadline(A outcome);
+
+		/** What the wait is doing, for the outage warning: {@code "acquiring 'resource'"}. */
+		String waitingFor();
+
+		/**
+		 * What a failed attempt counts as when the failure only says the resource is contended, or {@code null}
+		 * (the default) when it is a failure: for a deadlock or lock wait timeout that outlasted an attempt's retries.
+		 */
+		@Nullable
+		default A contended(DataAccessException ex) {
+			return null;
+		}
+
+		/**
+		 * Whether the wait goes on after this failure until the deadline: by default a broken connection or a
+		 * database that answered too slowly.
+		 */
+		default boolean ridesOut(DataAccessException ex) {
+			return SqlErrors.isConnectionFailure(ex) || SqlErrors.isTooSlow(ex);
+		}
+
+		/**
+		 * What an attempt that met an outage counts as (an unsuccessful attempt); the place to note that its outcome
+		 * is unknown.
+		 */
+		A afterOutage(DataAccessException ex);
+
+		/**
+		 * The answer when the deadline passed during an outage: for a lock, {@link #timedOutUnlessUnreachable}'s
+		 * (after a last look for a take whose reply was lost, where an attempt's outcome may be unknown).
+		 * @throws DataAccessException to end the wait with a failure
+		 */
+		R outageAtDeadline(DataAccessException ex);
+
+		/**
+		 * The pause before the next attempt, in nanoseconds (0: at once); by default the back-off step of this
+		 * attempt, knowing no lease.
+		 * @param outcome the unsuccessful attempt
+		 * @param attempt its number, from 0
+		 * @param remainingNanos the time left until the deadline, positive
+		 * @param backoff the loop's back-off
+		 * @throws InterruptedException if interrupted while working out the pause
+		 */
+		default long pauseNanos(A outcome, int attempt, long remainingNanos, Backoff backoff)
+				throws InterruptedException {
+			return backoff.pauseNanos(attempt, 0, remainingNanos);
+		}
+
+		/**
+		 * Runs last, however the wait ended: the clean-up of a wait that gave up (a withdrawn announcement, a cleared
+		 * intent). Must not throw.
+		 * @param answer the wait's answer, or {@code null} when it ended with an exception
+		 */
+		default void ended(@Nullable R answer) {
+		}
+
+	}
+
+}
