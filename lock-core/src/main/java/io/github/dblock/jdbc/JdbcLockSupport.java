@@ -237,16 +237,6 @@ final class JdbcLockSupport {
 		return Math.max(0, remainingNanos) + TimeUnit.SECONDS.toNanos(this.statementTimeoutSeconds);
 	}
 
-	/** {@link SqlErrors#isTooSlow}; kept for {@code PessimisticLockProvider} until its call sites use SqlErrors. */
-	static boolean isTimeout(Throwable ex) {
-		return SqlErrors.isTooSlow(ex);
-	}
-
-	/** {@link SqlErrors#isUnreachable}; kept for {@code PessimisticLockProvider} until its call sites use SqlErrors. */
-	static boolean isUnreachable(Throwable ex) {
-		return SqlErrors.isUnreachable(ex);
-	}
-
 	/**
 	 * The connection of an active Spring transaction on the given (not unwrapped) lock data source, if its autocommit
 	 * is off, else {@code null}; the caller releases it with {@code DataSourceUtils.releaseConnection}.
@@ -303,14 +293,6 @@ final class JdbcLockSupport {
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();
 		}
-	}
-
-	/**
-	 * {@link SqlErrors#isConnectionFailure}; kept for {@code PessimisticLockProvider} until its call sites use
-	 * SqlErrors.
-	 */
-	static boolean isConnectionFailure(Throwable ex) {
-		return SqlErrors.isConnectionFailure(ex);
 	}
 
 	/**
