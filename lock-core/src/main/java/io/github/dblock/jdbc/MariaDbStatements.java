@@ -27,28 +27,21 @@ final class MariaDbStatements extends LockStatements {
 		return LockDialect.MARIADB;
 	}
 
+	/**
+	 * Bounded by the server: {@code max_statement_time} needs a constant, and the value is an int computed by this
+	 * library, never user input.
+	 */
 	@Override
 	PreparedStatement prepareBounded(Connection connection, String sql, int timeoutSeconds, boolean generatedKeys)
 			throws SQLException {
-		return bound(connection, sql, timeoutSeconds, generatedKeys);
-	}
-
-	static PreparedStatement bound(Connection connection, String sql, int timeoutSeconds, boolean generatedKeys)
-			throws SQLException {
-		// a constant is required here: the value is an int computed by this library, never user input
 		return prepare(connection, "SET STATEMENT max_statement_time=" + Math.max(1, timeoutSeconds) + " FOR " + sql,
 				generatedKeys);
 	}
 
+	/** {@code SET STATEMENT} needs a constant: the value is an int computed here, never user input. */
 	@Override
 	<T extends @Nullable Object> T runWithLockWait(Connection connection, int waitSeconds, String sql, boolean noWait,
 			boolean generatedKeys, BoundedStatement<T> action) throws SQLException {
-		return withLockWait(connection, waitSeconds, sql, generatedKeys, action);
-	}
-
-	static <T extends @Nullable Object> T withLockWait(Connection connection, int waitSeconds, String sql,
-			boolean generatedKeys, BoundedStatement<T> action) throws SQLException {
-		// SET STATEMENT needs a constant: the value is an int computed here, never user input
 		return runInterruptibly(connection, "SET STATEMENT innodb_lock_wait_timeout=" + waitSeconds + " FOR " + sql,
 				generatedKeys, action);
 	}

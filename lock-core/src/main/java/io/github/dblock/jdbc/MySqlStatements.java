@@ -37,11 +37,6 @@ final class MySqlStatements extends LockStatements {
 	@Override
 	PreparedStatement prepareBounded(Connection connection, String sql, int timeoutSeconds, boolean generatedKeys)
 			throws SQLException {
-		return bound(connection, sql, timeoutSeconds, generatedKeys);
-	}
-
-	static PreparedStatement bound(Connection connection, String sql, int timeoutSeconds, boolean generatedKeys)
-			throws SQLException {
 		PreparedStatement ps = prepare(connection, sql, generatedKeys);
 		try {
 			ps.setQueryTimeout(Math.max(1, timeoutSeconds));
@@ -56,11 +51,6 @@ final class MySqlStatements extends LockStatements {
 	@Override
 	<T extends @Nullable Object> T runWithLockWait(Connection connection, int waitSeconds, String sql, boolean noWait,
 			boolean generatedKeys, BoundedStatement<T> action) throws SQLException {
-		return withLockWait(connection, waitSeconds, sql, noWait, generatedKeys, action);
-	}
-
-	static <T extends @Nullable Object> T withLockWait(Connection connection, int waitSeconds, String sql,
-			boolean noWait, boolean generatedKeys, BoundedStatement<T> action) throws SQLException {
 		if (noWait && waitSeconds == 0) {
 			return runInterruptibly(connection, sql + " NOWAIT", generatedKeys, action);
 		}

@@ -153,12 +153,7 @@ final class PessimisticFencing {
 			throws SQLException, InterruptedException {
 		long token;
 		try (PreparedStatement ps = connection.prepareStatement(this.sql.pessimisticLock, Statement.RETURN_GENERATED_KEYS)) {
-			ps.setQueryTimeout(timeout);
-			ps.setString(1, owner);
-			ps.setString(2, request.holder());
-			ps.setLong(3, request.minHoldMicros());
-			ps.setBytes(4, LockRows.bytes(request.resource()));
-			if (ps.executeUpdate() != 1) {
+			if (!lock(ps, request, owner, timeout)) {
 				return Locking.NOT_MATCHED; // held under a lease, judged by a clock read after the grant
 			}
 			token = this.rows.fencingToken(connection, ps, request.resource(), owner, timeout);
@@ -197,20 +192,28 @@ final class PessimisticFencing {
 		if (clock >= 0) {
 			return new Locking(clock, false);
 		}
-		Locking written = writeTokenAfterAStepBack(connection, request, owner, timeout);
-		return written;
+		return writeTokenAfterAStepBack(connection, request, owner, timeout);
+	}
+
+	/**
+	 * Runs the durable write ({@link LockStatements#pessimisticLock}) on the row this transaction holds.
+	 * @return whether it matched (else the row is held under a lease, judged by a clock read after the grant)
+	 */
+	private static boolean lock(PreparedStatement ps, LockRequest request, String owner, int timeout)
+			throws SQLException {
+		ps.setQueryTimeout(timeout);
+		ps.setString(1, owner);
+		ps.setString(2, request.holder());
+		ps.setLong(3, request.minHoldMicros());
+		ps.setBytes(4, LockRows.bytes(request.resource()));
+		return ps.executeUpdate() == 1;
 	}
 
 	/** {@link Fencing#SERVER_CLOCK} with the clock far behind the stored token: the durable write of stored + 1. */
 	private Locking writeTokenAfterAStepBack(Connection connection, LockRequest request, String owner, int timeout)
 			throws SQLException {
 		try (PreparedStatement ps = connection.prepareStatement(this.sql.pessimisticLock)) {
-			ps.setQueryTimeout(timeout);
-			ps.setString(1, owner);
-			ps.setString(2, request.holder());
-			ps.setLong(3, request.minHoldMicros());
-			ps.setBytes(4, LockRows.bytes(request.resource()));
-			if (ps.executeUpdate() != 1) {
+			if (!lock(ps, request, owner, timeout)) {
 				return Locking.NOT_MATCHED;
 			}
 		}
