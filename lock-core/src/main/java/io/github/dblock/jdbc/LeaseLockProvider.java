@@ -406,10 +406,15 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	}
 
 	boolean renew(ExclusiveLease lock) {
-		return this.jdbc.execute("renew lock '" + lock.resource + "'", (connection) -> {
+		return renewFor(lock, lock.leaseNanos, "renew");
+	}
+
+	/** Runs {@link LockStatements#leaseRenew}: the lease ends {@code leaseNanos} from now on the server's clock. */
+	private boolean renewFor(ExclusiveLease lock, long leaseNanos, String task) {
+		return this.jdbc.execute(task + " lock '" + lock.resource + "'", (connection) -> {
 			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.leaseRenew,
 					this.jdbc.statementTimeoutSeconds(), true)) {
-				ps.setLong(1, TimeUnit.NANOSECONDS.toMicros(lock.leaseNanos));
+				ps.setLong(1, TimeUnit.NANOSECONDS.toMicros(leaseNanos));
 				ps.setBytes(2, LockRows.bytes(lock.resource));
 				ps.setString(3, lock.ownerToken);
 				int matched = ps.executeUpdate();
@@ -436,17 +441,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 			return false;
 		}
 		long sentAt = System.nanoTime();
-		boolean extended = this.jdbc.execute("extend lock '" + lock.resource + "'", (connection) -> {
-			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.leaseRenew,
-					this.jdbc.statementTimeoutSeconds(), true)) {
-				ps.setLong(1, TimeUnit.NANOSECONDS.toMicros(leaseTime.toNanos()));
-				ps.setBytes(2, LockRows.bytes(lock.resource));
-				ps.setString(3, lock.ownerToken);
-				int matched = ps.executeUpdate();
-				JdbcLockSupport.commitIfNeeded(connection);
-				return matched == 1;
-			}
-		});
+		boolean extended = renewFor(lock, leaseTime.toNanos(), "extend");
 		if (extended) {
 			// by this JVM's clock from before the statement was sent, so it errs early like the take
 			lock.validUntilNanos = sentAt + leaseTime.toNanos();

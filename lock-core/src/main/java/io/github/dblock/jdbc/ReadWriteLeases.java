@@ -94,7 +94,7 @@ final class ReadWriteLeases {
 	private final LockStatements sql;
 
 	/** The leases once held: renewal, release, commit checks. */
-	private final ReadWriteHolds holds;
+	private final HeldReadWriteLeases holds;
 
 	/**
 	 * @param jdbc the lock data source's statement support
@@ -111,7 +111,7 @@ final class ReadWriteLeases {
 		// at least 5 of the longest pauses between a waiting writer's attempts, and at least 2 s
 		this.intentMicros = Math.max(TimeUnit.SECONDS.toMicros(2), 5 * backoff.max().toNanos() / 1000);
 		this.sql = sql;
-		this.holds = new ReadWriteHolds(jdbc, sql, transactions);
+		this.holds = new HeldReadWriteLeases(jdbc, sql, transactions);
 	}
 
 	/** The statements of a write lease's commit check, in order (tests). */
@@ -447,7 +447,7 @@ final class ReadWriteLeases {
 	/** A grant known to be committed: starts its renewal if the request asks for it. */
 	private AcquireResult acquired(LockRequest request, HeldLock lock) {
 		if (request.renew()) {
-			((ReadWriteHolds.Lease) lock).startRenewal(this.renewals.get());
+			((HeldReadWriteLeases.Lease) lock).startRenewal(this.renewals.get());
 		}
 		return AcquireResult.acquired(lock);
 	}

@@ -15,7 +15,7 @@ import org.jspecify.annotations.Nullable;
  * of the holder row after a failed release ({@link LockLostException} or released) and the commit check of a write
  * lease in the application's transaction. Thread-safe; package-private.
  */
-final class ReadWriteHolds {
+final class HeldReadWriteLeases {
 
 	private final JdbcLockSupport jdbc;
 
@@ -25,7 +25,7 @@ final class ReadWriteHolds {
 	/** Where commit checks run: the transaction of the lease provider's data source, and its cluster topology. */
 	private final LeaseLockProvider transactions;
 
-	ReadWriteHolds(JdbcLockSupport jdbc, LockStatements sql, LeaseLockProvider transactions) {
+	HeldReadWriteLeases(JdbcLockSupport jdbc, LockStatements sql, LeaseLockProvider transactions) {
 		this.jdbc = jdbc;
 		this.sql = sql;
 		this.transactions = transactions;
@@ -124,7 +124,7 @@ final class ReadWriteHolds {
 
 		@Override
 		boolean renewInDatabase() {
-			return update("renew", ReadWriteHolds.this.sql.rwRenew, this, TimeUnit.NANOSECONDS.toMicros(this.leaseNanos)) == 1;
+			return update("renew", HeldReadWriteLeases.this.sql.rwRenew, this, TimeUnit.NANOSECONDS.toMicros(this.leaseNanos)) == 1;
 		}
 
 		/** A release with a minimum hold keeps the holder row, and its owner, until the hold ends. */
@@ -135,7 +135,7 @@ final class ReadWriteHolds {
 
 		@Override
 		boolean releaseStatement() {
-			LockStatements sql = ReadWriteHolds.this.sql;
+			LockStatements sql = HeldReadWriteLeases.this.sql;
 			return (this.minHoldMicros > 0) ? update("release", sql.rwReleaseKeeping, this, this.minHoldMicros) == 1
 					: update("release", sql.rwRelease, this, -1) == 1;
 		}
@@ -175,7 +175,7 @@ final class ReadWriteHolds {
 
 		@Override
 		public boolean inTransactionOfItsDatabase() {
-			return ReadWriteHolds.this.transactions.inTransactionOfItsDatabase();
+			return HeldReadWriteLeases.this.transactions.inTransactionOfItsDatabase();
 		}
 
 		@Override
