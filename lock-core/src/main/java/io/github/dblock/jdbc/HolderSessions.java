@@ -49,7 +49,7 @@ final class HolderSessions {
 		this.idleTimeoutSeconds = seconds;
 	}
 
-	/** Applies the idle bound to a holder's session (see {@link #setIdleTimeout}); no statement when unset. */
+	/** Applies the idle bound to a holder's session (see {@link PessimisticLockProvider#setIdleTimeout}); no statement when unset. */
 	void boundIdleSession(Connection connection) throws SQLException {
 		int seconds = this.idleTimeoutSeconds;
 		if (seconds > 0) {

@@ -28,7 +28,7 @@ import org.jspecify.annotations.Nullable;
  * OPTIMISTIC} compare-and-set in flight are never affected.
  * <p>
  * Deleting a row does not break the fencing tokens: a row created again later starts its token at the server
- * time in microseconds ({@link LockRows#NEXT_TOKEN} and the insert statements), which is above every token the
+ * time in microseconds ({@link LockTableSql#NEXT_TOKEN} and the insert statements), which is above every token the
  * deleted row handed out as long as the server clock never steps back by more than the retention. Hence the
  * retention's lower bound of {@linkplain #MIN_RETENTION one hour}: far above any realistic clock step, and far
  * above the minute for which a {@code PESSIMISTIC} provider remembers that a row exists.

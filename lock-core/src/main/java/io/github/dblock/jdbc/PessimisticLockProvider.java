@@ -231,7 +231,7 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 		}
 	}
 
-	/** A lost or unobtainable connection ({@link SqlErrors#isConnectionFailure}, anywhere in the causes). */
+	/** A lost or unobtainable connection ({@code SqlErrors.isConnectionFailure}, anywhere in the causes). */
 	@Override
 	public boolean isRetryableAttemptFailure(RuntimeException failure) {
 		return SqlErrors.isConnectionFailure(failure);
