@@ -315,11 +315,6 @@ final class JdbcLockSupport {
 		return new java.sql.SQLRecoverableException(ex.getMessage(), "08003", ex.getErrorCode(), ex);
 	}
 
-	/** {@link SqlErrors#isDuplicateKey}; kept for {@code PessimisticLockProvider} until its call sites use SqlErrors. */
-	static boolean isDuplicateKey(SQLException ex) {
-		return SqlErrors.isDuplicateKey(ex);
-	}
-
 	/**
 	 * Whether an {@code INSERT} failed because another node inserted the key first; the connection's transaction is
 	 * rolled back then if it has one (autocommit off), so the caller can go on with its next statement.

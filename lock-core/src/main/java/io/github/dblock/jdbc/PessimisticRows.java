@@ -94,7 +94,7 @@ final class PessimisticRows {
 			if (Thread.currentThread().isInterrupted()) {
 				throw new InterruptedException("interrupted while creating the lock row of '" + request.resource() + "'");
 			}
-			if (JdbcLockSupport.isDuplicateKey(ex)) {
+			if (SqlErrors.isDuplicateKey(ex)) {
 				return true;
 			}
 			if (SqlErrors.isLockUnavailable(ex)) {
