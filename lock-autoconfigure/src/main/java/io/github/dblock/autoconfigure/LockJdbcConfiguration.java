@@ -152,6 +152,7 @@ class LockJdbcConfiguration {
 			ObjectProvider<PlatformTransactionManager> transactionManagers) {
 		DataSource dataSource = schema.getDataSource();
 		return new OptimisticLockProvider(dataSource, schema.getTable(),
+				LockDialect.resolve(properties.getDialect(), schema.getServer()),
 				transactionManager(transactionManagers, dataSource), properties.getStatementTimeout(), backoff(properties),
 				properties.getOptimistic().getMaxAttempts());
 	}

@@ -205,7 +205,7 @@ class ServerClockFencingTests {
 	private static final LockOptions PATIENT = LockOptions.defaults().withWaitTime(Duration.ofSeconds(30));
 
 	private static long serverMicros() {
-		return new JdbcTemplate(pool).queryForObject("SELECT " + LockRows.SERVER_MICROS, Long.class);
+		return new JdbcTemplate(pool).queryForObject("SELECT " + LockStatements.SERVER_MICROS, Long.class);
 	}
 
 	/**

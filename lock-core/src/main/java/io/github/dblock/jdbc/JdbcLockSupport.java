@@ -237,16 +237,6 @@ final class JdbcLockSupport {
 		return Math.max(0, remainingNanos) + TimeUnit.SECONDS.toNanos(this.statementTimeoutSeconds);
 	}
 
-	/** {@link SqlErrors#isTooSlow}; kept for {@code PessimisticLockProvider} until its call sites use SqlErrors. */
-	static boolean isTimeout(Throwable ex) {
-		return SqlErrors.isTooSlow(ex);
-	}
-
-	/** {@link SqlErrors#isUnreachable}; kept for {@code PessimisticLockProvider} until its call sites use SqlErrors. */
-	static boolean isUnreachable(Throwable ex) {
-		return SqlErrors.isUnreachable(ex);
-	}
-
 	/**
 	 * The connection of an active Spring transaction on the given (not unwrapped) lock data source, if its autocommit
 	 * is off, else {@code null}; the caller releases it with {@code DataSourceUtils.releaseConnection}.
@@ -306,14 +296,6 @@ final class JdbcLockSupport {
 	}
 
 	/**
-	 * {@link SqlErrors#isConnectionFailure}; kept for {@code PessimisticLockProvider} until its call sites use
-	 * SqlErrors.
-	 */
-	static boolean isConnectionFailure(Throwable ex) {
-		return SqlErrors.isConnectionFailure(ex);
-	}
-
-	/**
 	 * The failure as a {@link java.sql.SQLRecoverableException} if the connection it happened on is closed by now
 	 * (a pool closes a connection it found broken, and its next use fails with a plain "connection is closed"
 	 * carrying no SQLSTATE), else unchanged; so that {@link SqlErrors#isConnectionFailure} recognizes it.
@@ -331,11 +313,6 @@ final class JdbcLockSupport {
 			// cannot even ask: treat it as closed
 		}
 		return new java.sql.SQLRecoverableException(ex.getMessage(), "08003", ex.getErrorCode(), ex);
-	}
-
-	/** {@link SqlErrors#isDuplicateKey}; kept for {@code PessimisticLockProvider} until its call sites use SqlErrors. */
-	static boolean isDuplicateKey(SQLException ex) {
-		return SqlErrors.isDuplicateKey(ex);
 	}
 
 	/**

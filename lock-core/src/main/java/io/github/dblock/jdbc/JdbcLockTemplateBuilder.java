@@ -183,7 +183,7 @@ public final class JdbcLockTemplateBuilder {
 		lease.setMultiPrimary(topology.multiPrimaryCluster() != null);
 		PessimisticLockProvider pessimistic = new PessimisticLockProvider(this.dataSource, table, dialect, transactions,
 				this.statementTimeout, backoff, this.pessimisticMaxConnections);
-		OptimisticLockProvider optimistic = new OptimisticLockProvider(this.dataSource, table, transactions,
+		OptimisticLockProvider optimistic = new OptimisticLockProvider(this.dataSource, table, dialect, transactions,
 				this.statementTimeout, backoff, this.optimisticMaxAttempts);
 		LockTemplate template = new LockTemplate(List.of(lease, pessimistic, optimistic), this.defaultMode,
 				this.waitTime, this.leaseTime, (this.nodeName != null) ? this.nodeName : defaultNodeName());

@@ -5,7 +5,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.UUID;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -16,7 +15,6 @@ import io.github.dblock.LockMode;
 import io.github.dblock.LockType;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
-import io.github.dblock.spi.LockProvider;
 import io.github.dblock.spi.LockRequest;
 import io.github.dblock.spi.ReadWriteLockProvider;
 import org.apache.commons.logging.Log;
@@ -92,8 +90,6 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 
 	private static final Log logger = LogFactory.getLog(LeaseLockProvider.class);
 
-	/** Bound on immediate re-attempts after a lost race (insert collision, lease ending between statements). */
-	private static final int MAX_RACES_PER_ATTEMPT = 4;
 
 	/**
 	 * Fencing tokens reserved by each take: the holder uses the first, and up to {@code TOKEN_BLOCK - 1} local
@@ -103,30 +99,18 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	static final int TOKEN_BLOCK = 1024;
 
 	/** How long one JVM may keep passing a lease between its own threads before releasing it in the database. */
-	private static final long HAND_OFF_BUDGET_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
+	static final long HAND_OFF_BUDGET_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
 
 	/**
 	 * The same while another node wants the lock too ({@link #contended}): its threads wait for the whole chain, so
 	 * chains are kept short and the lock changes node about every 10 ms instead of every 200 ms. A change of node costs
 	 * the release (which hands the lease to the waiter next in line), that waiter's next poll (at most
-	 * {@link #NEXT_IN_LINE_POLL_NANOS} away) and its take: a couple of milliseconds on a server that flushes its log
+	 * {@link LeaseAcquisition#NEXT_IN_LINE_POLL_NANOS} away) and its take: a couple of milliseconds on a server that flushes its log
 	 * at every commit. (Before the hand-over, a change of node left the lock idle until the other node's next poll at
 	 * the first back-off step, and 50 ms chains were the better trade.)
 	 */
 	private static final long CONTENDED_HAND_OFF_BUDGET_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
 
-	/**
-	 * How often, at most, the waiter next in line tries again while the lease it waits for is younger than
-	 * {@link #HAND_OFF_BUDGET_NANOS} (a chain of another JVM that ends soon and hands the lease to it): each try is a
-	 * take that matches nothing and a read, neither of which writes.
-	 */
-	private static final long NEXT_IN_LINE_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
-
-	/**
-	 * How long an announcement as next in line lasts at least; renewed by the waiter's attempts before it runs out.
-	 * A waiter that dies while next in line holds the lock up after the release for the rest of it plus a second.
-	 */
-	private static final long NEXT_IN_LINE_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
 
 	/**
 	 * Resources another node wanted in the last second: an acquisition here had to wait for another owner, or a
@@ -144,6 +128,9 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	private final LockStatements sql;
 
 	private final ReadWriteLeases readWrite;
+
+	/** The waits for exclusive leases. */
+	private final LeaseAcquisition acquisition;
 
 	/** The data source as given (not unwrapped): the key a transaction manager may bind its connection to. */
 	private final DataSource dataSource;
@@ -192,6 +179,8 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 		this.sql = LockStatements.of(table, dialect);
 		this.rows = new LockRows(this.sql);
 		this.readWrite = new ReadWriteLeases(this.jdbc, this.sql, this.backoff, this::renewals, this);
+		this.acquisition = new LeaseAcquisition(this.jdbc, this.sql, this.rows, new WaitLoop(this.backoff, logger),
+				this.contended, this::leased);
 		this.dataSource = dataSource;
 	}
 
@@ -210,6 +199,11 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	/** Whether commit-time validation writes the lock row (see {@link #setMultiPrimary(boolean)}). */
 	public boolean isMultiPrimary() {
 		return this.multiPrimary;
+	}
+
+	/** The pauses between attempts. */
+	Backoff backoff() {
+		return this.backoff;
 	}
 
 	/** The statement commit-time validation runs in the application's transaction (tests). */
@@ -242,7 +236,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	 * Runs the commit check of a lease on the transaction's connection (see {@link #commitCheckSql()}).
 	 * @return whether the row is still the lease's (and now locked, or written, by the transaction)
 	 */
-	private boolean lockRowInTransaction(LeaseLock lock) {
+	boolean lockRowInTransaction(ExclusiveLease lock) {
 		return inTransaction("check lock '" + lock.resource + "' at commit", (connection, timeout) -> {
 			boolean write = this.multiPrimary;
 			try (PreparedStatement ps = this.sql.prepareBounded(connection,
@@ -318,84 +312,9 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 
 	@Override
 	public AcquireResult acquire(LockRequest request) throws InterruptedException {
-		// One owner token for the whole wait: if the connection breaks after a take committed, the next attempt
-		// matches the row by this token and takes it again instead of waiting for its own unknown lease to end.
-		String owner = UUID.randomUUID().toString();
-		int outages = 0;
-		boolean announced = false;
-		boolean acquired = false;
-		boolean lookedAgain = false;
-		try {
-			for (int attempt = 0;; attempt++) {
-				Attempt result;
-				try {
-					if (attempt == 1) {
-						this.contended.add(request.resource());
-					}
-					result = attemptOnce(request, owner, this.contended.contains(request.resource()));
-				}
-				catch (DataAccessException ex) {
-					boolean slow = SqlErrors.isTooSlow(ex);
-					if (!slow && !SqlErrors.isConnectionFailure(ex)) {
-						throw ex;
-					}
-					if (request.remainingNanos() <= 0) {
-						if (!SqlErrors.isUnreachable(ex)) {
-							// the database was reached but did not answer in time (too slow, silent, or the connection broke
-							// on the last attempt): not acquired, with the cause
-							return AcquireResult.timedOut(null, ex);
-						}
-						throw ex;
-					}
-					if (outages++ == 0) {
-						logger.warn("Lost the connection to the lock database while acquiring '" + request.resource()
-								+ "', or it answered too slowly; retrying until the wait time ends: "
-								+ ex.getMostSpecificCause());
-					}
-					result = Attempt.NONE;
-				}
-				if (result.lock != null) {
-					acquired = true;
-					return AcquireResult.acquired(result.lock);
-				}
-				long remaining = request.remainingNanos();
-				if (remaining <= 0) {
-					return AcquireResult.busy(result.holderDescription());
-				}
-				if (Thread.interrupted()) {
-					throw new InterruptedException();
-				}
-				// A lease taken less than a hand-off budget ago may be a chain of this holder's JVM, which ends within the
-				// budget (10 ms while contended) and then hands the lease to the waiter next in line: that one polls every
-				// couple of milliseconds meanwhile, so that it is there when the chain ends; other waiters poll at the first
-				// back-off step, and a longer hold gets the growing back-off.
-				boolean young = result.heldForNanos < HAND_OFF_BUDGET_NANOS;
-				long pause = this.backoff.pauseNanos(young ? 0 : attempt, result.leaseRemainingNanos, remaining);
-				if (result.leaseRemainingNanos > 0 && pause < remaining) {
-					boolean nextInLine = result.nextInLine(owner, pause + this.backoff.initial().toNanos())
-							|| announceSuccessor(request, owner, pause);
-					announced |= nextInLine;
-					if (!nextInLine && !lookedAgain) {
-						// the announcement found the row released since it was read (freed, or handed to this waiter),
-						// or another waiter in line: look once more at once rather than sleep past a free lock
-						lookedAgain = true;
-						continue;
-					}
-					lookedAgain = false;
-					if (nextInLine && young) {
-						pause = Math.min(pause, NEXT_IN_LINE_POLL_NANOS / 2
-								+ java.util.concurrent.ThreadLocalRandom.current().nextLong(NEXT_IN_LINE_POLL_NANOS / 2 + 1));
-					}
-				}
-				TimeUnit.NANOSECONDS.sleep(pause);
-			}
-		}
-		finally {
-			if (announced && !acquired) {
-				withdraw(request, owner);
-			}
-		}
+		return this.acquisition.acquire(request);
 	}
+
 
 	/**
 	 * Takes the read or write lock of a resource (see {@code ReadWriteLeases} for the algorithm and the writer
@@ -406,138 +325,9 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 		return this.readWrite.acquire(request, type);
 	}
 
-	/** @param contended whether another node wanted the lock lately (a take then gets the short hand-off budget) */
-	private Attempt attemptOnce(LockRequest request, String owner, boolean contended) {
-		long leaseMicros = TimeUnit.NANOSECONDS.toMicros(request.leaseTime().toNanos());
-		return this.jdbc.execute("acquire lock '" + request.resource() + "'",
-				this.jdbc.connectionTimeoutNanos(request.remainingNanos()), (connection) -> {
-			int timeout = this.jdbc.queryTimeoutSeconds(request.remainingNanos());
-			long replyDeadline = this.jdbc.replyDeadlineNanos(request.remainingNanos());
-			Attempt last = Attempt.NONE;
-			for (int race = 0; race < MAX_RACES_PER_ATTEMPT; race++) {
-				long sentAt = System.nanoTime();
-				Long token;
-				try {
-					this.jdbc.boundReadsUntil(connection, replyDeadline);
-					token = take(connection, request, owner, leaseMicros, timeout);
-				}
-				catch (SQLException ex) {
-					if (SqlErrors.isBusy(ex)) {
-						// the row is locked by a PESSIMISTIC holder's transaction for longer than this caller waits
-						// (query timeout, MariaDB's max_statement_time, or the server's lock wait timeout): busy, not
-						// a fault to retry
-						return new Attempt(null, "an open transaction holding the row lock", 0);
-					}
-					throw ex;
-				}
-				if (token != null) {
-					return new Attempt(leased(request, owner, token, sentAt, contended), null, 0);
-				}
-				this.jdbc.boundReadsUntil(connection, replyDeadline);
-				LockRows.Peek peek = this.rows.peek(connection, request.resource(), timeout);
-				last = (peek != null) ? new Attempt(null, peek.holderDescription(), peek.leaseRemainingNanos(),
-						peek.heldForNanos(), peek) : null;
-				if (last != null && last.leaseRemainingNanos > 0) {
-					return last;
-				}
-				if (last == null) {
-					this.jdbc.boundReadsUntil(connection, replyDeadline);
-					token = insert(connection, request, owner, leaseMicros, timeout);
-					if (token != null) {
-						return new Attempt(leased(request, owner, token, sentAt, contended), null, 0);
-					}
-					last = Attempt.NONE;
-				}
-				// lost a race (another node inserted first, or the lease ended between statements): look again
-			}
-			return last;
-		});
-	}
 
-	/**
-	 * Makes this waiter the next in line unless another live waiter is (see {@link LockRows#announceSuccessor}), for
-	 * at least {@link #NEXT_IN_LINE_NANOS} and past its next attempt after {@code pauseNanos} (plus the initial
-	 * back-off as a margin for waking up and reaching the server): the holder's release then hands the lease straight
-	 * to it. Only a hint: a failure is logged and the wait goes on.
-	 * @return whether this waiter is next in line
-	 */
-	private boolean announceSuccessor(LockRequest request, String owner, long pauseNanos) {
-		try {
-			return this.jdbc.execute("announce a waiter for lock '" + request.resource() + "'",
-					(connection) -> this.rows.announceSuccessor(connection, request.resource(), owner,
-							Math.max(NEXT_IN_LINE_NANOS, pauseNanos + 2 * this.backoff.initial().toNanos()),
-							this.jdbc.queryTimeoutSeconds(request.remainingNanos())));
-		}
-		catch (DataAccessException ex) {
-			logger.debug("Could not announce a waiter for lock '" + request.resource() + "'", ex);
-			return false;
-		}
-	}
 
-	/**
-	 * A waiter that was next in line gives up: a lease handed to it meanwhile is freed at once, instead of holding
-	 * the lock up until it runs out. Runs on a background thread, so that the caller's wait time is not overrun by a
-	 * clean-up (a slow pool or a silent connection); a failure is logged, and the lease or announcement then runs out
-	 * on its own within about a second.
-	 */
-	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
-	private void withdraw(LockRequest request, String owner) {
-		Runnable withdrawal = () -> {
-			try {
-				this.jdbc.execute("withdraw a waiter for lock '" + request.resource() + "'", (connection) -> {
-					this.rows.withdraw(connection, request.resource(), owner, this.jdbc.statementTimeoutSeconds());
-					return null;
-				});
-			}
-			catch (DataAccessException ex) {
-				logger.warn("Could not withdraw a waiter for lock '" + request.resource() + "'; a lease handed to it "
-						+ "ends within about a second: " + ex.getMostSpecificCause());
-			}
-		};
-		try {
-			RenewableLease.BACKGROUND.execute(withdrawal);
-		}
-		catch (java.util.concurrent.RejectedExecutionException ex) {
-			withdrawal.run();
-		}
-	}
 
-	@Nullable
-	private Long take(Connection connection, LockRequest request, String owner, long leaseMicros, int timeout)
-			throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.leaseTake, timeout, true)) {
-			ps.setString(1, owner);
-			ps.setString(2, request.holder());
-			ps.setLong(3, leaseMicros);
-			ps.setString(4, owner);
-			ps.setString(5, owner);
-			ps.setBytes(6, LockRows.bytes(request.resource()));
-			ps.setString(7, owner);
-			int matched = ps.executeUpdate();
-			JdbcLockSupport.commitIfNeeded(connection);
-			return (matched == 1) ? this.rows.fencingToken(connection, ps, request.resource(), owner, timeout) : null;
-		}
-	}
-
-	@Nullable
-	private Long insert(Connection connection, LockRequest request, String owner, long leaseMicros, int timeout)
-			throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.leaseInsert, timeout, true)) {
-			ps.setBytes(1, LockRows.bytes(request.resource()));
-			ps.setString(2, owner);
-			ps.setString(3, request.holder());
-			ps.setLong(4, leaseMicros);
-			ps.executeUpdate();
-			JdbcLockSupport.commitIfNeeded(connection);
-			return this.rows.fencingToken(connection, ps, request.resource(), owner, timeout);
-		}
-		catch (SQLException ex) {
-			if (JdbcLockSupport.lostInsertRace(connection, ex)) {
-				return null;
-			}
-			throw ex;
-		}
-	}
 
 	/**
 	 * The server family this provider's statements are for: the configured one, else the one detected from the first
@@ -550,7 +340,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 
 	/** A lock just taken: starts its renewal if the request asks for it. */
 	private HeldLock leased(LockRequest request, String owner, long blockEnd, long sentAt, boolean contended) {
-		LeaseLock lease = new LeaseLock(request.resource(), owner, blockEnd, request.leaseTime().toNanos(),
+		ExclusiveLease lease = new ExclusiveLease(this, request.resource(), owner, blockEnd, request.leaseTime().toNanos(),
 				request.renew(), request.minHoldMicros(), sentAt + request.leaseTime().toNanos(),
 				contended ? CONTENDED_HAND_OFF_BUDGET_NANOS : HAND_OFF_BUDGET_NANOS);
 		if (request.renew()) {
@@ -593,7 +383,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	}
 
 	/** Releases in the database, and records in the lock whether a waiter on another node announced itself. */
-	private boolean release(LeaseLock lock) {
+	boolean release(ExclusiveLease lock) {
 		return this.jdbc.execute("release lock '" + lock.resource + "'", (connection) -> {
 			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.leaseRelease,
 					this.jdbc.statementTimeoutSeconds(), true)) {
@@ -615,11 +405,16 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 		});
 	}
 
-	private boolean renew(LeaseLock lock) {
-		return this.jdbc.execute("renew lock '" + lock.resource + "'", (connection) -> {
+	boolean renew(ExclusiveLease lock) {
+		return renewFor(lock, lock.leaseNanos, "renew");
+	}
+
+	/** Runs {@link LockStatements#leaseRenew}: the lease ends {@code leaseNanos} from now on the server's clock. */
+	private boolean renewFor(ExclusiveLease lock, long leaseNanos, String task) {
+		return this.jdbc.execute(task + " lock '" + lock.resource + "'", (connection) -> {
 			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.leaseRenew,
 					this.jdbc.statementTimeoutSeconds(), true)) {
-				ps.setLong(1, TimeUnit.NANOSECONDS.toMicros(lock.leaseNanos));
+				ps.setLong(1, TimeUnit.NANOSECONDS.toMicros(leaseNanos));
 				ps.setBytes(2, LockRows.bytes(lock.resource));
 				ps.setString(3, lock.ownerToken);
 				int matched = ps.executeUpdate();
@@ -633,8 +428,8 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	 * Sets an explicit lease to end {@code leaseTime} from now on the server's clock (the renewal statement with the
 	 * given lease): only while this hold is the lease's current one and the lease has not ended.
 	 */
-	private boolean extend(Hold hold, Duration leaseTime) {
-		LeaseLock lock = hold.lease;
+	boolean extend(ExclusiveLease.Hold hold, Duration leaseTime) {
+		ExclusiveLease lock = hold.lease;
 		if (lock.renewing) {
 			throw new IllegalStateException("Lock '" + lock.resource + "' is renewed automatically while held; only a "
 					+ "lock taken with a lease time of its own can be extended");
@@ -646,217 +441,12 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 			return false;
 		}
 		long sentAt = System.nanoTime();
-		boolean extended = this.jdbc.execute("extend lock '" + lock.resource + "'", (connection) -> {
-			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.leaseRenew,
-					this.jdbc.statementTimeoutSeconds(), true)) {
-				ps.setLong(1, TimeUnit.NANOSECONDS.toMicros(leaseTime.toNanos()));
-				ps.setBytes(2, LockRows.bytes(lock.resource));
-				ps.setString(3, lock.ownerToken);
-				int matched = ps.executeUpdate();
-				JdbcLockSupport.commitIfNeeded(connection);
-				return matched == 1;
-			}
-		});
+		boolean extended = renewFor(lock, leaseTime.toNanos(), "extend");
 		if (extended) {
 			// by this JVM's clock from before the statement was sent, so it errs early like the take
 			lock.validUntilNanos = sentAt + leaseTime.toNanos();
 		}
 		return extended;
-	}
-
-	/** The result of one attempt: a lock, or what was learned about the holder. */
-	private record Attempt(@Nullable HeldLock lock, @Nullable String holderDescription, long leaseRemainingNanos,
-			long heldForNanos, LockRows.@Nullable Peek peek) {
-
-		static final Attempt NONE = new Attempt(null, null, 0, Long.MAX_VALUE, null);
-
-		Attempt(@Nullable HeldLock lock, @Nullable String holderDescription, long leaseRemainingNanos) {
-			this(lock, holderDescription, leaseRemainingNanos, Long.MAX_VALUE, null);
-		}
-
-		/** Whether the row, as read by this attempt, has the given owner next in line for at least {@code nanos}. */
-		boolean nextInLine(String owner, long nanos) {
-			return this.peek != null && this.peek.nextInLine(owner, nanos);
-		}
-
-	}
-
-	/**
-	 * A lease in the database, held by one owner token: renewed on the shared scheduler, lost once renewal finds it
-	 * gone or cannot reach the database in time (see {@link RenewableLease}). Within this JVM it passes from thread
-	 * to thread through {@link Hold}s, each with its own fencing token from the block reserved by the take, while the
-	 * database row stays unchanged.
-	 */
-	private final class LeaseLock extends RenewableLease {
-
-		/** The last token of the block the take reserved (the row's fencing token). */
-		private final long blockEnd;
-
-		private final boolean renewing;
-
-		private final long minHoldMicros;
-
-		private final long takenAtNanos = System.nanoTime();
-
-		/** How long this JVM may pass the lease between its own threads (shorter when it had to wait for it). */
-		private final long handOffBudgetNanos;
-
-		/** Whether passing the lease on stopped because this JVM had kept it for the whole hand-off budget. */
-		private volatile boolean budgetSpent;
-
-		/**
-		 * Read by the release: nanoseconds until the next attempt a waiter on another node announced, 0 if none, -1 if
-		 * the driver cannot tell.
-		 */
-		private volatile long announcedWaitNanos;
-
-		/** The hold that has the lease now; the only one whose lost-callbacks run. */
-		private volatile Hold current;
-
-		LeaseLock(String resource, String ownerToken, long blockEnd, long leaseNanos, boolean renewing,
-				long minHoldMicros, long validUntilNanos, long handOffBudgetNanos) {
-			super(resource, ownerToken, leaseNanos, validUntilNanos);
-			this.handOffBudgetNanos = handOffBudgetNanos;
-			this.blockEnd = blockEnd;
-			this.renewing = renewing;
-			this.minHoldMicros = minHoldMicros;
-			this.current = new Hold(this, blockEnd - TOKEN_BLOCK + 1);
-		}
-
-		@Override
-		boolean renewInDatabase() {
-			return LeaseLockProvider.this.renew(this);
-		}
-
-		@Override
-		boolean releaseInDatabase() {
-			return LeaseLockProvider.this.release(this);
-		}
-
-		@Override
-		void onLost(String reason) {
-			Hold hold = this.current;
-			logger.warn("Lost lock '" + this.resource + "' (fencing token " + hold.fencingToken + "): " + reason);
-			hold.lostCallbacks.runAll(this.resource);
-		}
-
-		/** The next local owner's hold, or {@code null} when the lease must go back to the database now. */
-		@Nullable
-		synchronized Hold handOff(Hold from) {
-			if (from != this.current || this.lost || this.released || !this.renewing || this.minHoldMicros > 0
-					|| from.fencingToken >= this.blockEnd || System.nanoTime() - this.validUntilNanos >= 0) {
-				return null;
-			}
-			if (System.nanoTime() - this.takenAtNanos > this.handOffBudgetNanos) {
-				this.budgetSpent = true;
-				return null;
-			}
-			Hold next = new Hold(this, from.fencingToken + 1);
-			this.current = next;
-			return next;
-		}
-
-	}
-
-	/** One owner's hold of a {@link LeaseLock}: the first taker's, or a local successor's after a hand-off. */
-	private final class Hold implements io.github.dblock.spi.TransactionCheckedLock, io.github.dblock.spi.HandOffLock {
-
-		private final LeaseLock lease;
-
-		private final long fencingToken;
-
-		private final RenewableLease.LostCallbacks lostCallbacks = new RenewableLease.LostCallbacks();
-
-		Hold(LeaseLock lease, long fencingToken) {
-			this.lease = lease;
-			this.fencingToken = fencingToken;
-		}
-
-		@Override
-		public long fencingToken() {
-			return this.fencingToken;
-		}
-
-		@Override
-		public String ownerToken() {
-			return this.lease.ownerToken;
-		}
-
-		@Override
-		public long validUntilNanos() {
-			return this.lease.validUntilNanos;
-		}
-
-		@Override
-		public boolean isLost() {
-			return this.lease.lost;
-		}
-
-		@Override
-		public void onLost(Runnable callback) {
-			this.lostCallbacks.add(callback, this.lease.lost && this.lease.current == this);
-		}
-
-		@Override
-		public @Nullable HeldLock handOff() {
-			Hold next = this.lease.handOff(this);
-			if (next != null) {
-				this.lostCallbacks.clear(); // this owner is done; its listeners must not hear of a later loss
-			}
-			return next;
-		}
-
-		@Override
-		public long handOffCourtesyNanos() {
-			Backoff backoff = LeaseLockProvider.this.backoff;
-			long announced = this.lease.announcedWaitNanos;
-			if (announced == LockRows.HANDED_OVER) {
-				return 0; // the lease went straight to the waiter next in line: local threads cannot take it anyway
-			}
-			if (announced < 0) {
-				// this driver cannot say whether anybody waits: after a spent time budget assume a waiter polling at the
-				// longest back-off (a used-up token block alone just takes the row again)
-				return this.lease.budgetSpent ? backoff.max().toNanos() : 0;
-			}
-			// until the attempt a waiter on another node announced (never longer than its longest pause and margin);
-			// nobody announced: no pause, the next local thread takes the row again at once
-			return Math.min(announced, backoff.max().toNanos() + backoff.initial().toNanos());
-		}
-
-		@Override
-		public boolean inTransactionOfItsDatabase() {
-			return LeaseLockProvider.this.inTransactionOfItsDatabase();
-		}
-
-		/**
-		 * This hold's lease must still be the row's (owner token, lease not ended) and still this hold's in the JVM: a
-		 * lease passed on to a local successor ({@link #handOff()}) keeps its owner token in the row, so a hold that
-		 * handed it off, or whose lease is known lost, fails without a statement.
-		 */
-		@Override
-		public boolean lockRowInTransaction() {
-			if (this.lease.current != this || this.lease.lost || this.lease.released) {
-				return false;
-			}
-			return LeaseLockProvider.this.lockRowInTransaction(this.lease) && this.lease.current == this;
-		}
-
-		@Override
-		public boolean canServe(LockRequest request) {
-			return request.renew() && request.leaseTime().toNanos() == this.lease.leaseNanos
-					&& request.minHoldMicros() == 0 && request.resource().equals(this.lease.resource);
-		}
-
-		@Override
-		public boolean extend(Duration leaseTime) {
-			return LeaseLockProvider.this.extend(this, leaseTime);
-		}
-
-		@Override
-		public boolean release() {
-			return this.lease.release();
-		}
-
 	}
 
 }

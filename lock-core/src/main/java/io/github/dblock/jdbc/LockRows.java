@@ -15,15 +15,6 @@ import org.jspecify.annotations.Nullable;
  */
 final class LockRows {
 
-	/** {@link LockStatements#SERVER_MICROS}, for {@code PessimisticLockProvider} until its statements move. */
-	static final String SERVER_MICROS = LockStatements.SERVER_MICROS;
-
-	/** {@link LockStatements#NEXT_TOKEN}, for {@code PessimisticLockProvider} until its statements move. */
-	static final String NEXT_TOKEN = LockStatements.NEXT_TOKEN;
-
-	/** {@link LockStatements#FREE}, for {@code PessimisticLockProvider} until its statements move. */
-	static final String FREE = LockStatements.FREE;
-
 	private final LockStatements sql;
 
 	/**
@@ -112,11 +103,6 @@ final class LockRows {
 			long value = keys.next() ? keys.getLong(1) : 0;
 			return (value == 1) ? HANDED_OVER : TimeUnit.MICROSECONDS.toNanos(Math.max(0, value));
 		}
-	}
-
-	/** {@code INSERT} of a free row; its one parameter is the resource. */
-	String insertFreeSql() {
-		return this.sql.rowInsertFree;
 	}
 
 	/** Resource names are stored as their UTF-8 bytes in a {@code VARBINARY} column: exact comparison. */

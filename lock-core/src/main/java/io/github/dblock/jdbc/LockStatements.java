@@ -3,14 +3,17 @@ package io.github.dblock.jdbc;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
-import java.sql.Statement;
 
 import org.jspecify.annotations.Nullable;
 
 /**
- * Every statement this library sends to the lock database, in one file: the common SQL as text blocks, and what differs
- * between the server families as the two subclasses {@link MariaDb} and {@link MySql} (how a statement is bounded in
- * time; how the replica status is read). Only {@code PessimisticLockProvider}'s statements are still in that class.
+ * Every statement this library sends to the lock database: the SQL both server families share, as text blocks, here;
+ * what differs between them (how a statement and a row-lock wait are bounded in time, how the replica status is read)
+ * in one subclass per family, {@link MariaDbStatements} and {@link MySqlStatements}, each in its own file. So this file
+ * and {@code MariaDbStatements.java} are everything sent to MariaDB, this file and {@code MySqlStatements.java}
+ * everything sent to MySQL; {@link DetectingStatements} picks one of the two from the first connection. The split
+ * keeps each file readable (this one is the shared text only); its base {@link LockTableSql} holds the few statements
+ * that name no table (server, session and transaction control). Nothing else in the library writes SQL.
  * <p>
  * The only identifier spliced into the SQL is the validated lock table name ({@link LockTable}), and the tables named
  * after it: the placeholders {@code {lock}}, {@code {rw}}, {@code {rw_hold}}, {@code {sem}}, {@code {sem_hold}} and
@@ -22,48 +25,7 @@ import org.jspecify.annotations.Nullable;
  * instance caches the dialect it found, which is the same for every connection of a data source).
  */
 abstract sealed class LockStatements extends LockTableSql
-		permits LockStatements.MariaDb, LockStatements.MySql, LockStatements.Detecting {
-
-	/** Microseconds since the epoch on the server's UTC clock: the start of a new row's fencing tokens. */
-	static final String SERVER_MICROS = "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))";
-
-	/**
-	 * The next fencing token of a lock row, exposed through {@code LAST_INSERT_ID} (read from the OK packet, no round
-	 * trip): one more than the last, or the server's clock in microseconds if that is larger, so tokens keep increasing
-	 * even for a row that was deleted and created again.
-	 */
-	static final String NEXT_TOKEN = "fencing_token = LAST_INSERT_ID(GREATEST(fencing_token + 1, " + SERVER_MICROS + "))";
-
-	/** The lease on a lock row has ended (or the row was released). */
-	static final String FREE = "expires_at <= UTC_TIMESTAMP(6)";
-
-	/** Starts a short transaction on an autocommit connection (one round trip, where autocommit off and on are two). */
-	static final String START_TRANSACTION = "START TRANSACTION";
-
-	static final String COMMIT = "COMMIT";
-
-	static final String ROLLBACK = "ROLLBACK";
-
-	/** The server's version string: the start-up detection of the server family ({@link DatabaseServer}). */
-	static final String SERVER_VERSION = "SELECT VERSION()";
-
-	/** The server's clock, for the Actuator view of the lock table. */
-	static final String SERVER_TIME = "SELECT UTC_TIMESTAMP(6)";
-
-	/** The lock table's columns, to validate a schema the library did not migrate. */
-	static final String TABLE_COLUMNS = normalize("""
-			SELECT LOWER(COLUMN_NAME) FROM information_schema.COLUMNS
-			WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?""");
-
-	/** The variables that tell a read-only server or a multi-primary cluster ({@link DatabaseTopology}). */
-	static final String TOPOLOGY_VARIABLES = normalize("""
-			SHOW SESSION VARIABLES WHERE Variable_name IN ('read_only', 'super_read_only', 'innodb_read_only',
-			'transaction_read_only', 'tx_read_only', 'wsrep_on', 'group_replication_single_primary_mode')""");
-
-	/** Whether this server is an active member of its (multi-primary) replication group. */
-	static final String GROUP_MEMBER_STATE = normalize("""
-			SELECT MEMBER_STATE FROM performance_schema.replication_group_members
-			WHERE MEMBER_ID = @@server_uuid""");
+		permits MariaDbStatements, MySqlStatements, DetectingStatements {
 
 	// ---- exclusive leases (LeaseLockProvider, LockRows) ----
 
@@ -338,6 +300,34 @@ abstract sealed class LockStatements extends LockTableSql
 
 	final String idemDelete = sql("DELETE FROM {idem} WHERE idem_key = ?");
 
+	// ---- PESSIMISTIC row locks (PessimisticLockProvider, PessimisticFencing); bounded with runWithLockWait ----
+
+	/**
+	 * The waiting locking read: stored token, whether free and the server clock in µs, both as of the statement's
+	 * start; then the µs from the statement's start to the evaluation of the row ({@code SYSDATE(6) - NOW(6)}) and
+	 * {@code expires_at} in µs, from which {@code PessimisticFencing.Read#clockAfterGrant} derives a clock read after
+	 * the grant. Parameter: resource.
+	 */
+	final String pessimisticClockRead = sql("""
+			SELECT fencing_token, expires_at <= UTC_TIMESTAMP(6), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)),
+			TIMESTAMPDIFF(MICROSECOND, NOW(6), SYSDATE(6)), TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', expires_at)
+			FROM {lock} WHERE resource = ? FOR UPDATE""");
+
+	/**
+	 * The durable write, once the row is ours: records the owner and sets the token to the server clock when that
+	 * exceeds the stored token. Parameters: owner, holder, minHold µs, resource.
+	 */
+	final String pessimisticLock = sql("""
+			UPDATE {lock} SET owner_token = ?, holder = ?,
+			fencing_token = LAST_INSERT_ID(GREATEST(fencing_token, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))),
+			acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
+			WHERE resource = ? AND expires_at <= UTC_TIMESTAMP(6)""");
+
+	/** Sets a held row's token to {@code GREATEST(fencing_token + ?, <server µs>)}. Parameters: increment, resource. */
+	final String pessimisticRetoken = sql("""
+			UPDATE {lock} SET fencing_token = LAST_INSERT_ID(GREATEST(fencing_token + ?,
+			TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))) WHERE resource = ?""");
+
 	// ---- OPTIMISTIC (OptimisticLockProvider) ----
 
 	final String optimisticRead = sql("SELECT fencing_token FROM {lock} WHERE resource = ?");
@@ -419,7 +409,7 @@ abstract sealed class LockStatements extends LockTableSql
 	final String cleanSemHold = sql("""
 			DELETE FROM {sem_hold} WHERE name = ? AND owner_token = ? AND expires_at < UTC_TIMESTAMP(6)""");
 
-	private LockStatements(LockTable table) {
+	LockStatements(LockTable table) {
 		super(table);
 	}
 
@@ -430,9 +420,9 @@ abstract sealed class LockStatements extends LockTableSql
 	 */
 	static LockStatements of(LockTable table, @Nullable LockDialect dialect) {
 		if (dialect == null) {
-			return new Detecting(table);
+			return new DetectingStatements(table);
 		}
-		return (dialect == LockDialect.MARIADB) ? new MariaDb(table) : new MySql(table);
+		return (dialect == LockDialect.MARIADB) ? new MariaDbStatements(table) : new MySqlStatements(table);
 	}
 
 	/**
@@ -455,7 +445,8 @@ abstract sealed class LockStatements extends LockTableSql
 
 	/** The statement that lists the replication sources of a server, by its own family and version. */
 	static String replicaStatus(DatabaseServer server) {
-		return (server.product() == DatabaseServer.Product.MARIADB) ? MariaDb.REPLICA_STATUS : MySql.replicaStatus(server);
+		return (server.product() == DatabaseServer.Product.MARIADB) ? MariaDbStatements.REPLICA_STATUS
+				: MySqlStatements.replicaStatus(server);
 	}
 
 	/** A statement of {@code count} bind parameters in place of {@code {keys}} (clean-up batches). */
@@ -471,115 +462,16 @@ abstract sealed class LockStatements extends LockTableSql
 	record Cleanup(String candidates, String lockStillExpired, String delete) {
 	}
 
-	private static PreparedStatement prepare(Connection connection, String sql, boolean generatedKeys)
-			throws SQLException {
-		return generatedKeys ? connection.prepareStatement(sql, Statement.RETURN_GENERATED_KEYS)
-				: connection.prepareStatement(sql);
-	}
-
-	/** MariaDB 10.6+: every statement the same, bounded by the server. */
-	static final class MariaDb extends LockStatements {
-
-		/** Every replication connection of a multi-source replica. */
-		static final String REPLICA_STATUS = "SHOW ALL SLAVES STATUS";
-
-		private MariaDb(LockTable table) {
-			super(table);
-		}
-
-		@Override
-		LockDialect dialect() {
-			return LockDialect.MARIADB;
-		}
-
-		@Override
-		PreparedStatement prepareBounded(Connection connection, String sql, int timeoutSeconds, boolean generatedKeys)
-				throws SQLException {
-			return bound(connection, sql, timeoutSeconds, generatedKeys);
-		}
-
-		static PreparedStatement bound(Connection connection, String sql, int timeoutSeconds, boolean generatedKeys)
-				throws SQLException {
-			// a constant is required here: the value is an int computed by this library, never user input
-			return prepare(connection, "SET STATEMENT max_statement_time=" + Math.max(1, timeoutSeconds) + " FOR " + sql,
-					generatedKeys);
-		}
-
-	}
-
 	/**
-	 * MySQL 8.0+ (and any server not recognized as MariaDB): every statement the same, bounded by the driver's query
-	 * timeout, since MySQL has no per-statement bound for a write ({@code MAX_EXECUTION_TIME} covers {@code SELECT}
-	 * only).
+	 * Runs one statement that may wait for a row lock, with the server's lock wait ({@code innodb_lock_wait_timeout})
+	 * limited to {@code waitSeconds}: MariaDB's {@code SET STATEMENT ... FOR} prefix; on MySQL the session variable set
+	 * before and reset after, or {@code NOWAIT} for a zero wait where {@code noWait} allows. The statement is registered
+	 * with {@link InterruptibleWaits} so that an interrupt cancels the wait. Failures with the lock unavailable:
+	 * {@link SqlErrors#isLockUnavailable}.
+	 * @param waitSeconds the wait in whole seconds, 0 for none
+	 * @param noWait whether the statement is a locking read that takes {@code NOWAIT}
 	 */
-	static final class MySql extends LockStatements {
-
-		private MySql(LockTable table) {
-			super(table);
-		}
-
-		@Override
-		LockDialect dialect() {
-			return LockDialect.MYSQL;
-		}
-
-		@Override
-		PreparedStatement prepareBounded(Connection connection, String sql, int timeoutSeconds, boolean generatedKeys)
-				throws SQLException {
-			return bound(connection, sql, timeoutSeconds, generatedKeys);
-		}
-
-		static PreparedStatement bound(Connection connection, String sql, int timeoutSeconds, boolean generatedKeys)
-				throws SQLException {
-			PreparedStatement ps = prepare(connection, sql, generatedKeys);
-			try {
-				ps.setQueryTimeout(Math.max(1, timeoutSeconds));
-			}
-			catch (SQLException ex) {
-				ps.close();
-				throw ex;
-			}
-			return ps;
-		}
-
-		/** {@code SHOW REPLICA STATUS} from 8.1 on, {@code SHOW SLAVE STATUS} before. */
-		static String replicaStatus(DatabaseServer server) {
-			return (server.major() > 8 || (server.major() == 8 && server.minor() > 0)) ? "SHOW REPLICA STATUS"
-					: "SHOW SLAVE STATUS";
-		}
-
-	}
-
-	/**
-	 * The statements of a server family not known in advance: the one detected once from the first connection's
-	 * metadata (the driver knows the server version from the handshake: no round trip), through
-	 * {@link LockDialect#of(String)}.
-	 */
-	static final class Detecting extends LockStatements {
-
-		private volatile @Nullable LockDialect detected;
-
-		private Detecting(LockTable table) {
-			super(table);
-		}
-
-		@Override
-		@Nullable LockDialect dialect() {
-			return this.detected;
-		}
-
-		@Override
-		PreparedStatement prepareBounded(Connection connection, String sql, int timeoutSeconds, boolean generatedKeys)
-				throws SQLException {
-			LockDialect dialect = this.detected;
-			if (dialect == null) {
-				dialect = LockDialect.of(connection.getMetaData().getDatabaseProductVersion());
-				this.detected = dialect;
-			}
-			return (dialect == LockDialect.MARIADB) ? MariaDb.bound(connection, sql, timeoutSeconds, generatedKeys)
-					: MySql.bound(connection, sql, timeoutSeconds, generatedKeys);
-		}
-
-	}
+	abstract <T extends @Nullable Object> T runWithLockWait(Connection connection, int waitSeconds, String sql,
+			boolean noWait, boolean generatedKeys, BoundedStatement<T> action) throws SQLException;
 
 }

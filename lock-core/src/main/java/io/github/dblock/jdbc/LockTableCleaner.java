@@ -28,7 +28,7 @@ import org.jspecify.annotations.Nullable;
  * OPTIMISTIC} compare-and-set in flight are never affected.
  * <p>
  * Deleting a row does not break the fencing tokens: a row created again later starts its token at the server
- * time in microseconds ({@link LockRows#NEXT_TOKEN} and the insert statements), which is above every token the
+ * time in microseconds ({@link LockTableSql#NEXT_TOKEN} and the insert statements), which is above every token the
  * deleted row handed out as long as the server clock never steps back by more than the retention. Hence the
  * retention's lower bound of {@linkplain #MIN_RETENTION one hour}: far above any realistic clock step, and far
  * above the minute for which a {@code PESSIMISTIC} provider remembers that a row exists.
@@ -121,6 +121,9 @@ public class LockTableCleaner {
 
 	private final int batchSize;
 
+	/** The expired rows of the holder tables beside the lock table. */
+	private final HolderRowsCleanup holderRows;
+
 	/** Every statement (each with the driver's query timeout: the dialect does not matter here). */
 	private final LockStatements sql;
 
@@ -186,6 +189,7 @@ public class LockTableCleaner {
 		this.cleanup = idempotencyRecords ? this.sql.idempotencyCleanup : this.sql.lockCleanup;
 		this.retentionMicros = retentionMicros;
 		this.batchSize = batchSize;
+		this.holderRows = new HolderRowsCleanup(this.jdbc, table, batchSize);
 		this.holderBase = holderBase;
 	}
 
@@ -223,76 +227,7 @@ public class LockTableCleaner {
 		if (this.holderBase == null) {
 			return 0;
 		}
-		return deleteExpiredKeys("read/write holders", this.sql.cleanRwHolds, this.sql.cleanRwHold);
-	}
-
-	/**
-	 * Deletes expired rows of a holder table in batches: {@code candidatesSql} reads at most {@code batchSize} keys
-	 * (bind parameter 1) on an index, without locking; {@code deleteSql} deletes one of them by primary key, its key
-	 * columns bound in the same order, re-checking the expiry. A missing table, or one the user has no grant on,
-	 * counts as nothing to delete.
-	 * @return how many rows were deleted
-	 */
-	private int deleteExpiredKeys(String what, String candidatesSql, String deleteSql) {
-		int deleted = 0;
-		for (int batch = 0; batch < MAX_BATCHES_PER_RUN && !Thread.currentThread().isInterrupted(); batch++) {
-			int[] result = this.jdbc.execute("delete expired " + what + " beside " + this.table,
-					(connection) -> deleteKeyBatch(connection, what, candidatesSql, deleteSql));
-			deleted += result[1];
-			if (result[0] < this.batchSize || result[1] == 0) {
-				break;
-			}
-		}
-		return deleted;
-	}
-
-	/** One batch of {@link #deleteExpiredKeys}: {candidates, deleted}. */
-	private int[] deleteKeyBatch(Connection connection, String what, String candidatesSql, String deleteSql)
-			throws SQLException {
-		int timeout = this.jdbc.statementTimeoutSeconds();
-		List<Object[]> keys = new ArrayList<>();
-		try (PreparedStatement ps = connection.prepareStatement(candidatesSql)) {
-			ps.setQueryTimeout(timeout);
-			ps.setInt(1, this.batchSize);
-			try (ResultSet rs = ps.executeQuery()) {
-				int columns = rs.getMetaData().getColumnCount();
-				while (rs.next()) {
-					Object[] key = new Object[columns];
-					for (int i = 0; i < columns; i++) {
-						key[i] = rs.getObject(i + 1);
-					}
-					keys.add(key);
-				}
-			}
-			JdbcLockSupport.commitIfNeeded(connection);
-		}
-		catch (SQLException ex) {
-			if (SqlErrors.classify(ex) == SqlErrors.Kind.NO_TABLE) {
-				logger.debug("No table of " + what + " beside " + this.table + ", or no grant on it; "
-						+ "nothing to clean there: " + ex.getMessage());
-				return new int[] { 0, 0 };
-			}
-			throw ex;
-		}
-		if (keys.isEmpty()) {
-			return new int[] { 0, 0 };
-		}
-		int deleted = 0;
-		try (PreparedStatement ps = connection.prepareStatement(deleteSql)) {
-			ps.setQueryTimeout(timeout);
-			for (Object[] key : keys) {
-				for (int i = 0; i < key.length; i++) {
-					ps.setObject(i + 1, key[i]);
-				}
-				ps.addBatch();
-			}
-			for (int count : ps.executeBatch()) {
-				// a driver that cannot tell (SUCCESS_NO_INFO) deleted it as far as we know
-				deleted += (count == Statement.SUCCESS_NO_INFO) ? 1 : Math.max(0, count);
-			}
-			JdbcLockSupport.commitIfNeeded(connection);
-		}
-		return new int[] { keys.size(), deleted };
+		return this.holderRows.deleteExpiredKeys("read/write holders", this.sql.cleanRwHolds, this.sql.cleanRwHold);
 	}
 
 	/**
@@ -413,7 +348,7 @@ public class LockTableCleaner {
 		if (this.holderBase == null) {
 			return 0;
 		}
-		return deleteExpiredKeys("semaphore permits", this.sql.cleanSemHolds, this.sql.cleanSemHold);
+		return this.holderRows.deleteExpiredKeys("semaphore permits", this.sql.cleanSemHolds, this.sql.cleanSemHold);
 	}
 
 	/** Step 1: the oldest candidates, by a plain read of the {@code expires_at} index. */
@@ -497,7 +432,6 @@ public class LockTableCleaner {
 		}
 	}
 
-	/** A lock wait timeout, or a statement cancelled by its query timeout. */
 	/**
 	 * The outcome of one batch.
 	 * @param candidates rows found by step 1

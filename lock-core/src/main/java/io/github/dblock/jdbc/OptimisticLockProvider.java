@@ -64,7 +64,7 @@ public class OptimisticLockProvider implements WorkLockProvider {
 
 	private final int maxAttempts;
 
-	/** Every statement, in the dialect of the first connection that bounds one (the row's peek and insert). */
+	/** Every statement, in the given dialect or the one of the first connection that bounds one. */
 	private final LockStatements sql;
 
 	private final KnownRows knownRows = new KnownRows();
@@ -81,12 +81,31 @@ public class OptimisticLockProvider implements WorkLockProvider {
 	 */
 	public OptimisticLockProvider(DataSource dataSource, LockTable table, PlatformTransactionManager transactionManager,
 			Duration statementTimeout, Backoff backoff, int maxAttempts) {
+		this(dataSource, table, null, transactionManager, statementTimeout, backoff, maxAttempts);
+	}
+
+	/**
+	 * Creates a provider for a server family known in advance: the one detection path of {@link LockDialect} (the
+	 * configured {@code distributed-lock.dialect} first, else the server's, see {@link LockDialect#resolve}).
+	 * @param dataSource the data source holding the lock table
+	 * @param table the lock table
+	 * @param dialect the server family, which bounds the row's peek and insert; {@code null} to detect it from the
+	 * first connection's metadata
+	 * @param transactionManager the transaction manager of the lock data source; each attempt runs in a new
+	 * transaction of it
+	 * @param statementTimeout query timeout of the lock statements (whole seconds, at least 1)
+	 * @param backoff pauses between attempts
+	 * @param maxAttempts how many times the work may run, at least 1
+	 * @throws IllegalArgumentException if {@code maxAttempts} is below 1
+	 */
+	public OptimisticLockProvider(DataSource dataSource, LockTable table, @Nullable LockDialect dialect,
+			PlatformTransactionManager transactionManager, Duration statementTimeout, Backoff backoff, int maxAttempts) {
 		if (maxAttempts < 1) {
 			throw new IllegalArgumentException("maxAttempts must be at least 1, was " + maxAttempts);
 		}
 		this.dataSource = dataSource;
 		this.jdbc = new JdbcLockSupport(dataSource, statementTimeout);
-		this.sql = LockStatements.of(table, null);
+		this.sql = LockStatements.of(table, dialect);
 		this.rows = new LockRows(this.sql);
 		this.transactions = new TransactionTemplate(transactionManager);
 		this.backoff = backoff;

@@ -16,7 +16,6 @@ import io.github.dblock.LockType;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
-import io.github.dblock.spi.TransactionCheckedLock;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
@@ -74,16 +73,17 @@ final class ReadWriteLeases {
 
 	private static final Log logger = LogFactory.getLog(ReadWriteLeases.class);
 
-	private static final String READ = "R";
+	static final String READ = "R";
 
-	private static final String WRITE = "W";
+	static final String WRITE = "W";
 
 	/** Bound on immediate re-attempts after a lost race to create a resource's row. */
 	private static final int MAX_RACES_PER_ATTEMPT = 4;
 
 	private final JdbcLockSupport jdbc;
 
-	private final Backoff backoff;
+	/** The waits, with the lease provider's back-off. */
+	private final WaitLoop waits;
 
 	private final Supplier<ScheduledExecutorService> renewals;
 
@@ -93,8 +93,8 @@ final class ReadWriteLeases {
 	/** Every statement, in the lease provider's dialect. */
 	private final LockStatements sql;
 
-	/** Where commit checks run: the transaction of the lease provider's data source, and its cluster topology. */
-	private final LeaseLockProvider transactions;
+	/** The leases once held: renewal, release, commit checks. */
+	private final HeldReadWriteLeases holds;
 
 	/**
 	 * @param jdbc the lock data source's statement support
@@ -106,45 +106,19 @@ final class ReadWriteLeases {
 	ReadWriteLeases(JdbcLockSupport jdbc, LockStatements sql, Backoff backoff,
 			Supplier<ScheduledExecutorService> renewals, LeaseLockProvider transactions) {
 		this.jdbc = jdbc;
-		this.transactions = transactions;
-		this.backoff = backoff;
+		this.waits = new WaitLoop(backoff, logger);
 		this.renewals = renewals;
 		// at least 5 of the longest pauses between a waiting writer's attempts, and at least 2 s
 		this.intentMicros = Math.max(TimeUnit.SECONDS.toMicros(2), 5 * backoff.max().toNanos() / 1000);
 		this.sql = sql;
+		this.holds = new HeldReadWriteLeases(jdbc, sql, transactions);
 	}
 
 	/** The statements of a write lease's commit check, in order (tests). */
 	java.util.List<String> commitCheckSql() {
-		return this.transactions.isMultiPrimary() ? java.util.List.of(this.sql.rwTouchResource, this.sql.rwLockHold)
-				: java.util.List.of(this.sql.rwLockHold);
+		return this.holds.commitCheckSql();
 	}
 
-	/**
-	 * Runs the commit check of a write lease on the transaction's connection (see the class comment).
-	 * @return whether the holder row is still the lease's and live (and now locked by the transaction)
-	 */
-	private boolean lockHoldInTransaction(Lease lease) {
-		return this.transactions.inTransaction("check the write lock '" + lease.resource + "' at commit",
-				(connection, timeout) -> {
-					byte[] key = LockRows.bytes(lease.resource);
-					if (this.transactions.isMultiPrimary()) {
-						try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwTouchResource,
-								timeout, false)) {
-							ps.setBytes(1, key);
-							ps.executeUpdate(); // if the lease is not ours any more, the transaction rolls back anyway
-						}
-					}
-					try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwLockHold, timeout,
-							false)) {
-						ps.setBytes(1, key);
-						ps.setString(2, lease.ownerToken);
-						try (ResultSet rs = JdbcLockSupport.query(ps)) {
-							return rs.next();
-						}
-					}
-				});
-	}
 
 	/** How long a waiting writer's intent keeps new readers out without being refreshed. */
 	Duration intentTime() {
@@ -159,80 +133,110 @@ final class ReadWriteLeases {
 		if (type != LockType.READ && type != LockType.WRITE) {
 			throw new IllegalArgumentException("Read/write leases are READ or WRITE, not " + type);
 		}
-		String kind = (type == LockType.READ) ? READ : WRITE;
-		String owner = UUID.randomUUID().toString();
-		boolean intentSet = false;
-		// whether an earlier attempt may have committed a grant without our hearing of it
-		boolean recovering = false;
-		int outages = 0;
-		try {
-			for (int attempt = 0;; attempt++) {
-				Attempt result;
-				boolean mayWait = kind.equals(WRITE) && request.remainingNanos() > 0;
-				// set before the attempt: an intent whose commit reply is lost must still be cleared (clearing one
-				// that was never set matches nothing)
-				intentSet |= mayWait;
-				try {
-					result = attemptOnce(request, kind, owner, recovering, mayWait);
-					recovering = result.outcomeUnknown;
-				}
-				catch (org.springframework.dao.PessimisticLockingFailureException ex) {
-					// deadlocks (gap locks of a neighbouring resource's acquisition) that outlasted the retries, or a
-					// lock wait timeout: the lock is contended, not broken; try again until the wait time ends
-					result = Attempt.NONE;
-				}
-				catch (DataAccessException ex) {
-					if (!SqlErrors.isConnectionFailure(ex) && !SqlErrors.isTooSlow(ex)) {
-						throw ex;
-					}
-					if (request.remainingNanos() <= 0) {
-						// an attempt that got no connection sent nothing: no grant of ours to look for
-						HeldLock own = (ex instanceof org.springframework.jdbc.CannotGetJdbcConnectionException) ? null
-								: lastLookForOwnHold(request, kind, owner);
-						if (own != null) {
-							return acquired(request, own); // any intent of ours is cleared below (a no-op if granted)
-						}
-						if (!SqlErrors.isUnreachable(ex)) {
-							// reached, but no answer in time: not acquired, with the cause (as for exclusive leases)
-							return AcquireResult.timedOut(null, ex);
-						}
-						throw ex;
-					}
-					if (outages++ == 0) {
-						logger.warn("Lost the connection to the lock database while acquiring the " + type + " lock '"
-								+ request.resource() + "'; retrying until the wait time ends: " + ex.getMostSpecificCause());
-					}
-					recovering = true;
-					result = Attempt.NONE;
-				}
-				intentSet |= result.intentSet;
-				if (result.lock != null) {
-					intentSet = false; // the grant cleared it
-					return acquired(request, result.lock);
-				}
-				long remaining = request.remainingNanos();
-				if (remaining <= 0) {
-					HeldLock own = recovering ? lastLookForOwnHold(request, kind, owner) : null;
-					if (own != null) {
-						return acquired(request, own); // any intent of ours is cleared below (a no-op if granted)
-					}
-					return AcquireResult.busy(result.holderDescription);
-				}
-				if (Thread.interrupted()) {
-					throw new InterruptedException();
-				}
-				long pause = Math.min(this.backoff.pauseNanos(attempt, result.leaseRemainingNanos, remaining),
-						TimeUnit.MICROSECONDS.toNanos(this.intentMicros) / 5);
-				TimeUnit.NANOSECONDS.sleep(pause);
-			}
+		return this.waits.run(request::remainingNanos, new Wait(request, type));
+	}
+
+	/** One wait for a read or write lease: its owner token, its writer intent, whether an outcome is unknown. */
+	private final class Wait implements WaitLoop.Wait<Attempt, AcquireResult> {
+
+		private final LockRequest request;
+
+		private final LockType type;
+
+		private final String kind;
+
+		private final String owner = UUID.randomUUID().toString();
+
+		/** Whether this owner's writer intent may be set (and is to be cleared if the wait gives up). */
+		private boolean intentSet;
+
+		/** Whether an earlier attempt may have committed a grant without our hearing of it. */
+		private boolean recovering;
+
+		Wait(LockRequest request, LockType type) {
+			this.request = request;
+			this.type = type;
+			this.kind = (type == LockType.READ) ? READ : WRITE;
 		}
-		finally {
-			if (intentSet) {
+
+		@Override
+		public Attempt attempt(int attempt) {
+			boolean mayWait = this.kind.equals(WRITE) && this.request.remainingNanos() > 0;
+			// set before the attempt: an intent whose commit reply is lost must still be cleared (clearing one
+			// that was never set matches nothing)
+			this.intentSet |= mayWait;
+			Attempt result = attemptOnce(this.request, this.kind, this.owner, this.recovering, mayWait);
+			this.recovering = result.outcomeUnknown;
+			this.intentSet |= result.intentSet;
+			return result;
+		}
+
+		/**
+		 * Deadlocks (gap locks of a neighbouring resource's acquisition) that outlasted the retries, or a lock wait
+		 * timeout: the lock is contended, not broken; try again until the wait time ends.
+		 */
+		@Override
+		public @Nullable Attempt contended(DataAccessException ex) {
+			return (ex instanceof org.springframework.dao.PessimisticLockingFailureException) ? Attempt.NONE : null;
+		}
+
+		@Override
+		public Attempt afterOutage(DataAccessException ex) {
+			this.recovering = true;
+			return Attempt.NONE;
+		}
+
+		@Override
+		public AcquireResult outageAtDeadline(DataAccessException ex) {
+			// an attempt that got no connection sent nothing: no grant of ours to look for
+			HeldLock own = (ex instanceof org.springframework.jdbc.CannotGetJdbcConnectionException) ? null
+					: lastLookForOwnHold(this.request, this.kind, this.owner);
+			if (own != null) {
+				return acquired(this.request, own); // any intent of ours is cleared at the end (a no-op if granted)
+			}
+			// reached, but no answer in time: not acquired, with the cause (as for exclusive leases)
+			return WaitLoop.timedOutUnlessUnreachable(ex);
+		}
+
+		@Override
+		public @Nullable AcquireResult result(Attempt outcome) {
+			if (outcome.lock == null) {
+				return null;
+			}
+			this.intentSet = false; // the grant cleared it
+			return acquired(this.request, outcome.lock);
+		}
+
+		@Override
+		public AcquireResult atDeadline(Attempt outcome) {
+			HeldLock own = this.recovering ? lastLookForOwnHold(this.request, this.kind, this.owner) : null;
+			if (own != null) {
+				return acquired(this.request, own); // any intent of ours is cleared at the end (a no-op if granted)
+			}
+			return AcquireResult.busy(outcome.holderDescription);
+		}
+
+		@Override
+		public String waitingFor() {
+			return "acquiring the " + this.type + " lock '" + this.request.resource() + "'";
+		}
+
+		/** Never longer than a fifth of the intent time, so that a waiting writer's intent never lapses. */
+		@Override
+		public long pauseNanos(Attempt outcome, int attempt, long remaining, Backoff backoff) {
+			return Math.min(backoff.pauseNanos(attempt, outcome.leaseRemainingNanos, remaining),
+					TimeUnit.MICROSECONDS.toNanos(ReadWriteLeases.this.intentMicros) / 5);
+		}
+
+		@Override
+		public void ended(@Nullable AcquireResult answer) {
+			if (this.intentSet) {
 				// at once, so that readers are not held back by a writer that gave up (one statement, bounded like
 				// every other: the connection within one statement timeout, the reply within it plus the margin)
-				clearIntentQuietly(request.resource(), owner);
+				clearIntentQuietly(this.request.resource(), this.owner);
 			}
 		}
+
 	}
 
 	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
@@ -293,37 +297,9 @@ final class ReadWriteLeases {
 				}
 			}
 		}
-		String holder = null;
-		long holderRemaining = 0;
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwHolders, timeout, false)) {
-			ps.setBytes(1, key);
-			ps.setString(2, owner);
-			ps.setString(3, kind.equals(READ) ? WRITE : READ);
-			try (ResultSet rs = JdbcLockSupport.query(ps)) {
-				if (rs.next()) {
-					holderRemaining = TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(3)));
-					holder = rs.getString(2) + " (" + (WRITE.equals(rs.getString(1)) ? "write" : "read")
-							+ " lock, lease ends in " + TimeUnit.NANOSECONDS.toMillis(holderRemaining) + " ms)";
-				}
-			}
-		}
+		Attempt holder = liveHolder(connection, key, kind, owner, timeout);
 		if (holder == null) {
-			long next = token + 1;
-			try (PreparedStatement ps = this.sql.prepareBounded(connection, ownIntent ? this.sql.rwGrantClearingIntent : this.sql.rwGrant, timeout, false)) {
-				ps.setLong(1, next);
-				ps.setBytes(2, key);
-				ps.executeUpdate();
-			}
-			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwInsertHold, timeout, false)) {
-				ps.setBytes(1, key);
-				ps.setString(2, owner);
-				ps.setString(3, kind);
-				ps.setString(4, request.holder());
-				ps.setLong(5, next);
-				ps.setLong(6, leaseMicros);
-				ps.executeUpdate();
-			}
-			return new Attempt(leased(request, owner, kind, next, sentAt + request.leaseTime().toNanos()), null, 0, false);
+			return grant(connection, request, key, kind, owner, leaseMicros, token + 1, ownIntent, timeout, sentAt);
 		}
 		if (mayWait) {
 			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwIntent, timeout, false)) {
@@ -333,9 +309,53 @@ final class ReadWriteLeases {
 				ps.setBytes(4, key);
 				ps.executeUpdate();
 			}
-			return new Attempt(null, holder, holderRemaining, true);
+			return new Attempt(null, holder.holderDescription, holder.leaseRemainingNanos, true);
 		}
-		return new Attempt(null, holder, holderRemaining, false);
+		return holder;
+	}
+
+	/**
+	 * Step 3 of the class comment: the first live holder that keeps this kind out, writers first.
+	 * @return it as a busy attempt (description and remaining lease), or {@code null} if there is none
+	 */
+	@Nullable
+	private Attempt liveHolder(Connection connection, byte[] key, String kind, String owner, int timeout)
+			throws SQLException {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwHolders, timeout, false)) {
+			ps.setBytes(1, key);
+			ps.setString(2, owner);
+			ps.setString(3, kind.equals(READ) ? WRITE : READ);
+			try (ResultSet rs = JdbcLockSupport.query(ps)) {
+				if (!rs.next()) {
+					return null;
+				}
+				long remaining = TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(3)));
+				return new Attempt(null, rs.getString(2) + " (" + (WRITE.equals(rs.getString(1)) ? "write" : "read")
+						+ " lock, lease ends in " + TimeUnit.NANOSECONDS.toMillis(remaining) + " ms)", remaining, false);
+			}
+		}
+	}
+
+	/** Step 4 of the class comment: the grant of token {@code next}, clearing this owner's intent if it is set. */
+	private Attempt grant(Connection connection, LockRequest request, byte[] key, String kind, String owner,
+			long leaseMicros, long next, boolean ownIntent, int timeout, long sentAt) throws SQLException {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection,
+				ownIntent ? this.sql.rwGrantClearingIntent : this.sql.rwGrant, timeout, false)) {
+			ps.setLong(1, next);
+			ps.setBytes(2, key);
+			ps.executeUpdate();
+		}
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwInsertHold, timeout, false)) {
+			ps.setBytes(1, key);
+			ps.setString(2, owner);
+			ps.setString(3, kind);
+			ps.setString(4, request.holder());
+			ps.setLong(5, next);
+			ps.setLong(6, leaseMicros);
+			ps.executeUpdate();
+		}
+		return new Attempt(this.holds.leased(request, owner, kind, next, sentAt + request.leaseTime().toNanos()), null, 0,
+				false);
 	}
 
 	/**
@@ -352,7 +372,7 @@ final class ReadWriteLeases {
 			try (ResultSet rs = JdbcLockSupport.query(ps)) {
 				if (rs.next()) {
 					long remaining = TimeUnit.MICROSECONDS.toNanos(rs.getLong(2));
-					return new Attempt(leased(request, owner, kind, rs.getLong(1), sentAt + remaining), null, 0, false);
+					return new Attempt(this.holds.leased(request, owner, kind, rs.getLong(1), sentAt + remaining), null, 0, false);
 				}
 			}
 		}
@@ -427,55 +447,12 @@ final class ReadWriteLeases {
 	/** A grant known to be committed: starts its renewal if the request asks for it. */
 	private AcquireResult acquired(LockRequest request, HeldLock lock) {
 		if (request.renew()) {
-			((Lease) lock).startRenewal(this.renewals.get());
+			((HeldReadWriteLeases.Lease) lock).startRenewal(this.renewals.get());
 		}
 		return AcquireResult.acquired(lock);
 	}
 
-	/** A lock just taken (or found again), not renewed yet: renewal starts once its grant is known committed. */
-	private HeldLock leased(LockRequest request, String owner, String kind, long token, long validUntilNanos) {
-		return kind.equals(WRITE)
-				? new WriteLease(request.resource(), owner, token, request.leaseTime().toNanos(), request.minHoldMicros(),
-						validUntilNanos)
-				: new Lease(request.resource(), owner, kind, token, request.leaseTime().toNanos(), request.minHoldMicros(),
-						validUntilNanos);
-	}
 
-	/**
-	 * How long a lease's holder row still runs on the server's clock, by a plain read.
-	 * @return microseconds (0 or less: expired), or {@code null} if the row is gone
-	 */
-	@Nullable
-	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
-	private Long ownRemainingMicros(Lease lease) {
-		return this.jdbc.execute("look for the holder row of '" + lease.resource + "'", (connection) -> {
-			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwOwnRemaining, this.jdbc.statementTimeoutSeconds(), false)) {
-				ps.setBytes(1, LockRows.bytes(lease.resource));
-				ps.setString(2, lease.ownerToken);
-				try (ResultSet rs = JdbcLockSupport.query(ps)) {
-					Long remaining = rs.next() ? rs.getLong(1) : null;
-					JdbcLockSupport.commitIfNeeded(connection);
-					return remaining;
-				}
-			}
-		});
-	}
-
-	private int update(String task, String sql, Lease lease, long micros) {
-		return this.jdbc.execute(task + " '" + lease.resource + "'", (connection) -> {
-			try (PreparedStatement ps = this.sql.prepareBounded(connection, sql, this.jdbc.statementTimeoutSeconds(), false)) {
-				int index = 1;
-				if (micros >= 0) {
-					ps.setLong(index++, micros);
-				}
-				ps.setBytes(index++, LockRows.bytes(lease.resource));
-				ps.setString(index, lease.ownerToken);
-				int matched = ps.executeUpdate();
-				JdbcLockSupport.commitIfNeeded(connection);
-				return matched;
-			}
-		});
-	}
 
 	/**
 	 * The result of one attempt.
@@ -497,84 +474,5 @@ final class ReadWriteLeases {
 
 	}
 
-	/** One owner's read or write lease: renewed on the shared scheduler, lost once renewal finds it gone. */
-	private class Lease extends RereadableLease {
-
-		private final String kind;
-
-		private final long minHoldMicros;
-
-		Lease(String resource, String ownerToken, String kind, long fencingToken, long leaseNanos, long minHoldMicros,
-				long validUntilNanos) {
-			super(resource, ownerToken, fencingToken, leaseNanos, validUntilNanos);
-			this.kind = kind;
-			this.minHoldMicros = minHoldMicros;
-		}
-
-		@Override
-		boolean renewInDatabase() {
-			return update("renew", ReadWriteLeases.this.sql.rwRenew, this, TimeUnit.NANOSECONDS.toMicros(this.leaseNanos)) == 1;
-		}
-
-		/** A release with a minimum hold keeps the holder row, and its owner, until the hold ends. */
-		@Override
-		boolean releaseKeepsOwner() {
-			return this.minHoldMicros > 0;
-		}
-
-		@Override
-		boolean releaseStatement() {
-			LockStatements sql = ReadWriteLeases.this.sql;
-			return (this.minHoldMicros > 0) ? update("release", sql.rwReleaseKeeping, this, this.minHoldMicros) == 1
-					: update("release", sql.rwRelease, this, -1) == 1;
-		}
-
-		@Override
-		@Nullable
-		Long remainingMicrosInDatabase() {
-			return ownRemainingMicros(this);
-		}
-
-		@Override
-		String describe() {
-			return "the " + kindName() + " lock '" + this.resource + "'";
-		}
-
-		private String kindName() {
-			return READ.equals(this.kind) ? "read" : "write";
-		}
-
-		@Override
-		public String toString() {
-			return kindName() + " lease of '" + this.resource + "' (fencing token " + fencingToken() + ")";
-		}
-
-	}
-
-	/**
-	 * A write lease, which can be checked in the application's transaction at its commit (see the class comment).
-	 * A lease known lost or released fails the check without a statement.
-	 */
-	private final class WriteLease extends Lease implements TransactionCheckedLock {
-
-		WriteLease(String resource, String ownerToken, long fencingToken, long leaseNanos, long minHoldMicros,
-				long validUntilNanos) {
-			super(resource, ownerToken, WRITE, fencingToken, leaseNanos, minHoldMicros, validUntilNanos);
-		}
-
-		@Override
-		public boolean inTransactionOfItsDatabase() {
-			return ReadWriteLeases.this.transactions.inTransactionOfItsDatabase();
-		}
-
-		@Override
-		public boolean lockRowInTransaction() {
-			if (this.lost || this.released) {
-				return false;
-			}
-			return lockHoldInTransaction(this);
-		}
-
-	}
 
 }

@@ -17,6 +17,9 @@ final class SqlErrors {
 	/** ER_LOCK_WAIT_TIMEOUT (MySQL and MariaDB, also MariaDB's {@code NOWAIT}): the statement was rolled back. */
 	static final int LOCK_WAIT_TIMEOUT = 1205;
 
+	/** MySQL's ER_LOCK_NOWAIT: a {@code FOR UPDATE NOWAIT} found the row locked. */
+	static final int LOCK_NOWAIT = 3572;
+
 	/** ER_LOCK_DEADLOCK: the server rolled the whole transaction back. */
 	static final int DEADLOCK = 1213;
 
@@ -117,6 +120,16 @@ final class SqlErrors {
 	static boolean isStatementTimeout(SQLException ex) {
 		return ex instanceof java.sql.SQLTimeoutException || ex.getErrorCode() == MARIADB_STATEMENT_TIMEOUT
 				|| ex.getErrorCode() == MYSQL_EXECUTION_TIMEOUT;
+	}
+
+	/**
+	 * Whether a statement that waits for a row lock with a bounded lock wait found it unavailable: the lock wait
+	 * timeout (1205, also MariaDB's {@code NOWAIT}), MySQL's {@code NOWAIT} refusal (3572), or the driver's query
+	 * timeout that cancelled the wait.
+	 */
+	static boolean isLockUnavailable(SQLException ex) {
+		return ex.getErrorCode() == LOCK_WAIT_TIMEOUT || ex.getErrorCode() == LOCK_NOWAIT
+				|| ex instanceof java.sql.SQLTimeoutException;
 	}
 
 	/** Whether the server's lock wait timeout (1205) rolled the statement back. */

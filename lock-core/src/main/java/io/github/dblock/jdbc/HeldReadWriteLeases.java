@@ -1,0 +1,191 @@
+package io.github.dblock.jdbc;
+
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.util.concurrent.TimeUnit;
+
+import io.github.dblock.LockLostException;
+import io.github.dblock.spi.HeldLock;
+import io.github.dblock.spi.LockRequest;
+import io.github.dblock.spi.TransactionCheckedLock;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The held read/write leases of {@link ReadWriteLeases} (see its class comment): their renewal, release, re-read
+ * of the holder row after a failed release ({@link LockLostException} or released) and the commit check of a write
+ * lease in the application's transaction. Thread-safe; package-private.
+ */
+final class HeldReadWriteLeases {
+
+	private final JdbcLockSupport jdbc;
+
+	/** Every statement, in the lease provider's dialect. */
+	private final LockStatements sql;
+
+	/** Where commit checks run: the transaction of the lease provider's data source, and its cluster topology. */
+	private final LeaseLockProvider transactions;
+
+	HeldReadWriteLeases(JdbcLockSupport jdbc, LockStatements sql, LeaseLockProvider transactions) {
+		this.jdbc = jdbc;
+		this.sql = sql;
+		this.transactions = transactions;
+	}
+
+	/** The statements of a write lease's commit check, in order (tests). */
+	java.util.List<String> commitCheckSql() {
+		return this.transactions.isMultiPrimary() ? java.util.List.of(this.sql.rwTouchResource, this.sql.rwLockHold)
+				: java.util.List.of(this.sql.rwLockHold);
+	}
+
+	/**
+	 * Runs the commit check of a write lease on the transaction's connection (see the class comment).
+	 * @return whether the holder row is still the lease's and live (and now locked by the transaction)
+	 */
+	private boolean lockHoldInTransaction(Lease lease) {
+		return this.transactions.inTransaction("check the write lock '" + lease.resource + "' at commit",
+				(connection, timeout) -> {
+					byte[] key = LockRows.bytes(lease.resource);
+					if (this.transactions.isMultiPrimary()) {
+						try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwTouchResource,
+								timeout, false)) {
+							ps.setBytes(1, key);
+							ps.executeUpdate(); // if the lease is not ours any more, the transaction rolls back anyway
+						}
+					}
+					try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwLockHold, timeout,
+							false)) {
+						ps.setBytes(1, key);
+						ps.setString(2, lease.ownerToken);
+						try (ResultSet rs = JdbcLockSupport.query(ps)) {
+							return rs.next();
+						}
+					}
+				});
+	}
+
+	/** A lock just taken (or found again), not renewed yet: renewal starts once its grant is known committed. */
+	HeldLock leased(LockRequest request, String owner, String kind, long token, long validUntilNanos) {
+		return kind.equals(ReadWriteLeases.WRITE)
+				? new WriteLease(request.resource(), owner, token, request.leaseTime().toNanos(), request.minHoldMicros(),
+						validUntilNanos)
+				: new Lease(request.resource(), owner, kind, token, request.leaseTime().toNanos(), request.minHoldMicros(),
+						validUntilNanos);
+	}
+
+	/**
+	 * How long a lease's holder row still runs on the server's clock, by a plain read.
+	 * @return microseconds (0 or less: expired), or {@code null} if the row is gone
+	 */
+	@Nullable
+	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
+	private Long ownRemainingMicros(Lease lease) {
+		return this.jdbc.execute("look for the holder row of '" + lease.resource + "'", (connection) -> {
+			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwOwnRemaining, this.jdbc.statementTimeoutSeconds(), false)) {
+				ps.setBytes(1, LockRows.bytes(lease.resource));
+				ps.setString(2, lease.ownerToken);
+				try (ResultSet rs = JdbcLockSupport.query(ps)) {
+					Long remaining = rs.next() ? rs.getLong(1) : null;
+					JdbcLockSupport.commitIfNeeded(connection);
+					return remaining;
+				}
+			}
+		});
+	}
+
+	private int update(String task, String sql, Lease lease, long micros) {
+		return this.jdbc.execute(task + " '" + lease.resource + "'", (connection) -> {
+			try (PreparedStatement ps = this.sql.prepareBounded(connection, sql, this.jdbc.statementTimeoutSeconds(), false)) {
+				int index = 1;
+				if (micros >= 0) {
+					ps.setLong(index++, micros);
+				}
+				ps.setBytes(index++, LockRows.bytes(lease.resource));
+				ps.setString(index, lease.ownerToken);
+				int matched = ps.executeUpdate();
+				JdbcLockSupport.commitIfNeeded(connection);
+				return matched;
+			}
+		});
+	}
+
+	/** One owner's read or write lease: renewed on the shared scheduler, lost once renewal finds it gone. */
+	class Lease extends RereadableLease {
+
+		private final String kind;
+
+		private final long minHoldMicros;
+
+		Lease(String resource, String ownerToken, String kind, long fencingToken, long leaseNanos, long minHoldMicros,
+				long validUntilNanos) {
+			super(resource, ownerToken, fencingToken, leaseNanos, validUntilNanos);
+			this.kind = kind;
+			this.minHoldMicros = minHoldMicros;
+		}
+
+		@Override
+		boolean renewInDatabase() {
+			return update("renew", HeldReadWriteLeases.this.sql.rwRenew, this, TimeUnit.NANOSECONDS.toMicros(this.leaseNanos)) == 1;
+		}
+
+		/** A release with a minimum hold keeps the holder row, and its owner, until the hold ends. */
+		@Override
+		boolean releaseKeepsOwner() {
+			return this.minHoldMicros > 0;
+		}
+
+		@Override
+		boolean releaseStatement() {
+			LockStatements sql = HeldReadWriteLeases.this.sql;
+			return (this.minHoldMicros > 0) ? update("release", sql.rwReleaseKeeping, this, this.minHoldMicros) == 1
+					: update("release", sql.rwRelease, this, -1) == 1;
+		}
+
+		@Override
+		@Nullable
+		Long remainingMicrosInDatabase() {
+			return ownRemainingMicros(this);
+		}
+
+		@Override
+		String describe() {
+			return "the " + kindName() + " lock '" + this.resource + "'";
+		}
+
+		private String kindName() {
+			return ReadWriteLeases.READ.equals(this.kind) ? "read" : "write";
+		}
+
+		@Override
+		public String toString() {
+			return kindName() + " lease of '" + this.resource + "' (fencing token " + fencingToken() + ")";
+		}
+
+	}
+
+	/**
+	 * A write lease, which can be checked in the application's transaction at its commit (see the class comment).
+	 * A lease known lost or released fails the check without a statement.
+	 */
+	private final class WriteLease extends Lease implements TransactionCheckedLock {
+
+		WriteLease(String resource, String ownerToken, long fencingToken, long leaseNanos, long minHoldMicros,
+				long validUntilNanos) {
+			super(resource, ownerToken, ReadWriteLeases.WRITE, fencingToken, leaseNanos, minHoldMicros, validUntilNanos);
+		}
+
+		@Override
+		public boolean inTransactionOfItsDatabase() {
+			return HeldReadWriteLeases.this.transactions.inTransactionOfItsDatabase();
+		}
+
+		@Override
+		public boolean lockRowInTransaction() {
+			if (this.lost || this.released) {
+				return false;
+			}
+			return lockHoldInTransaction(this);
+		}
+
+	}
+
+}
