@@ -32,8 +32,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * A PESSIMISTIC holder lets the JVM's gate go once the database granted it the row, so the next local thread waits
  * in the server's row lock queue and is granted the row at the holder's commit. These tests check what that must not
  * change: exclusion between the threads of one JVM (on connections of the provider's own and inside Spring
- * transactions), fencing tokens in the order of the holds, a bounded number of local threads waiting in the database
- * (see PessimisticLocalWaitersTests), hold
+ * transactions), fencing tokens in the order of the holds, at most one local thread waiting in the database, hold
  * observations that all stop, reentrancy, and a LEASE caller of the same resource in the same JVM.
  */
 class PessimisticLocalQueueTests {
@@ -89,7 +88,7 @@ class PessimisticLocalQueueTests {
 	}
 
 	@Test
-	void threadsOnConnectionsOfTheirOwnTakeTurnsWithIncreasingTokensAndBoundedWaitersInTheDatabase() throws Exception {
+	void threadsOnConnectionsOfTheirOwnTakeTurnsWithIncreasingTokensAndOneWaiterInTheDatabase() throws Exception {
 		Sections sections = new Sections();
 		AtomicInteger mostWaiters = new AtomicInteger();
 		runThreads(() -> {
@@ -98,8 +97,7 @@ class PessimisticLocalQueueTests {
 				sections.run(lock.fencingToken());
 			}
 		}, sections);
-		assertThat(mostWaiters.get()).as("local threads waiting in the server at once")
-			.isBetween(1, LockSettings.PESSIMISTIC_LOCAL_WAITERS);
+		assertThat(mostWaiters.get()).as("local threads waiting in the server at once").isEqualTo(1);
 		assertThat(this.provider.connectionsInUse()).isZero();
 	}
 
@@ -111,8 +109,7 @@ class PessimisticLocalQueueTests {
 			mostWaiters.accumulateAndGet(waitersInDatabase(), Math::max);
 			sections.run(lock.fencingToken());
 		}), sections);
-		assertThat(mostWaiters.get()).as("local threads waiting in the server at once")
-			.isBetween(1, LockSettings.PESSIMISTIC_LOCAL_WAITERS);
+		assertThat(mostWaiters.get()).as("local threads waiting in the server at once").isEqualTo(1);
 	}
 
 	/**

@@ -20,9 +20,8 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * the database side only; everything here is testable against an in-memory provider.
  * <p>
  * LEASE: the holder keeps the gate while it holds the lock, but only while its lease lasts (see {@link LocalLocks});
- * a re-entry once the lease is over counts the outer hold as lost and acquires anew. PESSIMISTIC: the gate admits a
- * bounded number of local threads to the server's row lock queue behind a local holder
- * ({@link LockSettings#PESSIMISTIC_LOCAL_WAITERS}), and the holder holds the row without the gate. Thread-safe.
+ * a re-entry once the lease is over counts the outer hold as lost and acquires anew. PESSIMISTIC: the holder lets the
+ * gate go once the row is its own, and the next local thread waits in the server's queue. Thread-safe.
  */
 final class ExclusiveHolds {
 
@@ -50,7 +49,6 @@ final class ExclusiveHolds {
 	Attempt acquire(LockCall call) {
 		LocalLocks.Entry entry = this.locals.retain(call.resource());
 		boolean gateHeld = false;
-		boolean[] admitted = new boolean[1];
 		boolean acquired = false;
 		try {
 			DefaultLockHandle reentered = reenterPessimistic(entry, call.resource());
@@ -74,7 +72,7 @@ final class ExclusiveHolds {
 				}
 			}
 			LockRequest lockRequest = call.toLockRequest(deadline, this.settings.holderDescription());
-			AcquireResult result = obtain(entry, call, lockRequest, admitted);
+			AcquireResult result = obtain(entry, call, lockRequest);
 			HeldLock lock = result.lock();
 			if (lock == null) {
 				return Attempt.notAcquired(result.holder(), result.cause());
@@ -82,7 +80,7 @@ final class ExclusiveHolds {
 			DefaultLockHandle handle = hold(entry, call, lockRequest.holder(), lock);
 			acquired = true;
 			if (handle.isGateless()) {
-				entry.releaseGate(); // let go already, unless it took a lock handed off in memory
+				entry.releaseGate();
 				gateHeld = false;
 			}
 			return Attempt.acquired(handle);
@@ -92,9 +90,6 @@ final class ExclusiveHolds {
 			throw new LockInterruptedException(call.resource(), ex);
 		}
 		finally {
-			if (admitted[0]) {
-				entry.waiters().leave(); // after hold() claimed the entry, if it was granted the row
-			}
 			if (!acquired) {
 				if (gateHeld) {
 					entry.releaseGate();
@@ -168,12 +163,9 @@ final class ExclusiveHolds {
 
 	/**
 	 * The gate owner gets the lock: the lease the previous local holder handed off if it suits the request (no round
-	 * trip), else from the database, after holding back for other nodes' waiters if a hand-off chain asked for it. A
-	 * PESSIMISTIC acquirer asks the database as one of a bounded number of admitted local threads
-	 * ({@link DatabaseWaiters#admit}), without the gate, which goes to the next local thread.
-	 * @param admitted set when the caller was admitted; it then calls {@link DatabaseWaiters#leave()}
+	 * trip), else from the database, after holding back for other nodes' waiters if a hand-off chain asked for it.
 	 */
-	private AcquireResult obtain(LocalLocks.Entry entry, LockCall call, LockRequest lockRequest, boolean[] admitted)
+	private AcquireResult obtain(LocalLocks.Entry entry, LockCall call, LockRequest lockRequest)
 			throws InterruptedException {
 		HeldLock parked = entry.takeParked();
 		if (parked != null) {
@@ -187,21 +179,14 @@ final class ExclusiveHolds {
 			// this JVM just kept the lock for a whole hand-off budget: give other nodes' waiters their turn
 			TimeUnit.NANOSECONDS.sleep(Math.min(courtesy, lockRequest.remainingNanos()));
 		}
-		if (call.provider() instanceof TransactionalLockProvider) {
-			if (!entry.waiters().admit(lockRequest.deadlineNanos(), this.settings.pessimisticLocalWaiters())) {
-				return AcquireResult.busy(entry.localHolder());
-			}
-			admitted[0] = true;
-			entry.releaseGate();
-		}
-		return entry.waiters().acquire(call.provider(), lockRequest, entry::localHolder);
+		return askDatabase(entry, call, lockRequest);
 	}
 
 	/** Records the acquired lock as the entry's hold and returns the caller's handle, pushed on {@link CurrentLock}. */
 	private DefaultLockHandle hold(LocalLocks.Entry entry, LockCall call, String holder, HeldLock lock) {
 		Observation holding = this.settings.holding(call.resource(), call.mode(), lock);
-		// PESSIMISTIC: the row lock is ours, held without the gate (which admitted the next local threads to the
-		// server's row lock queue already: they are granted the row at our commit, without a round trip between us)
+		// PESSIMISTIC: the row lock is ours now, so the gate goes to the next local thread, which waits in the
+		// server's row lock queue and is granted the row at our commit (no round trip between the two holders)
 		Gateless gateless = (call.provider() instanceof TransactionalLockProvider)
 				? new Gateless(lock) : null;
 		LeaseHold lease = (gateless == null) ? new LeaseHold(lock) : null;
@@ -220,6 +205,38 @@ final class ExclusiveHolds {
 		}
 		CurrentLock.push(handle);
 		return handle;
+	}
+
+	/**
+	 * Asks the provider for the lock. A PESSIMISTIC holder of this JVM lets the next local thread wait in the
+	 * database, on a connection of its own, while the provider can spare one
+	 * ({@link TransactionalLockProvider#canWaitInDatabase()}); otherwise, and when the provider refuses for its
+	 * cap ({@link LockLimitExceededException}) while a local holder of the resource still has a connection to give
+	 * back, that thread waits in the JVM for the local holder, as every local waiter did before, rather than fail.
+	 */
+	private static AcquireResult askDatabase(LocalLocks.Entry entry, LockCall call, LockRequest lockRequest)
+			throws InterruptedException {
+		while (true) {
+			long seen = entry.releases();
+			if (entry.gateless() != null && call.provider() instanceof TransactionalLockProvider transactional
+					&& !transactional.canWaitInDatabase()) {
+				if (!entry.awaitRelease(seen, lockRequest)) {
+					return AcquireResult.busy(entry.localHolder());
+				}
+				continue;
+			}
+			try {
+				return call.provider().acquire(lockRequest);
+			}
+			catch (LockLimitExceededException ex) {
+				if (entry.noConnectionToComeBack(seen)) {
+					throw ex; // no local holder of this resource will give a connection back
+				}
+				if (!entry.awaitRelease(seen, lockRequest)) {
+					return AcquireResult.busy(entry.localHolder());
+				}
+			}
+		}
 	}
 
 	/**
@@ -375,7 +392,7 @@ final class ExclusiveHolds {
 		}
 		finally {
 			if (gateless.ownConnection) {
-				entry.waiters().connectionReturned();
+				entry.connectionReturned();
 			}
 			leave(entry);
 		}

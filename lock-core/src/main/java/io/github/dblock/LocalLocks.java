@@ -7,6 +7,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 import io.github.dblock.spi.HeldLock;
+import io.github.dblock.spi.LockRequest;
 import io.micrometer.observation.Observation;
 import org.jspecify.annotations.Nullable;
 
@@ -20,14 +21,10 @@ import org.jspecify.annotations.Nullable;
  * the first queued thread takes the gate from it (the hold is {@linkplain LeaseHold#superseded superseded}) and asks
  * the database like any other owner, so a hung, dead or leaked holder never keeps its JVM's other threads waiting
  * for longer than its lease. A
- * PESSIMISTIC acquirer does not keep the gate while it waits in the database: the gate admits it
- * ({@link DatabaseWaiters#admit}) and goes to the next local thread, and once granted the row it is recorded as
- * {@link Entry#gateless}. While a local PESSIMISTIC holder holds the row, up to
- * {@link LockSettings#PESSIMISTIC_LOCAL_WAITERS} local threads of the resource wait in the server's row lock queue
- * at once, each on a connection of its own, so that the next one is already queued when the holder commits and is
- * granted the row at that commit, without a round trip between the two holders; the gate keeps the others in the
- * JVM, in arrival order, and the server's queue orders the admitted ones. Otherwise one local thread per resource
- * asks the database at a time, whatever the mode.
+ * PESSIMISTIC holder lets the gate go as soon as the database granted it the row lock and is recorded as
+ * {@link Entry#gateless} instead: the next local thread then waits in the server's row lock queue, on a
+ * connection of its own, and is granted the row at the holder's commit, without a round trip between the two
+ * holders (see {@code LockTemplate}). At most one thread per resource and JVM waits in the database either way.
  * <p>
  * Entries are reference-counted and removed when the last user is gone, so no state is retained per released
  * resource. Thread-safe.
@@ -139,8 +136,18 @@ final class LocalLocks {
 		 */
 		private volatile @Nullable Gateless gateless;
 
-		/** The PESSIMISTIC acquirers of this entry in the database and the holders' connections. */
-		private final DatabaseWaiters waiters = new DatabaseWaiters();
+		/**
+		 * PESSIMISTIC holds of this entry on connections of the provider's own that have not given their connection
+		 * back yet; guarded by the entry's monitor.
+		 */
+		private int ownConnections;
+
+		/**
+		 * How often a PESSIMISTIC holder of this entry has cleared its fields or given its connection back; guarded by
+		 * the entry's monitor, which is notified at each. A local thread that waits in the JVM instead of the database
+		 * (the provider could not spare a connection) waits for the next one.
+		 */
+		private long releases;
 
 		/** The mode {@link #held} was taken in; reentrant holds share it. */
 		private volatile @Nullable LockMode mode;
@@ -341,9 +348,42 @@ final class LocalLocks {
 			this.courtesyPending = true;
 		}
 
-		/** The PESSIMISTIC acquirers of this entry in the database, and the connections its holders give back. */
-		DatabaseWaiters waiters() {
-			return this.waiters;
+		/** How often a PESSIMISTIC holder has ended or given its connection back so far. */
+		synchronized long releases() {
+			return this.releases;
+		}
+
+		/**
+		 * Whether no local PESSIMISTIC holder will give a connection back to a thread that has seen {@code seen}
+		 * releases: nothing ended since, and no holder has a connection of the provider's own.
+		 */
+		synchronized boolean noConnectionToComeBack(long seen) {
+			return this.releases == seen && this.ownConnections == 0;
+		}
+
+		/**
+		 * Waits until a PESSIMISTIC hold of the entry has ended or given its connection back since {@code seen}.
+		 * @return whether one did before the request's deadline
+		 */
+		synchronized boolean awaitRelease(long seen, LockRequest request) throws InterruptedException {
+			while (this.releases == seen) {
+				long remaining = request.remainingNanos();
+				if (remaining <= 0) {
+					return false;
+				}
+				TimeUnit.NANOSECONDS.timedWait(this, remaining);
+			}
+			return true;
+		}
+
+		/**
+		 * Counts the end of a PESSIMISTIC hold on a connection of the provider's own (the connection is back) and wakes
+		 * threads waiting for one.
+		 */
+		synchronized void connectionReturned() {
+			this.ownConnections--;
+			this.releases++;
+			notifyAll();
 		}
 
 		/**
@@ -361,7 +401,9 @@ final class LocalLocks {
 			this.holder = description;
 			this.holding = heldObservation;
 			this.gateless = pessimistic;
-			this.waiters.claimed(pessimistic);
+			if (pessimistic != null && pessimistic.ownConnection) {
+				this.ownConnections++;
+			}
 			return previous;
 		}
 
@@ -378,7 +420,8 @@ final class LocalLocks {
 			this.holder = null;
 			this.holding = null;
 			this.gateless = null;
-			this.waiters.cleared();
+			this.releases++;
+			notifyAll();
 			return observation;
 		}
 

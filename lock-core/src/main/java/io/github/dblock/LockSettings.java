@@ -19,14 +19,6 @@ final class LockSettings {
 
 	private static final int MAX_HOLDER_LENGTH = 255;
 
-	/**
-	 * How many threads of this JVM may wait for one PESSIMISTIC resource in the server's row lock queue at once, each
-	 * on a connection of its own: enough that the row is rarely idle between two local holders (the next one is
-	 * queued before the holder commits), few enough that one hot resource does not take many connections. The
-	 * provider's cap bounds them all together ({@code TransactionalLockProvider.canWaitInDatabase}).
-	 */
-	static final int PESSIMISTIC_LOCAL_WAITERS = 4;
-
 	private final String nodeName;
 
 	private volatile boolean interruptOnLoss;
@@ -51,11 +43,6 @@ final class LockSettings {
 
 	void setInterruptOnLoss(boolean interruptOnLoss) {
 		this.interruptOnLoss = interruptOnLoss;
-	}
-
-	/** How many local threads may wait for one PESSIMISTIC resource in the server's queue at once, at least 1. */
-	int pessimisticLocalWaiters() {
-		return PESSIMISTIC_LOCAL_WAITERS;
 	}
 
 	boolean validateAtCommit() {
