@@ -23,13 +23,13 @@ final class DefaultLockHandle implements LockHandle {
 	private volatile boolean closed;
 
 	/** The PESSIMISTIC acquisition this hold belongs to, {@code null} for a LEASE hold. */
-	private final LocalLocks.@Nullable Gateless gateless;
+	private final @Nullable Gateless gateless;
 
 	/** The LEASE acquisition this hold belongs to, {@code null} for a PESSIMISTIC hold. */
-	private final LocalLocks.@Nullable LeaseHold lease;
+	private final @Nullable LeaseHold lease;
 
 	DefaultLockHandle(ExclusiveHolds holds, LocalLocks.Entry entry, HeldLock lock, LockMode mode,
-			LocalLocks.@Nullable Gateless gateless, LocalLocks.@Nullable LeaseHold lease) {
+			@Nullable Gateless gateless, @Nullable LeaseHold lease) {
 		this.holds = holds;
 		this.entry = entry;
 		this.lock = lock;
@@ -43,7 +43,7 @@ final class DefaultLockHandle implements LockHandle {
 	 * The PESSIMISTIC acquisition this hold belongs to if it is one of the given entry (of the same template), else
 	 * {@code null}.
 	 */
-	LocalLocks.@Nullable Gateless gatelessOf(LocalLocks.Entry entry) {
+	@Nullable Gateless gatelessOf(LocalLocks.Entry entry) {
 		return (this.entry == entry) ? this.gateless : null;
 	}
 

@@ -104,8 +104,8 @@ final class ExclusiveHolds {
 	 * @return the new handle, or {@code null} when the thread holds no PESSIMISTIC lock of the resource
 	 */
 	private @Nullable DefaultLockHandle reenterPessimistic(LocalLocks.Entry entry, String resource) {
-		LocalLocks.Gateless own = entry.gateless();
-		LocalLocks.Gateless mine = (CurrentLock.get(resource).orElse(null) instanceof DefaultLockHandle open)
+		Gateless own = entry.gateless();
+		Gateless mine = (CurrentLock.get(resource).orElse(null) instanceof DefaultLockHandle open)
 				? open.gatelessOf(entry) : null;
 		if (mine != null && mine != own) {
 			// this thread still holds the resource, but its row was taken over since (its connection died and the
@@ -135,8 +135,8 @@ final class ExclusiveHolds {
 	 * @return the new handle, or {@code null} when the caller must acquire anew
 	 */
 	private @Nullable DefaultLockHandle reenterLease(LocalLocks.Entry entry, String resource) {
-		LocalLocks.LeaseHold[] stale = new LocalLocks.LeaseHold[1];
-		LocalLocks.LeaseHold outer = entry.reentrantLease(stale);
+		LeaseHold[] stale = new LeaseHold[1];
+		LeaseHold outer = entry.reentrantLease(stale);
 		if (stale[0] != null) {
 			superseded(resource, stale[0]);
 		}
@@ -153,7 +153,7 @@ final class ExclusiveHolds {
 	/** Waits for the resource's local gate until the deadline; reports a hold it superseded. */
 	private static boolean takeGate(LocalLocks.Entry entry, String resource, long deadline)
 			throws InterruptedException {
-		LocalLocks.LeaseHold[] stale = new LocalLocks.LeaseHold[1];
+		LeaseHold[] stale = new LeaseHold[1];
 		boolean owned = entry.acquireGate(deadline, stale);
 		if (stale[0] != null) {
 			superseded(resource, stale[0]);
@@ -187,9 +187,9 @@ final class ExclusiveHolds {
 		Observation holding = this.settings.holding(call.resource(), call.mode(), lock);
 		// PESSIMISTIC: the row lock is ours now, so the gate goes to the next local thread, which waits in the
 		// server's row lock queue and is granted the row at our commit (no round trip between the two holders)
-		LocalLocks.Gateless gateless = (call.provider() instanceof TransactionalLockProvider)
-				? new LocalLocks.Gateless(lock) : null;
-		LocalLocks.LeaseHold lease = (gateless == null) ? new LocalLocks.LeaseHold(lock) : null;
+		Gateless gateless = (call.provider() instanceof TransactionalLockProvider)
+				? new Gateless(lock) : null;
+		LeaseHold lease = (gateless == null) ? new LeaseHold(lock) : null;
 		Observation previous = entry.claim(lock, call.mode(), holder, holding, gateless, lease);
 		if (previous != null) {
 			previous.stop();
@@ -245,8 +245,8 @@ final class ExclusiveHolds {
 	 * @param lease the LEASE acquisition the handle belongs to, {@code null} for a PESSIMISTIC hold
 	 * @throws LockLostException if the lock was no longer held at release
 	 */
-	void release(LocalLocks.Entry entry, HeldLock lock, LocalLocks.@Nullable Gateless gateless,
-			LocalLocks.@Nullable LeaseHold lease) {
+	void release(LocalLocks.Entry entry, HeldLock lock, @Nullable Gateless gateless,
+			@Nullable LeaseHold lease) {
 		if (gateless != null) {
 			releaseGateless(entry, gateless);
 			return;
@@ -333,7 +333,7 @@ final class ExclusiveHolds {
 	 * and is still open, and a loss found then is logged (the commit, if any, was validated under the row lock).
 	 * @return whether the release was deferred (the hold count is then zero)
 	 */
-	private boolean deferRelease(LocalLocks.Entry entry, HeldLock lock, LocalLocks.LeaseHold lease) {
+	private boolean deferRelease(LocalLocks.Entry entry, HeldLock lock, LeaseHold lease) {
 		CommitValidation.Check check = CommitValidation.pending(lock);
 		if (check == null || lease.superseded) {
 			return false;
@@ -369,7 +369,7 @@ final class ExclusiveHolds {
 	 * database lock is released (the next holder may be granted the row at the commit); a transaction-bound lock is
 	 * released by its transaction, after which the fields are cleared unless the next holder claimed them first.
 	 */
-	private void releaseGateless(LocalLocks.Entry entry, LocalLocks.Gateless gateless) {
+	private void releaseGateless(LocalLocks.Entry entry, Gateless gateless) {
 		HeldLock lock = gateless.lock;
 		if (--gateless.holds > 0) {
 			leave(entry);
@@ -436,7 +436,7 @@ final class ExclusiveHolds {
 	 * Ends the hold observation of a LEASE hold that was superseded because its lease was over, with a {@code lost}
 	 * event, and says so in the log: the holder had not closed it in time.
 	 */
-	private static void superseded(String resource, LocalLocks.LeaseHold stale) {
+	private static void superseded(String resource, LeaseHold stale) {
 		Observation holding = stale.holding;
 		stale.holding = null;
 		if (holding != null) {

@@ -1,5 +1,6 @@
 package io.github.dblock;
 
+import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.UUID;
@@ -11,6 +12,7 @@ import io.github.dblock.spi.HandOffLock;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockProvider;
 import io.github.dblock.spi.LockRequest;
+import io.github.dblock.spi.TransactionalLockProvider;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -161,6 +163,130 @@ final class InMemoryLockProvider implements LockProvider {
 		@Override
 		public boolean canServe(LockRequest request) {
 			return true;
+		}
+
+	}
+
+	/**
+	 * A PESSIMISTIC provider kept in memory: a row lock per resource, held until release, granted to waiters in their
+	 * arrival order (as InnoDB's queue does), with the next token of the resource. It counts the threads waiting in it
+	 * at once; {@link #spareConnections} is what {@link #canWaitInDatabase()} answers. Thread-safe.
+	 */
+	static final class RowLocks implements TransactionalLockProvider {
+
+		/** Per resource: the holder's ticket first, then the waiters' in arrival order. */
+		private final Map<String, ArrayDeque<Object>> queues = new HashMap<>();
+
+		private final Map<String, Long> tokens = new HashMap<>();
+
+		private int waiting;
+
+		private int mostWaiting;
+
+		volatile boolean spareConnections = true;
+
+		@Override
+		public LockMode mode() {
+			return LockMode.PESSIMISTIC;
+		}
+
+		@Override
+		public synchronized AcquireResult acquire(LockRequest request) throws InterruptedException {
+			ArrayDeque<Object> queue = this.queues.computeIfAbsent(request.resource(), (key) -> new ArrayDeque<>());
+			Object ticket = new Object();
+			queue.addLast(ticket);
+			this.mostWaiting = Math.max(this.mostWaiting, ++this.waiting);
+			boolean granted = false;
+			try {
+				while (queue.peekFirst() != ticket) {
+					long remaining = request.remainingNanos();
+					if (remaining <= 0) {
+						return AcquireResult.busy("in-memory row holder");
+					}
+					TimeUnit.NANOSECONDS.timedWait(this, remaining);
+				}
+				granted = true;
+				long token = this.tokens.merge(request.resource(), 1L, Long::sum);
+				return AcquireResult.acquired(new RowLock(request.resource(), ticket, token));
+			}
+			finally {
+				this.waiting--;
+				if (!granted) {
+					queue.remove(ticket);
+					notifyAll();
+				}
+			}
+		}
+
+		/** The threads waiting in {@link #acquire} now. */
+		synchronized int waiting() {
+			return this.waiting;
+		}
+
+		/** The most threads that waited in {@link #acquire} at the same time. */
+		synchronized int mostWaiting() {
+			return this.mostWaiting;
+		}
+
+		@Override
+		public boolean canWaitInDatabase() {
+			return this.spareConnections;
+		}
+
+		@Override
+		public void announceNextAttempt(String resource, java.time.Duration nextAttemptWithin) {
+		}
+
+		@Override
+		public boolean isRetryableAttemptFailure(RuntimeException failure) {
+			return false;
+		}
+
+		@Override
+		public <T> T inTransaction(java.util.function.Supplier<T> work) {
+			return work.get();
+		}
+
+		private final class RowLock implements HeldLock {
+
+			private final String resource;
+
+			private final Object ticket;
+
+			private final long token;
+
+			RowLock(String resource, Object ticket, long token) {
+				this.resource = resource;
+				this.ticket = ticket;
+				this.token = token;
+			}
+
+			@Override
+			public long fencingToken() {
+				return this.token;
+			}
+
+			@Override
+			public String ownerToken() {
+				return this.ticket.toString();
+			}
+
+			@Override
+			public long validUntilNanos() {
+				return System.nanoTime() + TimeUnit.HOURS.toNanos(1);
+			}
+
+			@Override
+			public boolean release() {
+				RowLocks provider = RowLocks.this;
+				synchronized (provider) {
+					boolean held = provider.queues.get(this.resource).peekFirst() == this.ticket;
+					provider.queues.get(this.resource).remove(this.ticket);
+					provider.notifyAll();
+					return held;
+				}
+			}
+
 		}
 
 	}

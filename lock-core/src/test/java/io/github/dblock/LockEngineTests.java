@@ -185,6 +185,84 @@ class LockEngineTests {
 		assertThat(this.provider.acquisitions.get()).as("the waiter never asked the provider").isEqualTo(1);
 	}
 
+	@Test
+	void pessimisticThreadsWithEmptySectionsRunOnceEachInTokenOrderWithOneInTheProviderAtATime() throws Exception {
+		InMemoryLockProvider.RowLocks rows = new InMemoryLockProvider.RowLocks();
+		LockTemplate pessimistic = new LockTemplate(List.of(rows), LockMode.PESSIMISTIC, Duration.ofSeconds(30),
+				Duration.ofSeconds(30), "node-1");
+		int threads = 8;
+		int perThread = 200;
+		java.util.concurrent.atomic.AtomicInteger inside = new java.util.concurrent.atomic.AtomicInteger();
+		java.util.concurrent.atomic.AtomicInteger overlaps = new java.util.concurrent.atomic.AtomicInteger();
+		List<Long> tokens = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+		CountDownLatch start = new CountDownLatch(1);
+		List<Future<?>> futures = new java.util.ArrayList<>();
+		for (int t = 0; t < threads; t++) {
+			futures.add(this.executor.submit(() -> {
+				start.await();
+				for (int i = 0; i < perThread; i++) {
+					try (LockHandle lock = pessimistic.acquire("hot")) {
+						if (inside.incrementAndGet() != 1) {
+							overlaps.incrementAndGet();
+						}
+						tokens.add(lock.fencingToken());
+						inside.decrementAndGet();
+					}
+				}
+				return null;
+			}));
+		}
+		start.countDown();
+		for (Future<?> future : futures) {
+			future.get(30, TimeUnit.SECONDS);
+		}
+		assertThat(overlaps.get()).as("sections that found another one inside").isZero();
+		List<Long> expected = java.util.stream.LongStream.rangeClosed(1, threads * perThread).boxed().toList();
+		assertThat(tokens).as("every section once, tokens in the order of the holds").isEqualTo(expected);
+		assertThat(rows.mostWaiting()).as("threads waiting in the provider at once").isEqualTo(1);
+		assertThat(pessimistic.localResourceCount()).isZero();
+	}
+
+	@Test
+	void onePessimisticWaiterBehindALocalHolderWaitsInTheProviderOrInTheJvmWithoutConnections()
+			throws Exception {
+		InMemoryLockProvider.RowLocks rows = new InMemoryLockProvider.RowLocks();
+		LockTemplate pessimistic = new LockTemplate(List.of(rows), LockMode.PESSIMISTIC, Duration.ofSeconds(30),
+				Duration.ofSeconds(30), "node-1");
+		int others = 3;
+		for (boolean spare : new boolean[] { true, false }) {
+			rows.spareConnections = spare;
+			LockHandle holder = pessimistic.acquire("r");
+			List<Future<Long>> waiters = new java.util.ArrayList<>();
+			for (int i = 0; i < others; i++) {
+				waiters.add(this.executor.submit(() -> {
+					try (LockHandle lock = pessimistic.acquire("r")) {
+						return lock.fencingToken();
+					}
+				}));
+			}
+			int expected = spare ? 1 : 0;
+			long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+			while (rows.waiting() < expected) {
+				assertThat(System.nanoTime() - deadline).as("%d waiters in the provider", expected).isNegative();
+				Thread.sleep(1);
+			}
+			Thread.sleep(100);
+			assertThat(rows.waiting()).as("threads in the provider, spare connections: %s", spare).isEqualTo(expected);
+			try (LockHandle inner = pessimistic.acquire("r")) {
+				assertThat(inner.fencingToken()).as("the holder re-enters").isEqualTo(holder.fencingToken());
+			}
+			holder.close();
+			java.util.Set<Long> distinct = new java.util.HashSet<>();
+			for (Future<Long> waiter : waiters) {
+				assertThat(waiter.get(10, TimeUnit.SECONDS)).isGreaterThan(holder.fencingToken());
+				distinct.add(waiter.get());
+			}
+			assertThat(distinct).hasSize(others);
+			assertThat(pessimistic.localResourceCount()).isZero();
+		}
+	}
+
 	private void awaitQueued(String resource) throws InterruptedException {
 		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
 		while (!this.template.hasQueuedLocalWaiters(resource)) {

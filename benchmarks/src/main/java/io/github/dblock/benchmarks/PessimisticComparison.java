@@ -15,7 +15,8 @@ import com.zaxxer.hikari.HikariDataSource;
  * the harness: (1) uncontended acquire + release, one thread, a random one of 1,000 existing rows per cycle, in 5
  * rounds of interleaved cycles (one of each contender in turn), the median of the rounds' p50; (2) one hot row, 8 threads in this
  * JVM; (3) one hot row, 2 JVMs × 4 threads; (4) 16 threads over 1,000 rows. Hold 0 and 1 ms in (2) and (3). Prints
- * each figure and its ratio to the bare row lock of the same scenario. Run with {@code -Dbench.jdbc-url=...}.
+ * each figure and its ratio to the bare row lock of the same scenario. Run with {@code -Dbench.jdbc-url=...};
+ * {@code -Dbench.hot-rounds=n} runs (2) in n rounds of every contender in turn and prints the medians.
  */
 public final class PessimisticComparison {
 
@@ -41,14 +42,7 @@ public final class PessimisticComparison {
 			}
 			if (only.contains("2")) {
 				for (int hold : new int[] { 0, 1 }) {
-					Map<Contender.Kind, Double> rates = new EnumMap<>(Contender.Kind.class);
-					for (Contender.Kind kind : KINDS) {
-						try (Contender contender = Contenders.create(kind, pool, BenchSchema.SMALL, "jvm")) {
-							rates.put(kind, Contention.run(contender, List.of("cmp-hot-jvm-" + hold), 8, Duration.ofMillis(hold),
-									warmup, measure).perSecond());
-						}
-					}
-					print("2. one hot row, 8 threads in one JVM, hold " + hold + " ms, sections/s", rates);
+					hotRowInOneJvm(pool, hold, Integer.getInteger("bench.hot-rounds", 1), warmup, measure);
 				}
 			}
 			if (only.contains("3")) {
@@ -81,6 +75,52 @@ public final class PessimisticComparison {
 				print("4. 16 threads over 1,000 rows, sections/s", rates);
 			}
 		}
+	}
+
+	/**
+	 * Scenario 2, one hot row and 8 threads in this JVM, in {@code rounds} rounds; each round runs every contender once,
+	 * starting one further along {@link #KINDS} than the round before, so that a slow phase of the shared machine hits
+	 * all alike. Prints each round's figures and ratios, then the medians of the rates and of the ratios.
+	 */
+	private static void hotRowInOneJvm(HikariDataSource pool, int hold, int rounds, Duration warmup, Duration measure)
+			throws Exception {
+		Map<Contender.Kind, List<Double>> rates = new EnumMap<>(Contender.Kind.class);
+		Map<Contender.Kind, List<Double>> ratios = new EnumMap<>(Contender.Kind.class);
+		for (int round = 0; round < rounds; round++) {
+			Map<Contender.Kind, Double> figures = new EnumMap<>(Contender.Kind.class);
+			for (int i = 0; i < KINDS.length; i++) {
+				Contender.Kind kind = KINDS[(round + i) % KINDS.length];
+				try (Contender contender = Contenders.create(kind, pool, BenchSchema.SMALL, "jvm")) {
+					figures.put(kind, Contention.run(contender, List.of("cmp-hot-jvm-" + hold), 8, Duration.ofMillis(hold),
+							warmup, measure).perSecond());
+				}
+			}
+			double bare = java.util.Objects.requireNonNull(figures.get(Contender.Kind.BARE_ROW_LOCK), "the bare row lock ran");
+			figures.forEach((kind, value) -> {
+				rates.computeIfAbsent(kind, (k) -> new ArrayList<>()).add(value);
+				ratios.computeIfAbsent(kind, (k) -> new ArrayList<>()).add(value / bare);
+			});
+			if (rounds > 1) {
+				print("2. one hot row, 8 threads in one JVM, hold " + hold + " ms, round " + (round + 1) + ", sections/s",
+						figures);
+			}
+		}
+		String title = "2. one hot row, 8 threads in one JVM, hold " + hold + " ms, sections/s";
+		if (rounds == 1) {
+			print(title, medians(rates));
+			return;
+		}
+		System.out.println("RESULT " + title + ", median of " + rounds + " rounds (ratio: median of the rounds' ratios)");
+		Map<Contender.Kind, Double> medianRatios = medians(ratios);
+		medians(rates).forEach((kind, value) -> System.out.printf("RESULT   %-45s %10.1f  %.2f x bare%n", kind.label(),
+				value, medianRatios.get(kind)));
+	}
+
+	private static Map<Contender.Kind, Double> medians(Map<Contender.Kind, List<Double>> values) {
+		Map<Contender.Kind, Double> medians = new EnumMap<>(Contender.Kind.class);
+		values.forEach((kind, list) -> medians.put(kind, list.stream().mapToDouble(Double::doubleValue).sorted()
+			.toArray()[list.size() / 2]));
+		return medians;
 	}
 
 	private static void uncontended(HikariDataSource pool, int rounds, Duration perRound) throws Exception {

@@ -1,0 +1,45 @@
+package io.github.dblock;
+
+import io.github.dblock.spi.HeldLock;
+import io.micrometer.observation.Observation;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * One LEASE acquisition held with the gate: its lock, its thread and its hold count (the acquisition and its
+ * re-entries), shared by the handles of that acquisition, so that the handles of a hold that was superseded never
+ * touch a later holder's state.
+ */
+final class LeaseHold {
+
+	final HeldLock lock;
+
+	final Thread thread = Thread.currentThread();
+
+	/** Open handles; written only by {@link #thread}. */
+	volatile int holds = 1;
+
+	/**
+	 * Set when its lease was over and another local thread (or its own, re-entering) took the gate from it; its
+	 * handles then release only their own lease and report it lost. Written under the entry's monitor.
+	 */
+	volatile boolean superseded;
+
+	/** Set under the entry's monitor when its thread begins the final release: it is not superseded after that. */
+	volatile boolean closing;
+
+	/** Its hold observation once superseded, for the superseding thread to end with a {@code lost} event. */
+	volatile @Nullable Observation holding;
+
+	LeaseHold(HeldLock lock) {
+		this.lock = lock;
+	}
+
+	/**
+	 * Whether its lease is over by this JVM's clock ({@link HeldLock#validUntilNanos()}, which errs early) or known
+	 * lost, while its thread has not begun to release it.
+	 */
+	boolean isOver() {
+		return !this.closing && (this.lock.isLost() || System.nanoTime() - this.lock.validUntilNanos() >= 0);
+	}
+
+}
