@@ -1,14 +1,13 @@
 package io.github.dblock;
 
 import java.time.Duration;
-import java.util.concurrent.TimeUnit;
 
 import io.github.dblock.spi.Backoff;
 import io.github.dblock.spi.TransactionalLockProvider;
+import io.github.dblock.spi.WaitLoop;
 import io.github.dblock.spi.WorkLockProvider;
 import io.micrometer.observation.Observation;
 import org.jspecify.annotations.Nullable;
-import org.springframework.core.NestedExceptionUtils;
 import org.springframework.transaction.TransactionSystemException;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
@@ -28,6 +27,9 @@ final class LockEngine {
 	 * 5 ms doubling to 100 ms, with jitter.
 	 */
 	private static final Backoff ATTEMPT_BACKOFF = new Backoff(Duration.ofMillis(5), Duration.ofMillis(100));
+
+	/** The shared wait loop with {@link #ATTEMPT_BACKOFF}, warning once per wait of a lost connection. */
+	private static final WaitLoop ATTEMPT_LOOP = new WaitLoop(ATTEMPT_BACKOFF, logger);
 
 	private final LockSettings settings;
 
@@ -113,55 +115,133 @@ final class LockEngine {
 	 */
 	private <T> @Nullable T executeInTransactionsOfItsOwn(TransactionalLockProvider provider, LockCall call,
 			LockCallback<T> action) {
-		long deadline = call.deadlineNanos();
 		Attempts attempts = new Attempts(this.settings.acquisition(call.resource(), call.mode()).start());
-		LockCall attempt = call;
-		int outages = 0;
-		for (int n = 0;; n++) {
-			attempts.notAcquired = false;
-			attempts.actionStarted = false;
-			LockCall current = attempt;
+		TransactionAttempts<T> wait = new TransactionAttempts<>(provider, call, action, attempts);
+		try {
+			return ATTEMPT_LOOP.run(wait::remainingNanos, wait).value();
+		}
+		catch (InterruptedException interrupted) {
+			Thread.currentThread().interrupt();
+			LockInterruptedException failure = new LockInterruptedException(call.resource(), interrupted);
+			attempts.stop("failed", failure);
+			throw failure;
+		}
+	}
+
+	/** The result of one attempt's action, which may be {@code null}. */
+	private record Done<T>(@Nullable T value) {
+	}
+
+	/**
+	 * One attempt of {@link #executeInTransactionsOfItsOwn}: the action's result, or the acquisition's refusal, or
+	 * (both {@code null}) an outage ridden out.
+	 */
+	private record Step<T>(@Nullable Done<T> done, @Nullable LockNotAcquiredException notAcquired,
+			@Nullable RuntimeException outage) {
+	}
+
+	/** The steps of {@link #executeInTransactionsOfItsOwn} in the shared {@link WaitLoop}. */
+	private final class TransactionAttempts<T> implements WaitLoop.Wait<Step<T>, Done<T>> {
+
+		private final TransactionalLockProvider provider;
+
+		private final LockCall call;
+
+		private final LockCallback<T> action;
+
+		private final Attempts attempts;
+
+		private final long deadline;
+
+		TransactionAttempts(TransactionalLockProvider provider, LockCall call, LockCallback<T> action,
+				Attempts attempts) {
+			this.provider = provider;
+			this.call = call;
+			this.action = action;
+			this.attempts = attempts;
+			this.deadline = call.deadlineNanos();
+		}
+
+		long remainingNanos() {
+			return this.deadline - System.nanoTime();
+		}
+
+		@Override
+		public Step<T> attempt(int attempt) {
+			this.attempts.notAcquired = false;
+			this.attempts.actionStarted = false;
+			LockCall current = (attempt == 0) ? this.call
+					: this.call.withWaitTime(Duration.ofNanos(Math.max(0, remainingNanos())));
 			try {
-				return provider.inTransaction(() -> executeHolding(current, action, call.waitTime(), attempts));
+				return new Step<>(new Done<>(this.provider.inTransaction(
+						() -> executeHolding(current, this.action, this.call.waitTime(), this.attempts))), null, null);
 			}
 			catch (LockNotAcquiredException ex) {
-				long remaining = deadline - System.nanoTime();
-				if (!attempts.notAcquired) {
-					attempts.stop("failed", ex); // not the acquisition's (no-op when it had succeeded)
+				if (!this.attempts.notAcquired) {
+					this.attempts.stop("failed", ex); // not the acquisition's (no-op when it had succeeded)
 					throw ex;
 				}
-				if (remaining <= 0) {
-					attempts.stop("timed_out", null);
-					throw ex;
-				}
-				long pause = ATTEMPT_BACKOFF.pauseNanos(n, 0, remaining);
-				if (pause < remaining) {
-					announceNextAttempt(provider, call, pause + ATTEMPT_BACKOFF.initial().toNanos());
-				}
-				pause(call, attempts, pause);
-			}
-			catch (RuntimeException ex) {
-				long remaining = deadline - System.nanoTime();
-				if (attempts.actionStarted || remaining <= 0 || hidesAnError(ex)
-						|| !provider.isRetryableAttemptFailure(ex)) {
-					attempts.stop("failed", ex); // no-op when the acquisition had already succeeded
-					throw ex;
-				}
-				// a lost or unobtainable connection before the action started: the attempt's transaction died
-				// with it, so a new attempt is safe
-				if (outages++ == 0) {
-					logger.warn("Lost the connection to the lock database while acquiring '" + call.resource()
-							+ "' (PESSIMISTIC); retrying until the wait time ends: "
-							+ NestedExceptionUtils.getMostSpecificCause(ex));
-				}
-				pause(call, attempts, ATTEMPT_BACKOFF.pauseNanos(n, 0, remaining));
+				return new Step<>(null, ex, null);
 			}
 			catch (Error ex) {
-				attempts.stop("failed", ex);
+				this.attempts.stop("failed", ex);
 				throw ex;
 			}
-			attempt = call.withWaitTime(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
 		}
+
+		@Override
+		public @Nullable Done<T> result(Step<T> outcome) {
+			return outcome.done();
+		}
+
+		@Override
+		public Done<T> atDeadline(Step<T> outcome) {
+			this.attempts.stop("timed_out", null);
+			LockNotAcquiredException notAcquired = outcome.notAcquired();
+			throw (notAcquired != null) ? notAcquired
+					: new LockNotAcquiredException(this.call.resource(), this.call.waitTime(), null, outcome.outage());
+		}
+
+		@Override
+		public String waitingFor() {
+			return "acquiring '" + this.call.resource() + "' (PESSIMISTIC)";
+		}
+
+		/**
+		 * A lost or unobtainable connection before the action started: the attempt's transaction died with it, so a
+		 * new attempt is safe. Any other failure ends the wait (and its observation).
+		 */
+		@Override
+		public boolean ridesOut(RuntimeException ex) {
+			boolean retry = !this.attempts.actionStarted && !hidesAnError(ex)
+					&& this.provider.isRetryableAttemptFailure(ex);
+			if (!retry) {
+				this.attempts.stop("failed", ex); // no-op when the acquisition had already succeeded
+			}
+			return retry;
+		}
+
+		@Override
+		public Step<T> afterOutage(RuntimeException ex) {
+			return new Step<>(null, null, ex);
+		}
+
+		@Override
+		public Done<T> outageAtDeadline(RuntimeException ex) {
+			this.attempts.stop("failed", ex);
+			throw ex;
+		}
+
+		/** The back-off step; before an attempt after a refusal, announced to a LEASE holder's JVM. */
+		@Override
+		public long pauseNanos(Step<T> outcome, int attempt, long remainingNanos, Backoff backoff) {
+			long pause = backoff.pauseNanos(attempt, 0, remainingNanos);
+			if (outcome.notAcquired() != null && pause < remainingNanos) {
+				announceNextAttempt(this.provider, this.call, pause + backoff.initial().toNanos());
+			}
+			return pause;
+		}
+
 	}
 
 	/**
@@ -183,18 +263,6 @@ final class LockEngine {
 	 */
 	private static boolean hidesAnError(RuntimeException ex) {
 		return ex instanceof TransactionSystemException rollback && rollback.getApplicationException() instanceof Error;
-	}
-
-	private static void pause(LockCall call, Attempts attempts, long pauseNanos) {
-		try {
-			TimeUnit.NANOSECONDS.sleep(pauseNanos);
-		}
-		catch (InterruptedException interrupted) {
-			Thread.currentThread().interrupt();
-			LockInterruptedException failure = new LockInterruptedException(call.resource(), interrupted);
-			attempts.stop("failed", failure);
-			throw failure;
-		}
 	}
 
 	private <T> @Nullable T executeWork(WorkLockProvider provider, LockCall call,

@@ -20,6 +20,7 @@ import io.github.dblock.idempotency.IdempotencyRecord;
 import io.github.dblock.idempotency.IdempotencyStatus;
 import io.github.dblock.spi.Backoff;
 import io.github.dblock.spi.HeldLock;
+import io.github.dblock.spi.WaitLoop;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
@@ -135,7 +136,7 @@ public class IdempotencyStore implements IdempotencyProvider {
 	}
 
 	/** One call's wait for a key: claimed, answered by a succeeded record, or still running at the deadline. */
-	private final class ClaimWait implements WaitLoop.Wait<Attempt, Claimed> {
+	private final class ClaimWait implements JdbcWait<Attempt, Claimed> {
 
 		private final ClaimRequest request;
 

@@ -17,6 +17,7 @@ import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.Backoff;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
+import io.github.dblock.spi.WaitLoop;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
@@ -138,7 +139,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	 * One acquisition's wait. One owner token serves it all: a take whose {@code COMMIT} reply was lost is found
 	 * again by it.
 	 */
-	private final class PermitWait implements WaitLoop.Wait<Attempt, AcquireResult> {
+	private final class PermitWait implements JdbcWait<Attempt, AcquireResult> {
 
 		private final LockRequest request;
 
@@ -182,7 +183,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 			Permit own = (ex instanceof CannotGetJdbcConnectionException) ? null
 					: lastLookForOwnPermit(this.request, this.owner);
 			// reached, but no answer in time: not acquired, with the cause (as for locks)
-			return (own != null) ? acquired(this.request, own) : WaitLoop.timedOutUnlessUnreachable(ex);
+			return (own != null) ? acquired(this.request, own) : JdbcWait.timedOutUnlessUnreachable(ex);
 		}
 
 		@Override

@@ -11,6 +11,7 @@ import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.Backoff;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
+import io.github.dblock.spi.WaitLoop;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
@@ -84,7 +85,7 @@ final class LeaseAcquisition {
 	}
 
 	/** One wait for a lease: its owner token, and whether it is announced as the next in line. */
-	private final class Wait implements WaitLoop.Wait<Attempt, AcquireResult> {
+	private final class Wait implements JdbcWait<Attempt, AcquireResult> {
 
 		private final LockRequest request;
 
@@ -131,7 +132,7 @@ final class LeaseAcquisition {
 
 		@Override
 		public AcquireResult outageAtDeadline(DataAccessException ex) {
-			return WaitLoop.timedOutUnlessUnreachable(ex);
+			return JdbcWait.timedOutUnlessUnreachable(ex);
 		}
 
 		/**

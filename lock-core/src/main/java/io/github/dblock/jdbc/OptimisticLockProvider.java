@@ -8,8 +8,6 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.UUID;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 
 import javax.sql.DataSource;
@@ -18,6 +16,7 @@ import io.github.dblock.LockMode;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
+import io.github.dblock.spi.WaitLoop;
 import io.github.dblock.spi.WorkLockProvider;
 import org.jspecify.annotations.Nullable;
 import org.springframework.jdbc.datasource.DataSourceUtils;
@@ -52,6 +51,9 @@ import org.springframework.transaction.support.TransactionTemplate;
  */
 public class OptimisticLockProvider implements WorkLockProvider {
 
+	private static final org.apache.commons.logging.Log logger = org.apache.commons.logging.LogFactory
+		.getLog(OptimisticLockProvider.class);
+
 	private final DataSource dataSource;
 
 	private final JdbcLockSupport jdbc;
@@ -60,7 +62,7 @@ public class OptimisticLockProvider implements WorkLockProvider {
 
 	private final TransactionTemplate transactions;
 
-	private final Backoff backoff;
+	private final WaitLoop waits;
 
 	private final int maxAttempts;
 
@@ -108,7 +110,7 @@ public class OptimisticLockProvider implements WorkLockProvider {
 		this.sql = LockStatements.of(table, dialect);
 		this.rows = new LockRows(this.sql);
 		this.transactions = new TransactionTemplate(transactionManager);
-		this.backoff = backoff;
+		this.waits = new WaitLoop(backoff, logger);
 		this.maxAttempts = maxAttempts;
 	}
 
@@ -130,40 +132,107 @@ public class OptimisticLockProvider implements WorkLockProvider {
 					+ "active transaction; it must run its work in a transaction of its own, so that a conflict can roll "
 					+ "the work back and run it again. Call it outside the transaction, or use LEASE or PESSIMISTIC mode.");
 		}
-		for (int attempt = 1;; attempt++) {
-			ensureRow(request.resource());
-			AtomicBoolean workDone = new AtomicBoolean();
-			Attempt<T> result;
-			try {
-				result = this.transactions.execute((status) -> {
-					Attempt<T> outcome = attemptInTransaction(request, work);
-					if (!outcome.committed) {
-						status.setRollbackOnly();
-					}
-					workDone.set(true);
-					return outcome;
-				});
-			}
-			catch (RuntimeException ex) {
-				if (!(workDone.get() ? SqlErrors.isTransient(ex) : SqlErrors.isRolledBackConflict(ex))) {
-					throw ex;
-				}
-				// COMMIT failed with a deadlock/serialization error (a Galera or group replication certification
-				// conflict), or a statement of the work did because another node's commit of the same rows aborted
-				// this transaction (Galera's brute-force abort): the transaction rolled back, so this is a conflict
-				// like any other
-				result = new Attempt<>(null, false);
-			}
-			if (result.committed) {
-				return new Outcome<>(result.value, true, null);
-			}
-			long remaining = request.remainingNanos();
-			if (attempt >= this.maxAttempts || (attempt >= 2 && remaining <= 0)) {
-				return new Outcome<>(null, false, "another owner committed first in each of " + attempt
-						+ " attempts (distributed-lock.optimistic.max-attempts=" + this.maxAttempts + ")");
-			}
-			TimeUnit.NANOSECONDS.sleep(this.backoff.pauseNanos(attempt - 1, 0, Math.max(remaining, this.backoff.initial().toNanos())));
+		Retries<T> retries = new Retries<>(request, work);
+		return this.waits.run(retries::remainingNanos, retries);
+	}
+
+	/**
+	 * The attempts of one {@link #execute} in the shared {@link WaitLoop}: a conflict (the version moved, or the
+	 * server rolled the transaction back for one) is an unsuccessful attempt; any other failure ends the wait, and
+	 * no outage is ridden out (the work may have run). The wait time counts as not passed until two attempts were
+	 * made, so that at least two are made when {@code maxAttempts} allows.
+	 */
+	private final class Retries<T> implements WaitLoop.Wait<Attempt<T>, Outcome<T>> {
+
+		private final LockRequest request;
+
+		private final Function<HeldLock, T> work;
+
+		private int made;
+
+		/** Whether the current attempt's work returned (a failure after it is the COMMIT's). */
+		private boolean workDone;
+
+		Retries(LockRequest request, Function<HeldLock, T> work) {
+			this.request = request;
+			this.work = work;
 		}
+
+		long remainingNanos() {
+			long remaining = this.request.remainingNanos();
+			return (this.made < 2) ? Math.max(1, remaining) : remaining;
+		}
+
+		@Override
+		public Attempt<T> attempt(int attempt) {
+			this.made = attempt + 1;
+			this.workDone = false;
+			ensureRow(this.request.resource());
+			return OptimisticLockProvider.this.transactions.execute((status) -> {
+				Attempt<T> outcome = attemptInTransaction(this.request, this.work);
+				if (!outcome.committed) {
+					status.setRollbackOnly();
+				}
+				this.workDone = true;
+				return outcome;
+			});
+		}
+
+		/**
+		 * COMMIT failed with a deadlock/serialization error (a Galera or group replication certification conflict),
+		 * or a statement of the work did because another node's commit of the same rows aborted this transaction
+		 * (Galera's brute-force abort): the transaction rolled back, so this is a conflict like any other.
+		 */
+		@Override
+		public @Nullable Attempt<T> contended(RuntimeException ex) {
+			boolean conflict = this.workDone ? SqlErrors.isTransient(ex) : SqlErrors.isRolledBackConflict(ex);
+			return conflict ? new Attempt<>(null, false) : null;
+		}
+
+		@Override
+		public @Nullable Outcome<T> result(Attempt<T> outcome) {
+			if (outcome.committed) {
+				return new Outcome<>(outcome.value, true, null);
+			}
+			return (this.made >= OptimisticLockProvider.this.maxAttempts) ? atDeadline(outcome) : null;
+		}
+
+		@Override
+		public Outcome<T> atDeadline(Attempt<T> outcome) {
+			return new Outcome<>(null, false, "another owner committed first in each of " + this.made
+					+ " attempts (distributed-lock.optimistic.max-attempts=" + OptimisticLockProvider.this.maxAttempts
+					+ ")");
+		}
+
+		@Override
+		public String waitingFor() {
+			return "running the OPTIMISTIC work of '" + this.request.resource() + "'";
+		}
+
+		/** None: a failure other than a conflict may have come after the work ran. */
+		@Override
+		public boolean ridesOut(RuntimeException ex) {
+			return false;
+		}
+
+		/** Not reached: no failure is ridden out. */
+		@Override
+		public Attempt<T> afterOutage(RuntimeException ex) {
+			throw ex;
+		}
+
+		/** Not reached: no failure is ridden out. */
+		@Override
+		public Outcome<T> outageAtDeadline(RuntimeException ex) {
+			throw ex;
+		}
+
+		/** The back-off step, at least the first step even when the wait time has passed. */
+		@Override
+		public long pauseNanos(Attempt<T> outcome, int attempt, long remainingNanos, Backoff backoff) {
+			return backoff.pauseNanos(attempt, 0, Math.max(remainingNanos, backoff.initial().toNanos()));
+		}
+
 	}
 
 	private <T> Attempt<T> attemptInTransaction(LockRequest request, Function<HeldLock, T> work) {

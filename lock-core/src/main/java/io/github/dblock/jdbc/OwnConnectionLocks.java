@@ -12,6 +12,7 @@ import io.github.dblock.LockLimitExceededException;
 import io.github.dblock.jdbc.PessimisticLockProvider.Fencing;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.LockRequest;
+import io.github.dblock.spi.WaitLoop;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
@@ -75,7 +76,7 @@ final class OwnConnectionLocks {
 	}
 
 	/** Attempts on connections of their own; each one ends with an answer unless its connection failed. */
-	private final class OwnConnectionWait implements WaitLoop.Wait<Optional<AcquireResult>, AcquireResult> {
+	private final class OwnConnectionWait implements JdbcWait<Optional<AcquireResult>, AcquireResult> {
 
 		private final LockRequest request;
 
@@ -101,7 +102,7 @@ final class OwnConnectionLocks {
 		@Override
 		public AcquireResult atDeadline(Optional<AcquireResult> outcome) {
 			DataAccessException last = this.outage;
-			return (last != null) ? WaitLoop.timedOutUnlessUnreachable(last) : outcome.orElseThrow();
+			return (last != null) ? JdbcWait.timedOutUnlessUnreachable(last) : outcome.orElseThrow();
 		}
 
 		@Override
@@ -118,7 +119,7 @@ final class OwnConnectionLocks {
 		/** Reached, but no answer in time: not acquired, with the cause. */
 		@Override
 		public AcquireResult outageAtDeadline(DataAccessException ex) {
-			return WaitLoop.timedOutUnlessUnreachable(ex);
+			return JdbcWait.timedOutUnlessUnreachable(ex);
 		}
 
 	}

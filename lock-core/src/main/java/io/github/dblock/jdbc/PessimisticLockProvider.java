@@ -16,6 +16,7 @@ import io.github.dblock.LockMode;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.LockRequest;
 import io.github.dblock.spi.TransactionalLockProvider;
+import io.github.dblock.spi.WaitLoop;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;

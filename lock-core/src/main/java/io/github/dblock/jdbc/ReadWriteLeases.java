@@ -16,6 +16,7 @@ import io.github.dblock.LockType;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
+import io.github.dblock.spi.WaitLoop;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
@@ -137,7 +138,7 @@ final class ReadWriteLeases {
 	}
 
 	/** One wait for a read or write lease: its owner token, its writer intent, whether an outcome is unknown. */
-	private final class Wait implements WaitLoop.Wait<Attempt, AcquireResult> {
+	private final class Wait implements JdbcWait<Attempt, AcquireResult> {
 
 		private final LockRequest request;
 
@@ -195,7 +196,7 @@ final class ReadWriteLeases {
 				return acquired(this.request, own); // any intent of ours is cleared at the end (a no-op if granted)
 			}
 			// reached, but no answer in time: not acquired, with the cause (as for exclusive leases)
-			return WaitLoop.timedOutUnlessUnreachable(ex);
+			return JdbcWait.timedOutUnlessUnreachable(ex);
 		}
 
 		@Override

@@ -12,6 +12,7 @@ import java.util.function.Function;
 
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.Backoff;
+import io.github.dblock.spi.WaitLoop;
 import org.apache.commons.logging.Log;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
@@ -158,7 +159,7 @@ class WaitLoopTests {
 	}
 
 	/** A wait of strings: "taken" ends it, any other answer is unsuccessful; records its steps in events. */
-	private class Scripted implements WaitLoop.Wait<String, String> {
+	private class Scripted implements JdbcWait<String, String> {
 
 		private final Function<Integer, String> attempts;
 
@@ -223,7 +224,7 @@ class WaitLoopTests {
 	}
 
 	/** A lock wait whose attempts all fail through the given action; answers as the lock providers do. */
-	private static final class LockWait implements WaitLoop.Wait<String, AcquireResult> {
+	private static final class LockWait implements JdbcWait<String, AcquireResult> {
 
 		private final Runnable fail;
 
@@ -259,7 +260,7 @@ class WaitLoopTests {
 
 		@Override
 		public AcquireResult outageAtDeadline(DataAccessException ex) {
-			return WaitLoop.timedOutUnlessUnreachable(ex);
+			return JdbcWait.timedOutUnlessUnreachable(ex);
 		}
 
 	}

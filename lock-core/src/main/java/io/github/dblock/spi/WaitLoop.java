@@ -1,25 +1,25 @@
-package io.github.dblock.jdbc;
+package io.github.dblock.spi;
 
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 
-import io.github.dblock.spi.AcquireResult;
-import io.github.dblock.spi.Backoff;
 import org.apache.commons.logging.Log;
 import org.jspecify.annotations.Nullable;
-import org.springframework.dao.DataAccessException;
+import org.springframework.core.NestedExceptionUtils;
 
 /**
- * The one wait loop of the JDBC providers and primitives: attempts until one succeeds or the caller's deadline
+ * The one wait loop of the library: every provider and primitive that waits (LEASE, read/write leases, PESSIMISTIC on
+ * its own connection, semaphores, idempotency claims, OPTIMISTIC's retries after a conflict) and the engine's
+ * PESSIMISTIC transaction-per-attempt loop run their attempts here, until one succeeds or the caller's deadline
  * passes, with the shared {@link Backoff} (exponential, jittered) between attempts, {@link InterruptedException} on
- * interruption, and outage riding: an attempt that failed with a broken connection or an answer that came too late
- * (per {@link SqlErrors#isConnectionFailure} and {@link SqlErrors#isTooSlow}) is made again until the deadline, with
- * one warning per wait. What differs per provider (the attempt itself, when it ends the wait, the pause hint, the
- * answer at the deadline, the clean-up on giving up) is a {@link Wait}.
+ * interruption, and outage riding: an attempt that failed in a way {@link Wait#ridesOut} accepts (for the JDBC
+ * providers a broken connection or an answer that came too late) is made again until the deadline, with one warning
+ * per wait. What differs per caller (the attempt itself, when it ends the wait, the pause hint, the answer at the
+ * deadline, the clean-up on giving up) is a {@link Wait}. Relies on no database feature.
  * <p>
  * One loop, per wait: the order of one round is
  * <ol>
- * <li>{@link Wait#attempt}; if it throws a {@link DataAccessException}: {@link Wait#contended} may count it as an
+ * <li>{@link Wait#attempt}; if it throws a {@link RuntimeException}: {@link Wait#contended} may count it as an
  * unsuccessful attempt (a deadlock that outlasted the retries); else, unless {@link Wait#ridesOut} it, it is thrown;
  * past the deadline {@link Wait#outageAtDeadline} answers; else the outage is warned of (once per wait) and the
  * attempt counts as {@link Wait#afterOutage};</li>
@@ -30,9 +30,10 @@ import org.springframework.dao.DataAccessException;
  * </ol>
  * {@link Wait#ended} runs last whichever way the wait ended.
  * <p>
- * Immutable and thread-safe: one instance serves every wait of a provider; a {@link Wait} holds one wait's state.
+ * Immutable and thread-safe: one instance serves every wait of a provider; a {@link Wait} holds one wait's state,
+ * and its methods run on the waiting thread only.
  */
-final class WaitLoop {
+public final class WaitLoop {
 
 	private final Backoff backoff;
 
@@ -42,13 +43,16 @@ final class WaitLoop {
 	 * @param backoff the pauses between attempts
 	 * @param logger where the one warning per wait about an outage goes (the provider's)
 	 */
-	WaitLoop(Backoff backoff, Log logger) {
+	public WaitLoop(Backoff backoff, Log logger) {
 		this.backoff = backoff;
 		this.logger = logger;
 	}
 
-	/** The pauses between attempts. */
-	Backoff backoff() {
+	/**
+	 * The pauses between attempts.
+	 * @return the back-off given at construction, never {@code null}
+	 */
+	public Backoff backoff() {
 		return this.backoff;
 	}
 
@@ -61,9 +65,10 @@ final class WaitLoop {
 	 * @param <R> the answer of the wait
 	 * @return the answer of {@link Wait#result}, {@link Wait#atDeadline} or {@link Wait#outageAtDeadline}
 	 * @throws InterruptedException if the thread was interrupted between attempts (or while an attempt waited)
-	 * @throws DataAccessException a failure that is not ridden out, or one {@link Wait#outageAtDeadline} throws
+	 * @throws RuntimeException a failure of an attempt that is neither {@link Wait#contended} nor ridden out, or one
+	 * that {@link Wait#atDeadline} or {@link Wait#outageAtDeadline} throws
 	 */
-	<A, R> R run(LongSupplier remainingNanos, Wait<A, R> wait) throws InterruptedException {
+	public <A, R> R run(LongSupplier remainingNanos, Wait<A, R> wait) throws InterruptedException {
 		@Nullable R answer = null;
 		try {
 			answer = loop(remainingNanos, wait);
@@ -81,7 +86,7 @@ final class WaitLoop {
 			try {
 				outcome = wait.attempt(attempt);
 			}
-			catch (DataAccessException ex) {
+			catch (RuntimeException ex) {
 				A contended = wait.contended(ex);
 				if (contended != null) {
 					outcome = contended;
@@ -96,7 +101,7 @@ final class WaitLoop {
 					if (outages++ == 0) {
 						this.logger.warn("Lost the connection to the lock database while " + wait.waitingFor()
 								+ ", or it answered too slowly; retrying until the wait time ends: "
-								+ ex.getMostSpecificCause());
+								+ NestedExceptionUtils.getMostSpecificCause(ex));
 					}
 					outcome = wait.afterOutage(ex);
 				}
@@ -117,30 +122,17 @@ final class WaitLoop {
 	}
 
 	/**
-	 * The answer to a wait whose deadline passed during an outage, as the lock providers give it: timed out, with the
-	 * failure as its cause, when the database was reached but did not answer in time (too slow, silent, or the
-	 * connection broke on the last attempt); the failure itself when no connection could be made at all.
-	 * @throws DataAccessException {@code ex}, when {@link SqlErrors#isUnreachable} says the database was not reached
-	 */
-	static AcquireResult timedOutUnlessUnreachable(DataAccessException ex) {
-		if (!SqlErrors.isUnreachable(ex)) {
-			return AcquireResult.timedOut(null, ex);
-		}
-		throw ex;
-	}
-
-	/**
 	 * The steps of one wait that differ per provider; one instance per wait (it may keep the wait's state, such as
 	 * an owner token, whether an attempt's outcome is unknown, or what to clean up).
 	 * @param <A> what one attempt returns
 	 * @param <R> the answer of the wait
 	 */
-	interface Wait<A, R> {
+	public interface Wait<A, R> {
 
 		/**
 		 * Makes one attempt.
 		 * @param attempt the number of attempts made before, from 0
-		 * @throws DataAccessException on a failure (see the class comment for what the loop does with it)
+		 * @throws RuntimeException on a failure (see the class comment for what the loop does with it)
 		 * @throws InterruptedException if interrupted while the attempt waits
 		 */
 		A attempt(int attempt) throws InterruptedException;
@@ -162,30 +154,29 @@ final class WaitLoop {
 		 * (the default) when it is a failure: for a deadlock or lock wait timeout that outlasted an attempt's retries.
 		 */
 		@Nullable
-		default A contended(DataAccessException ex) {
+		default A contended(RuntimeException ex) {
 			return null;
 		}
 
 		/**
-		 * Whether the wait goes on after this failure until the deadline: by default a broken connection or a
-		 * database that answered too slowly.
+		 * Whether the wait goes on after this failure until the deadline (for the JDBC providers: a broken
+		 * connection or a database that answered too slowly); {@code false} throws it.
 		 */
-		default boolean ridesOut(DataAccessException ex) {
-			return SqlErrors.isConnectionFailure(ex) || SqlErrors.isTooSlow(ex);
-		}
+		boolean ridesOut(RuntimeException ex);
 
 		/**
 		 * What an attempt that met an outage counts as (an unsuccessful attempt); the place to note that its outcome
 		 * is unknown.
 		 */
-		A afterOutage(DataAccessException ex);
+		A afterOutage(RuntimeException ex);
 
 		/**
-		 * The answer when the deadline passed during an outage: for a lock, {@link #timedOutUnlessUnreachable}'s
-		 * (after a last look for a take whose reply was lost, where an attempt's outcome may be unknown).
-		 * @throws DataAccessException to end the wait with a failure
+		 * The answer when the deadline passed during an outage: for a lock, timed out with the failure as its cause
+		 * unless the database was not reached at all (after a last look for a take whose reply was lost, where an
+		 * attempt's outcome may be unknown).
+		 * @throws RuntimeException to end the wait with a failure
 		 */
-		R outageAtDeadline(DataAccessException ex);
+		R outageAtDeadline(RuntimeException ex);
 
 		/**
 		 * The pause before the next attempt, in nanoseconds (0: at once); by default the back-off step of this
