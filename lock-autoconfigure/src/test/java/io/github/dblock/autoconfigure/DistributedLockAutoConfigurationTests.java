@@ -688,7 +688,7 @@ class DistributedLockAutoConfigurationTests {
 			if (descriptor.getWriteMethod() != null) {
 				names.add(name);
 			}
-			else if (descriptor.getPropertyType().getEnclosingClass() == DistributedLockProperties.class) {
+			else if (descriptor.getPropertyType().getPackage() == DistributedLockProperties.class.getPackage()) { // a group
 				names.addAll(bindableProperties(name, descriptor.getPropertyType()));
 			}
 		}
