@@ -4,87 +4,35 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
-import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
-import javax.sql.DataSource;
-
-import com.zaxxer.hikari.HikariDataSource;
 import io.github.dblock.jdbc.LeaseLockProvider;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
 import io.github.dblock.spi.TransactionCheckedLock;
 import io.github.dblock.test.LockNodes;
-import io.github.dblock.test.TestDatabase;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
-import org.springframework.transaction.support.TransactionTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 
 /**
  * Commit-time validation of the WRITE side of read/write locks: a transaction on the lock's data source that runs
- * while its thread holds a LEASE WRITE lock commits only while that lock is held. Node A and node B are two
- * {@link LockTemplate}s on pools of their own; "stalls" are a thread that waits on a latch past its explicit lease.
+ * while its thread holds a LEASE WRITE lock commits only while that lock is held. Node A, node B and the
+ * "stalled" holders are {@link CommitValidationTestSupport}'s.
  * READ holds are not validated (readers share the lock).
  */
-class ReadWriteCommitValidationTests {
+class ReadWriteCommitValidationTests extends CommitValidationTestSupport {
 
-	private static final Duration LEASE = Duration.ofMillis(300);
-
-	private HikariDataSource poolA;
-
-	private HikariDataSource poolB;
-
-	private LockTemplate nodeA;
-
-	private LockTemplate nodeB;
-
-	private TransactionTemplate txA;
-
-	private TransactionTemplate txB;
-
-	private final String resource = "rw-commit-check-" + UUID.randomUUID();
-
-	private final ExecutorService holderThread = Executors.newSingleThreadExecutor();
-
-	@BeforeAll
-	static void table() {
-		TestDatabase.get().execute("CREATE TABLE IF NOT EXISTS commit_check_write (id BIGINT AUTO_INCREMENT PRIMARY KEY,"
-				+ " resource VARCHAR(100) NOT NULL, writer VARCHAR(32) NOT NULL)");
-	}
-
-	@BeforeEach
-	void nodes() {
-		this.poolA = TestDatabase.get().newDataSource(6);
-		this.poolB = TestDatabase.get().newDataSource(6);
-		LockNodes.migrateOnce(this.poolA);
-		this.nodeA = LockNodes.node(LockMode.LEASE, "node-a", this.poolA);
-		this.nodeB = LockNodes.node(LockMode.LEASE, "node-b", this.poolB);
-		DataSourceTransactionManager managerA = new DataSourceTransactionManager(this.poolA);
-		managerA.addListener(new CommitValidation());
-		this.txA = new TransactionTemplate(managerA);
-		this.txB = new TransactionTemplate(new DataSourceTransactionManager(this.poolB));
-	}
-
-	@AfterEach
-	void close() {
-		this.holderThread.shutdownNow();
-		this.poolA.close();
-		this.poolB.close();
+	ReadWriteCommitValidationTests() {
+		super("rw-commit-check-", write(Duration.ofSeconds(10)));
 	}
 
 	private static LockOptions write(Duration leaseTime) {
@@ -93,24 +41,6 @@ class ReadWriteCommitValidationTests {
 
 	private static LockOptions read(Duration leaseTime) {
 		return LockOptions.defaults().withMode(LockMode.LEASE).withType(LockType.READ).withLeaseTime(leaseTime);
-	}
-
-	private void insert(DataSource pool, String writer) {
-		new JdbcTemplate(pool).update("INSERT INTO commit_check_write (resource, writer) VALUES (?, ?)", this.resource,
-				writer);
-	}
-
-	private List<String> committedWriters() {
-		return new JdbcTemplate(this.poolB).queryForList(
-				"SELECT writer FROM commit_check_write WHERE resource = ? ORDER BY id", String.class, this.resource);
-	}
-
-	/** Node B takes the WRITE lock once A's lease has ended, writes under it in a transaction of its own, commits. */
-	private void nodeBTakesOverAndWrites() {
-		try (LockHandle taken = this.nodeB.acquire(this.resource, write(Duration.ofSeconds(10))
-			.withWaitTime(Duration.ofSeconds(5)))) {
-			this.txB.executeWithoutResult((status) -> insert(this.poolB, "B"));
-		}
 	}
 
 	private boolean freeForB(LockType type) {
@@ -368,26 +298,6 @@ class ReadWriteCommitValidationTests {
 	private int holderRows() {
 		return new JdbcTemplate(this.poolB).queryForObject("SELECT COUNT(*) FROM distributed_lock_rw_hold WHERE resource"
 				+ " = ?", Integer.class, this.resource.getBytes(StandardCharsets.UTF_8));
-	}
-
-	private static void await(CountDownLatch latch) {
-		try {
-			assertThat(latch.await(30, TimeUnit.SECONDS)).isTrue();
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new IllegalStateException(ex);
-		}
-	}
-
-	private static void sleep(long millis) {
-		try {
-			Thread.sleep(millis);
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new IllegalStateException(ex);
-		}
 	}
 
 }
