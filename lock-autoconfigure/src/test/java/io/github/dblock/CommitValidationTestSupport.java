@@ -6,7 +6,9 @@ import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 import javax.sql.DataSource;
 
@@ -105,6 +107,25 @@ abstract class CommitValidationTestSupport {
 		try (LockHandle taken = this.nodeB.acquire(this.resource, this.takeOver)) {
 			this.txB.executeWithoutResult((status) -> insert(this.poolB, "B"));
 		}
+	}
+
+	/**
+	 * A's stale holder: runs {@code holder} on {@link #holderThread}, handing it {@code stall}, which the holder runs
+	 * once it has written; {@code stall} returns only after node B has taken the lock over and committed its write
+	 * ({@link #nodeBTakesOverAndWrites()}, which waits for A's lease to end). Returns once B has written.
+	 * @return the holder's outcome (its commit, or the exception that refused it)
+	 */
+	Future<?> holderStalledWhileBTakesOver(Consumer<Runnable> holder) throws InterruptedException {
+		CountDownLatch written = new CountDownLatch(1);
+		CountDownLatch resume = new CountDownLatch(1);
+		Future<?> outcome = this.holderThread.submit(() -> holder.accept(() -> {
+			written.countDown();
+			await(resume);
+		}));
+		assertThat(written.await(10, TimeUnit.SECONDS)).isTrue();
+		nodeBTakesOverAndWrites();
+		resume.countDown();
+		return outcome;
 	}
 
 	/** Waits up to 30 s for the latch and fails the test (or the holder) if it does not open. */

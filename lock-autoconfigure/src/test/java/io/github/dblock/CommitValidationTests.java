@@ -45,17 +45,11 @@ class CommitValidationTests extends CommitValidationTestSupport {
 	 */
 	@Test
 	void aStaleHoldersTransactionRollsBackAndOnlyTheNextHoldersWriteSurvives() throws Exception {
-		CountDownLatch written = new CountDownLatch(1);
-		CountDownLatch resume = new CountDownLatch(1);
-		Future<?> holder = this.holderThread.submit(() -> this.txA.executeWithoutResult((status) ->
+		Future<?> holder = holderStalledWhileBTakesOver((stall) -> this.txA.executeWithoutResult((status) ->
 			this.nodeA.executeWithoutResult(this.resource, lease(LEASE), (lock) -> {
 				insert(this.poolA, "A");
-				written.countDown();
-				await(resume);
+				stall.run();
 			})));
-		assertThat(written.await(10, TimeUnit.SECONDS)).isTrue();
-		nodeBTakesOverAndWrites(); // waits for A's lease to end
-		resume.countDown();
 		assertThatExceptionOfType(java.util.concurrent.ExecutionException.class)
 			.isThrownBy(() -> holder.get(30, TimeUnit.SECONDS))
 			.withCauseInstanceOf(LockLostException.class)
@@ -67,21 +61,15 @@ class CommitValidationTests extends CommitValidationTestSupport {
 	@Test
 	void withoutValidationTheStaleHoldersWriteCommitsToo() throws Exception {
 		this.nodeA.setValidateAtCommit(false);
-		CountDownLatch written = new CountDownLatch(1);
-		CountDownLatch resume = new CountDownLatch(1);
-		Future<?> holder = this.holderThread.submit(() -> this.txA.executeWithoutResult((status) -> {
+		Future<?> holder = holderStalledWhileBTakesOver((stall) -> this.txA.executeWithoutResult((status) -> {
 			try (LockHandle lock = this.nodeA.acquire(this.resource, lease(LEASE))) {
 				insert(this.poolA, "A");
-				written.countDown();
-				await(resume);
+				stall.run();
 			}
 			catch (LockLostException expected) {
 				// its release finds the lease gone, but the transaction still commits
 			}
 		}));
-		assertThat(written.await(10, TimeUnit.SECONDS)).isTrue();
-		nodeBTakesOverAndWrites();
-		resume.countDown();
 		holder.get(30, TimeUnit.SECONDS);
 		assertThat(committedWriters()).containsExactlyInAnyOrder("A", "B");
 	}
@@ -92,20 +80,14 @@ class CommitValidationTests extends CommitValidationTestSupport {
 	 */
 	@Test
 	void aLockTakenBeforeTheTransactionBeganIsValidatedAtItsCommit() throws Exception {
-		CountDownLatch written = new CountDownLatch(1);
-		CountDownLatch resume = new CountDownLatch(1);
-		Future<?> holder = this.holderThread.submit(() -> {
+		Future<?> holder = holderStalledWhileBTakesOver((stall) -> {
 			try (LockHandle lock = this.nodeA.acquire(this.resource, lease(LEASE))) {
 				this.txA.executeWithoutResult((status) -> {
 					insert(this.poolA, "A");
-					written.countDown();
-					await(resume);
+					stall.run();
 				});
 			}
 		});
-		assertThat(written.await(10, TimeUnit.SECONDS)).isTrue();
-		nodeBTakesOverAndWrites();
-		resume.countDown();
 		assertThatExceptionOfType(java.util.concurrent.ExecutionException.class)
 			.isThrownBy(() -> holder.get(30, TimeUnit.SECONDS))
 			.withCauseInstanceOf(LockLostException.class);

@@ -57,18 +57,12 @@ class ReadWriteCommitValidationTests extends CommitValidationTestSupport {
 	 */
 	@Test
 	void aStaleWritersTransactionRollsBackAndOnlyTheNextWritersWriteSurvives() throws Exception {
-		CountDownLatch written = new CountDownLatch(1);
-		CountDownLatch resume = new CountDownLatch(1);
-		Future<?> holder = this.holderThread.submit(() -> this.txA.executeWithoutResult((status) ->
+		Future<?> holder = holderStalledWhileBTakesOver((stall) -> this.txA.executeWithoutResult((status) ->
 			this.nodeA.executeWithoutResult(this.resource, write(LEASE), (lock) -> {
 				assertThat(lock.type()).isEqualTo(LockType.WRITE);
 				insert(this.poolA, "A");
-				written.countDown();
-				await(resume);
+				stall.run();
 			})));
-		assertThat(written.await(10, TimeUnit.SECONDS)).isTrue();
-		nodeBTakesOverAndWrites(); // waits for A's lease to end
-		resume.countDown();
 		assertThatExceptionOfType(ExecutionException.class).isThrownBy(() -> holder.get(30, TimeUnit.SECONDS))
 			.withCauseInstanceOf(LockLostException.class)
 			.withMessageContaining("was no longer held when its transaction was about to commit");
@@ -79,21 +73,15 @@ class ReadWriteCommitValidationTests extends CommitValidationTestSupport {
 	@Test
 	void withoutValidationTheStaleWritersWriteCommitsToo() throws Exception {
 		this.nodeA.setValidateAtCommit(false);
-		CountDownLatch written = new CountDownLatch(1);
-		CountDownLatch resume = new CountDownLatch(1);
-		Future<?> holder = this.holderThread.submit(() -> this.txA.executeWithoutResult((status) -> {
+		Future<?> holder = holderStalledWhileBTakesOver((stall) -> this.txA.executeWithoutResult((status) -> {
 			try (LockHandle lock = this.nodeA.acquire(this.resource, write(LEASE))) {
 				insert(this.poolA, "A");
-				written.countDown();
-				await(resume);
+				stall.run();
 			}
 			catch (LockLostException expected) {
 				// its release finds the lease gone, but the transaction still commits
 			}
 		}));
-		assertThat(written.await(10, TimeUnit.SECONDS)).isTrue();
-		nodeBTakesOverAndWrites();
-		resume.countDown();
 		holder.get(30, TimeUnit.SECONDS);
 		assertThat(committedWriters()).containsExactlyInAnyOrder("A", "B");
 	}
@@ -104,20 +92,14 @@ class ReadWriteCommitValidationTests extends CommitValidationTestSupport {
 	 */
 	@Test
 	void aWriteLockTakenBeforeTheTransactionBeganIsValidatedAtItsCommit() throws Exception {
-		CountDownLatch written = new CountDownLatch(1);
-		CountDownLatch resume = new CountDownLatch(1);
-		Future<?> holder = this.holderThread.submit(() -> {
+		Future<?> holder = holderStalledWhileBTakesOver((stall) -> {
 			try (LockHandle lock = this.nodeA.acquire(this.resource, write(LEASE))) {
 				this.txA.executeWithoutResult((status) -> {
 					insert(this.poolA, "A");
-					written.countDown();
-					await(resume);
+					stall.run();
 				});
 			}
 		});
-		assertThat(written.await(10, TimeUnit.SECONDS)).isTrue();
-		nodeBTakesOverAndWrites();
-		resume.countDown();
 		assertThatExceptionOfType(ExecutionException.class).isThrownBy(() -> holder.get(30, TimeUnit.SECONDS))
 			.withCauseInstanceOf(LockLostException.class);
 		assertThat(committedWriters()).containsExactly("B");
@@ -197,21 +179,15 @@ class ReadWriteCommitValidationTests extends CommitValidationTestSupport {
 	/** A READ hold is not validated: readers share the lock, so a reader's commit has nothing exclusive to protect. */
 	@Test
 	void aReadHoldIsNotValidated() throws Exception {
-		CountDownLatch written = new CountDownLatch(1);
-		CountDownLatch resume = new CountDownLatch(1);
-		Future<?> holder = this.holderThread.submit(() -> this.txA.executeWithoutResult((status) -> {
+		Future<?> holder = holderStalledWhileBTakesOver((stall) -> this.txA.executeWithoutResult((status) -> {
 			try (LockHandle lock = this.nodeA.acquire(this.resource, read(LEASE))) {
 				insert(this.poolA, "A");
-				written.countDown();
-				await(resume);
+				stall.run();
 			}
 			catch (LockLostException expected) {
 				// released at once (not deferred), after its lease had ended
 			}
 		}));
-		assertThat(written.await(10, TimeUnit.SECONDS)).isTrue();
-		nodeBTakesOverAndWrites();
-		resume.countDown();
 		holder.get(30, TimeUnit.SECONDS);
 		assertThat(committedWriters()).containsExactlyInAnyOrder("A", "B");
 	}
