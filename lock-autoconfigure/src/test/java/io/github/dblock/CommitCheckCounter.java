@@ -9,6 +9,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import javax.sql.DataSource;
 
+import io.github.dblock.test.Pauses;
 import io.github.dblock.test.TestDatabase;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
@@ -119,13 +120,7 @@ public final class CommitCheckCounter {
 	static void pause(Duration lease) {
 		ThreadLocalRandom random = ThreadLocalRandom.current();
 		long millis = (random.nextInt(10) < 7) ? random.nextInt(10) : lease.toMillis() + 10 + random.nextInt(60);
-		try {
-			Thread.sleep(millis);
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new IllegalStateException(ex);
-		}
+		Pauses.sleep(millis);
 	}
 
 }

@@ -138,15 +138,4 @@ abstract class CommitValidationTestSupport {
 			throw new IllegalStateException(ex);
 		}
 	}
-
-	static void sleep(long millis) {
-		try {
-			Thread.sleep(millis);
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new IllegalStateException(ex);
-		}
-	}
-
 }

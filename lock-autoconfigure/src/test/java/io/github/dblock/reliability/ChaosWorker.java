@@ -26,8 +26,8 @@ import org.springframework.jdbc.datasource.DataSourceUtils;
 
 import static io.github.dblock.reliability.Workers.enter;
 import static io.github.dblock.reliability.Workers.say;
-import static io.github.dblock.reliability.Workers.sleep;
 import static io.github.dblock.reliability.Workers.update;
+import static io.github.dblock.test.Pauses.sleep;
 
 /**
  * A separate JVM process for {@link ProcessFaultTests}. Arguments: {@code <command> <url> <user> <password> <mode>

@@ -20,8 +20,8 @@ import io.github.dblock.test.LockNodes;
 
 import static io.github.dblock.reliability.Workers.enter;
 import static io.github.dblock.reliability.Workers.say;
-import static io.github.dblock.reliability.Workers.sleep;
 import static io.github.dblock.reliability.Workers.update;
+import static io.github.dblock.test.Pauses.sleep;
 
 /**
  * A worker JVM of {@link SoakTests}. Arguments: {@code <lockUrl> <lockUser> <lockPassword> <mode> <leaseMillis>

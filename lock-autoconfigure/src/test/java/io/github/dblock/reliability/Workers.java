@@ -111,16 +111,4 @@ final class Workers {
 		System.out.println(line);
 		System.out.flush();
 	}
-
-	/** Sleeps; an interrupt is kept and ends the caller with an {@link IllegalStateException}. */
-	static void sleep(long millis) {
-		try {
-			Thread.sleep(millis);
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new IllegalStateException(ex);
-		}
-	}
-
 }
