@@ -36,7 +36,9 @@ class LocksEndpointHttpTests {
 	@AfterEach
 	void dropTable() {
 		try (var pool = TestDatabase.get().newDataSource(1)) {
-			new JdbcTemplate(pool).execute("DROP TABLE IF EXISTS `" + this.table + "`, `" + this.table + "_schema_history`");
+			String t = this.table;
+			new JdbcTemplate(pool).execute("DROP TABLE IF EXISTS `" + t + "`, `" + t + "_schema_history`, `" + t + "_rw`, `"
+					+ t + "_rw_hold`, `" + t + "_sem`, `" + t + "_sem_hold`, `" + t + "_idem`");
 		}
 	}
 
