@@ -221,34 +221,42 @@ public class DistributedLockProperties implements InitializingBean {
 		this.dialect = dialect;
 	}
 
+	/** The {@code distributed-lock.retry.*} settings (never null; bound in place). */
 	public DistributedLockRetryProperties getRetry() {
 		return this.retry;
 	}
 
+	/** The {@code distributed-lock.pessimistic.*} settings (never null; bound in place). */
 	public DistributedLockPessimisticProperties getPessimistic() {
 		return this.pessimistic;
 	}
 
+	/** The {@code distributed-lock.optimistic.*} settings (never null; bound in place). */
 	public DistributedLockOptimisticProperties getOptimistic() {
 		return this.optimistic;
 	}
 
+	/** The {@code distributed-lock.cleanup.*} settings (never null; bound in place). */
 	public DistributedLockCleanupProperties getCleanup() {
 		return this.cleanup;
 	}
 
+	/** The {@code distributed-lock.metrics.*} settings (never null; bound in place). */
 	public DistributedLockMetricsProperties getMetrics() {
 		return this.metrics;
 	}
 
+	/** The {@code distributed-lock.flyway.*} settings (never null; bound in place). */
 	public DistributedLockFlywayProperties getFlyway() {
 		return this.flyway;
 	}
 
+	/** The {@code distributed-lock.interceptor.*} settings (never null; bound in place). */
 	public DistributedLockInterceptorProperties getInterceptor() {
 		return this.interceptor;
 	}
 
+	/** The {@code distributed-lock.topology.*} settings (never null; bound in place). */
 	public DistributedLockTopologyProperties getTopology() {
 		return this.topology;
 	}
@@ -264,6 +272,7 @@ public class DistributedLockProperties implements InitializingBean {
 		return permits;
 	}
 
+	/** The {@code distributed-lock.idempotency.*} settings (never null; bound in place). */
 	public DistributedLockIdempotencyProperties getIdempotency() {
 		return this.idempotency;
 	}
