@@ -35,7 +35,7 @@ import static io.github.dblock.test.Pauses.sleep;
  * ({@code lock_soak_section}: server time, fencing token), holds for a random time, makes a fenced write of its token
  * ({@code UPDATE lock_soak_fenced ... WHERE name = ? AND token < ?}) and records the write's outcome with its exit in
  * one statement. A failed call (a lost lock, a broken connection) is counted, and the section it ended, if any, is
- * marked failed at the end of the run (the database may be down when it happens). Prints {@code E <exception>} on a
+ * marked failed at once, or at the end of the run when the database is down then. Prints {@code E <exception>} on a
  * failure, {@code STARTED} once its pools are up and, at the end, {@code RESULT acquisitions=N errors=N worstAcquireMillis=N worstReleaseMillis=N}: the
  * longest time from the call to the callback (the acquisition) and from the callback's end to the call's return (the
  * release).
@@ -131,7 +131,7 @@ public final class SoakWorker {
 						errors.incrementAndGet();
 						if (section[0] >= 0) {
 							String text = String.valueOf(ex);
-							failedSections.put(section[0], text.substring(0, Math.min(250, text.length())));
+							markFailed(book, section[0], text.substring(0, Math.min(250, text.length())), failedSections);
 						}
 						say("E " + ex);
 					}
@@ -151,7 +151,7 @@ public final class SoakWorker {
 		for (Thread worker : workers) {
 			worker.join();
 		}
-		// the database may have been down when a section failed: its record is written now, retried for a minute
+		// the database was down when these sections failed: their marks are written now, retried for a minute
 		long deadline = System.nanoTime() + Duration.ofMinutes(1).toNanos();
 		for (Map.Entry<Long, String> failed : failedSections.entrySet()) {
 			while (true) {
@@ -169,6 +169,20 @@ public final class SoakWorker {
 		}
 		say("RESULT acquisitions=" + acquisitions + " errors=" + errors + " worstAcquireMillis=" + worstAcquire
 				+ " worstReleaseMillis=" + worstRelease);
+	}
+
+	/**
+	 * Marks the section failed at once, so that the mark survives a SIGKILL of this worker later in the run (SoakCheck
+	 * needs it to tell a PESSIMISTIC lock lost with its session from an overlap); when the server is down, the mark
+	 * waits in {@code pending} for the end of the run.
+	 */
+	private static void markFailed(HikariDataSource book, long section, String failure, Map<Long, String> pending) {
+		try {
+			update(book, "UPDATE lock_soak_section SET failed = ? WHERE id = ?", failure, section);
+		}
+		catch (RuntimeException ex) {
+			pending.put(section, failure);
+		}
 	}
 
 }
