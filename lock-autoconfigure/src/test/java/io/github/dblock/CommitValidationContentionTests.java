@@ -3,12 +3,9 @@ package io.github.dblock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -19,7 +16,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -46,10 +42,7 @@ class CommitValidationContentionTests {
 
 	@BeforeAll
 	static void tables() {
-		TestDatabase.get().execute(
-				"CREATE TABLE IF NOT EXISTS commit_check_counter (name VARCHAR(100) PRIMARY KEY, value INT NOT NULL)",
-				"CREATE TABLE IF NOT EXISTS commit_check_log (id BIGINT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(100)"
-						+ " NOT NULL, fencing_token BIGINT NOT NULL, value INT NOT NULL)");
+		CommitCheckCounter.createTables();
 	}
 
 	@AfterEach
@@ -73,11 +66,10 @@ class CommitValidationContentionTests {
 	}
 
 	private Outcome run(boolean validate) throws Exception {
-		String name = "contention-" + UUID.randomUUID();
 		HikariDataSource admin = pool(2);
 		LockNodes.migrateOnce(admin);
 		JdbcTemplate adminJdbc = new JdbcTemplate(admin);
-		adminJdbc.update("INSERT INTO commit_check_counter (name, value) VALUES (?, 0)", name);
+		String name = CommitCheckCounter.newCounter(adminJdbc, "contention-");
 		AtomicInteger rolledBack = new AtomicInteger();
 		AtomicInteger notAcquired = new AtomicInteger();
 		ExecutorService threads = Executors.newFixedThreadPool(NODES * THREADS_PER_NODE);
@@ -86,76 +78,26 @@ class CommitValidationContentionTests {
 			HikariDataSource pool = pool(THREADS_PER_NODE + 3);
 			LockTemplate node = LockNodes.node(LockMode.LEASE, "node-" + n, pool);
 			node.setValidateAtCommit(validate);
-			DataSourceTransactionManager manager = new DataSourceTransactionManager(pool);
-			manager.addListener(new CommitValidation());
-			TransactionTemplate tx = new TransactionTemplate(manager);
+			TransactionTemplate tx = CommitCheckCounter.validatedTransactions(pool);
 			JdbcTemplate jdbc = new JdbcTemplate(pool);
 			LockOptions options = LockOptions.defaults().withLeaseTime(LEASE).withWaitTime(Duration.ofSeconds(20));
 			for (int t = 0; t < THREADS_PER_NODE; t++) {
-				futures.add(threads.submit(() -> {
-					for (int u = 0; u < UNITS_PER_THREAD; u++) {
-						try {
-							node.executeWithoutResult(name, options, (lock) -> tx.executeWithoutResult((status) -> {
-								int value = jdbc.queryForObject("SELECT value FROM commit_check_counter WHERE name = ?",
-										Integer.class, name);
-								pause();
-								jdbc.update("UPDATE commit_check_counter SET value = ? WHERE name = ?", value + 1, name);
-								jdbc.update("INSERT INTO commit_check_log (name, fencing_token, value) VALUES (?, ?, ?)",
-										name, lock.fencingToken(), value + 1);
-							}));
-						}
-						catch (LockLostException ex) {
-							// the commit was refused by the validation, or else only the release found the lease gone
-							// after the transaction had committed (counted from the log)
-							if (String.valueOf(ex.getMessage()).contains("about to commit")) {
-								rolledBack.incrementAndGet();
-							}
-						}
-						catch (LockNotAcquiredException ex) {
-							notAcquired.incrementAndGet();
-						}
-					}
-					return null;
-				}));
+				futures.add(threads.submit(() -> CommitCheckCounter.runUnits(node, tx, jdbc, name, options,
+						UNITS_PER_THREAD, rolledBack, notAcquired)));
 			}
 		}
 		for (Future<?> future : futures) {
 			future.get(5, TimeUnit.MINUTES);
 		}
 		threads.shutdown();
-		List<Map<String, Object>> log = adminJdbc.queryForList(
-				"SELECT fencing_token, value FROM commit_check_log WHERE name = ? ORDER BY fencing_token, id", name);
-		int outOfOrder = 0;
-		int max = 0;
-		for (Map<String, Object> row : log) {
-			int value = ((Number) row.get("value")).intValue();
-			if (value <= max) {
-				outOfOrder++;
-			}
-			max = Math.max(max, value);
-		}
-		int finalValue = adminJdbc.queryForObject("SELECT value FROM commit_check_counter WHERE name = ?", Integer.class,
-				name);
-		return new Outcome(log.size(), outOfOrder, finalValue, rolledBack.get(), notAcquired.get());
+		CommitCheckCounter.Tally tally = CommitCheckCounter.Tally.of(adminJdbc, name);
+		return new Outcome(tally.committed(), tally.outOfOrder(), tally.finalValue(), rolledBack.get(), notAcquired.get());
 	}
 
 	private HikariDataSource pool(int size) {
 		HikariDataSource pool = TestDatabase.get().newDataSource(size);
 		this.pools.add(pool);
 		return pool;
-	}
-
-	/** 70% of units pause up to 10 ms, 30% pause 90 to 150 ms: past the 80 ms lease. */
-	private static void pause() {
-		ThreadLocalRandom random = ThreadLocalRandom.current();
-		long millis = (random.nextInt(10) < 7) ? random.nextInt(10) : 90 + random.nextInt(60);
-		try {
-			Thread.sleep(millis);
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new IllegalStateException(ex);
-		}
 	}
 
 	/**

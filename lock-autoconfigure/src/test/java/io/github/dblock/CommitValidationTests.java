@@ -3,11 +3,8 @@ package io.github.dblock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
-import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
@@ -17,9 +14,6 @@ import com.zaxxer.hikari.HikariDataSource;
 import io.github.dblock.jdbc.LeaseLockProvider;
 import io.github.dblock.test.LockNodes;
 import io.github.dblock.test.TestDatabase;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
@@ -27,80 +21,23 @@ import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
+import static io.github.dblock.test.Pauses.sleep;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 
 /**
  * Commit-time validation: a transaction on the lock's data source that runs while its thread holds a LEASE lock
- * commits only while the lock is held. Node A and node B are two {@link LockTemplate}s on pools of their own; "stalls"
- * are a thread that waits on a latch past its explicit lease.
+ * commits only while the lock is held. Node A, node B and the "stalled" holders are
+ * {@link CommitValidationTestSupport}'s.
  */
-class CommitValidationTests {
+class CommitValidationTests extends CommitValidationTestSupport {
 
-	private static final Duration LEASE = Duration.ofMillis(300);
-
-	private HikariDataSource poolA;
-
-	private HikariDataSource poolB;
-
-	private LockTemplate nodeA;
-
-	private LockTemplate nodeB;
-
-	private TransactionTemplate txA;
-
-	private TransactionTemplate txB;
-
-	private final String resource = "commit-check-" + UUID.randomUUID();
-
-	private final ExecutorService holderThread = Executors.newSingleThreadExecutor();
-
-	@BeforeAll
-	static void table() {
-		TestDatabase.get().execute("CREATE TABLE IF NOT EXISTS commit_check_write (id BIGINT AUTO_INCREMENT PRIMARY KEY,"
-				+ " resource VARCHAR(100) NOT NULL, writer VARCHAR(32) NOT NULL)");
-	}
-
-	@BeforeEach
-	void nodes() {
-		this.poolA = TestDatabase.get().newDataSource(6);
-		this.poolB = TestDatabase.get().newDataSource(6);
-		LockNodes.migrateOnce(this.poolA);
-		this.nodeA = LockNodes.node(LockMode.LEASE, "node-a", this.poolA);
-		this.nodeB = LockNodes.node(LockMode.LEASE, "node-b", this.poolB);
-		DataSourceTransactionManager managerA = new DataSourceTransactionManager(this.poolA);
-		managerA.addListener(new CommitValidation());
-		this.txA = new TransactionTemplate(managerA);
-		this.txB = new TransactionTemplate(new DataSourceTransactionManager(this.poolB));
-	}
-
-	@AfterEach
-	void close() {
-		this.holderThread.shutdownNow();
-		this.poolA.close();
-		this.poolB.close();
+	CommitValidationTests() {
+		super("commit-check-", lease(Duration.ofSeconds(10)));
 	}
 
 	private static LockOptions lease(Duration leaseTime) {
 		return LockOptions.defaults().withMode(LockMode.LEASE).withLeaseTime(leaseTime);
-	}
-
-	private void write(DataSource pool, String writer) {
-		new JdbcTemplate(pool).update("INSERT INTO commit_check_write (resource, writer) VALUES (?, ?)", this.resource,
-				writer);
-	}
-
-	private List<String> committedWriters() {
-		return new JdbcTemplate(this.poolB).queryForList(
-				"SELECT writer FROM commit_check_write WHERE resource = ? ORDER BY id", String.class, this.resource);
-	}
-
-	/** Node B takes the lock once A's lease has ended, writes under it in a transaction of its own and commits. */
-	private void nodeBTakesOverAndWrites() {
-		try (LockHandle taken = this.nodeB.acquire(this.resource, lease(Duration.ofSeconds(10))
-			.withWaitTime(Duration.ofSeconds(5)))) {
-			this.txB.executeWithoutResult((status) -> write(this.poolB, "B"));
-		}
 	}
 
 	/**
@@ -109,17 +46,11 @@ class CommitValidationTests {
 	 */
 	@Test
 	void aStaleHoldersTransactionRollsBackAndOnlyTheNextHoldersWriteSurvives() throws Exception {
-		CountDownLatch written = new CountDownLatch(1);
-		CountDownLatch resume = new CountDownLatch(1);
-		Future<?> holder = this.holderThread.submit(() -> this.txA.executeWithoutResult((status) ->
+		Future<?> holder = holderStalledWhileBTakesOver((stall) -> this.txA.executeWithoutResult((status) ->
 			this.nodeA.executeWithoutResult(this.resource, lease(LEASE), (lock) -> {
-				write(this.poolA, "A");
-				written.countDown();
-				await(resume);
+				insert(this.poolA, "A");
+				stall.run();
 			})));
-		assertThat(written.await(10, TimeUnit.SECONDS)).isTrue();
-		nodeBTakesOverAndWrites(); // waits for A's lease to end
-		resume.countDown();
 		assertThatExceptionOfType(java.util.concurrent.ExecutionException.class)
 			.isThrownBy(() -> holder.get(30, TimeUnit.SECONDS))
 			.withCauseInstanceOf(LockLostException.class)
@@ -131,21 +62,15 @@ class CommitValidationTests {
 	@Test
 	void withoutValidationTheStaleHoldersWriteCommitsToo() throws Exception {
 		this.nodeA.setValidateAtCommit(false);
-		CountDownLatch written = new CountDownLatch(1);
-		CountDownLatch resume = new CountDownLatch(1);
-		Future<?> holder = this.holderThread.submit(() -> this.txA.executeWithoutResult((status) -> {
+		Future<?> holder = holderStalledWhileBTakesOver((stall) -> this.txA.executeWithoutResult((status) -> {
 			try (LockHandle lock = this.nodeA.acquire(this.resource, lease(LEASE))) {
-				write(this.poolA, "A");
-				written.countDown();
-				await(resume);
+				insert(this.poolA, "A");
+				stall.run();
 			}
 			catch (LockLostException expected) {
 				// its release finds the lease gone, but the transaction still commits
 			}
 		}));
-		assertThat(written.await(10, TimeUnit.SECONDS)).isTrue();
-		nodeBTakesOverAndWrites();
-		resume.countDown();
 		holder.get(30, TimeUnit.SECONDS);
 		assertThat(committedWriters()).containsExactlyInAnyOrder("A", "B");
 	}
@@ -156,20 +81,14 @@ class CommitValidationTests {
 	 */
 	@Test
 	void aLockTakenBeforeTheTransactionBeganIsValidatedAtItsCommit() throws Exception {
-		CountDownLatch written = new CountDownLatch(1);
-		CountDownLatch resume = new CountDownLatch(1);
-		Future<?> holder = this.holderThread.submit(() -> {
+		Future<?> holder = holderStalledWhileBTakesOver((stall) -> {
 			try (LockHandle lock = this.nodeA.acquire(this.resource, lease(LEASE))) {
 				this.txA.executeWithoutResult((status) -> {
-					write(this.poolA, "A");
-					written.countDown();
-					await(resume);
+					insert(this.poolA, "A");
+					stall.run();
 				});
 			}
 		});
-		assertThat(written.await(10, TimeUnit.SECONDS)).isTrue();
-		nodeBTakesOverAndWrites();
-		resume.countDown();
 		assertThatExceptionOfType(java.util.concurrent.ExecutionException.class)
 			.isThrownBy(() -> holder.get(30, TimeUnit.SECONDS))
 			.withCauseInstanceOf(LockLostException.class);
@@ -187,7 +106,7 @@ class CommitValidationTests {
 			try (LockHandle lock = this.nodeA.acquire(this.resource, lease(Duration.ofMillis(50)))) {
 				nodeBTakesOverAndWrites(); // waits for A's lease to end
 				assertThat(lock.isHeld()).isFalse();
-				this.txA.executeWithoutResult((status) -> write(this.poolA, "A"));
+				this.txA.executeWithoutResult((status) -> insert(this.poolA, "A"));
 			}
 		});
 		assertThatExceptionOfType(java.util.concurrent.ExecutionException.class)
@@ -205,7 +124,7 @@ class CommitValidationTests {
 	void insideATransactionTheLockIsReleasedOnlyAfterTheCommit() throws Exception {
 		List<String> seen = new java.util.ArrayList<>();
 		this.txA.executeWithoutResult((status) -> {
-			this.nodeA.executeWithoutResult(this.resource, lease(Duration.ofSeconds(10)), (lock) -> write(this.poolA, "A"));
+			this.nodeA.executeWithoutResult(this.resource, lease(Duration.ofSeconds(10)), (lock) -> insert(this.poolA, "A"));
 			seen.add("after execute, before commit: free for B=" + freeForB());
 			TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
 				@Override
@@ -232,7 +151,7 @@ class CommitValidationTests {
 			}
 			// closed, but the release waits for the commit; this thread may take it again meanwhile
 			try (LockHandle again = this.nodeA.acquire(this.resource, lease(Duration.ofSeconds(10)))) {
-				write(this.poolA, "A");
+				insert(this.poolA, "A");
 			}
 			assertThat(freeForB()).isFalse();
 		});
@@ -247,7 +166,7 @@ class CommitValidationTests {
 	void aRollbackReleasesTheLockToo() {
 		assertThatExceptionOfType(IllegalStateException.class).isThrownBy(() -> this.txA.executeWithoutResult((status) ->
 			this.nodeA.executeWithoutResult(this.resource, lease(Duration.ofSeconds(10)), (lock) -> {
-				write(this.poolA, "A");
+				insert(this.poolA, "A");
 				throw new IllegalStateException("boom");
 			})));
 		assertThat(freeForB()).isTrue();
@@ -265,7 +184,7 @@ class CommitValidationTests {
 		long[] commitSentAfter = new long[1];
 		Future<?> holder = this.holderThread.submit(() -> this.txA.executeWithoutResult((status) ->
 			this.nodeA.executeWithoutResult(this.resource, lease(LEASE), (lock) -> {
-				write(this.poolA, "A");
+				insert(this.poolA, "A");
 				TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
 					@Override
 					public void beforeCompletion() { // runs after every beforeCommit, the validation's included
@@ -298,7 +217,7 @@ class CommitValidationTests {
 		Future<?> holder = this.holderThread.submit(() -> {
 			try (LockHandle lock = renewing.acquire(this.resource)) {
 				this.txA.executeWithoutResult((status) -> {
-					write(this.poolA, "A");
+					insert(this.poolA, "A");
 					TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
 						@Override
 						public void beforeCompletion() {
@@ -376,7 +295,7 @@ class CommitValidationTests {
 		CountDownLatch written = new CountDownLatch(1);
 		CountDownLatch resume = new CountDownLatch(1);
 		Future<?> holder = this.holderThread.submit(() -> this.txA.executeWithoutResult((status) -> {
-			pessimistic.executeWithoutResult(this.resource, (lock) -> write(this.poolA, "A"));
+			pessimistic.executeWithoutResult(this.resource, (lock) -> insert(this.poolA, "A"));
 			written.countDown(); // the action is over; the transaction, and with it the row lock, goes on
 			await(resume);
 		}));
@@ -408,7 +327,7 @@ class CommitValidationTests {
 		Future<?> holder = this.holderThread.submit(() -> this.txA.executeWithoutResult((status) ->
 			pessimistic.executeWithoutResult(this.resource, LockOptions.defaults().withMode(LockMode.PESSIMISTIC)
 				.withLeaseTime(LEASE), (lock) -> {
-				write(this.poolA, "A");
+				insert(this.poolA, "A");
 				connectionId[0] = new JdbcTemplate(this.poolA).queryForObject("SELECT CONNECTION_ID()", Long.class);
 				written.countDown();
 				await(resume);
@@ -447,7 +366,7 @@ class CommitValidationTests {
 			Future<?> holder = this.holderThread.submit(() -> {
 				try (LockHandle lock = this.nodeA.acquire(this.resource, lease(LEASE))) {
 					application.executeWithoutResult((status) -> {
-						write(applicationPool, "A");
+						insert(applicationPool, "A");
 						assertThat(TransactionSynchronizationManager.getSynchronizations()).isEmpty(); // no check
 						written.countDown();
 						await(resume);
@@ -478,26 +397,6 @@ class CommitValidationTests {
 		return new JdbcTemplate(this.poolB).queryForObject("SELECT TIMESTAMPDIFF(MICROSECOND, '2000-01-01', expires_at)"
 				+ " FROM distributed_lock WHERE resource = ?", Long.class,
 				this.resource.getBytes(java.nio.charset.StandardCharsets.UTF_8));
-	}
-
-	private static void await(CountDownLatch latch) {
-		try {
-			assertThat(latch.await(30, TimeUnit.SECONDS)).isTrue();
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new IllegalStateException(ex);
-		}
-	}
-
-	private static void sleep(long millis) {
-		try {
-			Thread.sleep(millis);
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new IllegalStateException(ex);
-		}
 	}
 
 }

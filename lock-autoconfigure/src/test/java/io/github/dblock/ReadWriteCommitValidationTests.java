@@ -4,87 +4,36 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
-import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
-import javax.sql.DataSource;
-
-import com.zaxxer.hikari.HikariDataSource;
 import io.github.dblock.jdbc.LeaseLockProvider;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
 import io.github.dblock.spi.TransactionCheckedLock;
 import io.github.dblock.test.LockNodes;
-import io.github.dblock.test.TestDatabase;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
-import org.springframework.transaction.support.TransactionTemplate;
 
+import static io.github.dblock.test.Pauses.sleep;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 
 /**
  * Commit-time validation of the WRITE side of read/write locks: a transaction on the lock's data source that runs
- * while its thread holds a LEASE WRITE lock commits only while that lock is held. Node A and node B are two
- * {@link LockTemplate}s on pools of their own; "stalls" are a thread that waits on a latch past its explicit lease.
+ * while its thread holds a LEASE WRITE lock commits only while that lock is held. Node A, node B and the
+ * "stalled" holders are {@link CommitValidationTestSupport}'s.
  * READ holds are not validated (readers share the lock).
  */
-class ReadWriteCommitValidationTests {
+class ReadWriteCommitValidationTests extends CommitValidationTestSupport {
 
-	private static final Duration LEASE = Duration.ofMillis(300);
-
-	private HikariDataSource poolA;
-
-	private HikariDataSource poolB;
-
-	private LockTemplate nodeA;
-
-	private LockTemplate nodeB;
-
-	private TransactionTemplate txA;
-
-	private TransactionTemplate txB;
-
-	private final String resource = "rw-commit-check-" + UUID.randomUUID();
-
-	private final ExecutorService holderThread = Executors.newSingleThreadExecutor();
-
-	@BeforeAll
-	static void table() {
-		TestDatabase.get().execute("CREATE TABLE IF NOT EXISTS commit_check_write (id BIGINT AUTO_INCREMENT PRIMARY KEY,"
-				+ " resource VARCHAR(100) NOT NULL, writer VARCHAR(32) NOT NULL)");
-	}
-
-	@BeforeEach
-	void nodes() {
-		this.poolA = TestDatabase.get().newDataSource(6);
-		this.poolB = TestDatabase.get().newDataSource(6);
-		LockNodes.migrateOnce(this.poolA);
-		this.nodeA = LockNodes.node(LockMode.LEASE, "node-a", this.poolA);
-		this.nodeB = LockNodes.node(LockMode.LEASE, "node-b", this.poolB);
-		DataSourceTransactionManager managerA = new DataSourceTransactionManager(this.poolA);
-		managerA.addListener(new CommitValidation());
-		this.txA = new TransactionTemplate(managerA);
-		this.txB = new TransactionTemplate(new DataSourceTransactionManager(this.poolB));
-	}
-
-	@AfterEach
-	void close() {
-		this.holderThread.shutdownNow();
-		this.poolA.close();
-		this.poolB.close();
+	ReadWriteCommitValidationTests() {
+		super("rw-commit-check-", write(Duration.ofSeconds(10)));
 	}
 
 	private static LockOptions write(Duration leaseTime) {
@@ -93,24 +42,6 @@ class ReadWriteCommitValidationTests {
 
 	private static LockOptions read(Duration leaseTime) {
 		return LockOptions.defaults().withMode(LockMode.LEASE).withType(LockType.READ).withLeaseTime(leaseTime);
-	}
-
-	private void insert(DataSource pool, String writer) {
-		new JdbcTemplate(pool).update("INSERT INTO commit_check_write (resource, writer) VALUES (?, ?)", this.resource,
-				writer);
-	}
-
-	private List<String> committedWriters() {
-		return new JdbcTemplate(this.poolB).queryForList(
-				"SELECT writer FROM commit_check_write WHERE resource = ? ORDER BY id", String.class, this.resource);
-	}
-
-	/** Node B takes the WRITE lock once A's lease has ended, writes under it in a transaction of its own, commits. */
-	private void nodeBTakesOverAndWrites() {
-		try (LockHandle taken = this.nodeB.acquire(this.resource, write(Duration.ofSeconds(10))
-			.withWaitTime(Duration.ofSeconds(5)))) {
-			this.txB.executeWithoutResult((status) -> insert(this.poolB, "B"));
-		}
 	}
 
 	private boolean freeForB(LockType type) {
@@ -127,18 +58,12 @@ class ReadWriteCommitValidationTests {
 	 */
 	@Test
 	void aStaleWritersTransactionRollsBackAndOnlyTheNextWritersWriteSurvives() throws Exception {
-		CountDownLatch written = new CountDownLatch(1);
-		CountDownLatch resume = new CountDownLatch(1);
-		Future<?> holder = this.holderThread.submit(() -> this.txA.executeWithoutResult((status) ->
+		Future<?> holder = holderStalledWhileBTakesOver((stall) -> this.txA.executeWithoutResult((status) ->
 			this.nodeA.executeWithoutResult(this.resource, write(LEASE), (lock) -> {
 				assertThat(lock.type()).isEqualTo(LockType.WRITE);
 				insert(this.poolA, "A");
-				written.countDown();
-				await(resume);
+				stall.run();
 			})));
-		assertThat(written.await(10, TimeUnit.SECONDS)).isTrue();
-		nodeBTakesOverAndWrites(); // waits for A's lease to end
-		resume.countDown();
 		assertThatExceptionOfType(ExecutionException.class).isThrownBy(() -> holder.get(30, TimeUnit.SECONDS))
 			.withCauseInstanceOf(LockLostException.class)
 			.withMessageContaining("was no longer held when its transaction was about to commit");
@@ -149,21 +74,15 @@ class ReadWriteCommitValidationTests {
 	@Test
 	void withoutValidationTheStaleWritersWriteCommitsToo() throws Exception {
 		this.nodeA.setValidateAtCommit(false);
-		CountDownLatch written = new CountDownLatch(1);
-		CountDownLatch resume = new CountDownLatch(1);
-		Future<?> holder = this.holderThread.submit(() -> this.txA.executeWithoutResult((status) -> {
+		Future<?> holder = holderStalledWhileBTakesOver((stall) -> this.txA.executeWithoutResult((status) -> {
 			try (LockHandle lock = this.nodeA.acquire(this.resource, write(LEASE))) {
 				insert(this.poolA, "A");
-				written.countDown();
-				await(resume);
+				stall.run();
 			}
 			catch (LockLostException expected) {
 				// its release finds the lease gone, but the transaction still commits
 			}
 		}));
-		assertThat(written.await(10, TimeUnit.SECONDS)).isTrue();
-		nodeBTakesOverAndWrites();
-		resume.countDown();
 		holder.get(30, TimeUnit.SECONDS);
 		assertThat(committedWriters()).containsExactlyInAnyOrder("A", "B");
 	}
@@ -174,20 +93,14 @@ class ReadWriteCommitValidationTests {
 	 */
 	@Test
 	void aWriteLockTakenBeforeTheTransactionBeganIsValidatedAtItsCommit() throws Exception {
-		CountDownLatch written = new CountDownLatch(1);
-		CountDownLatch resume = new CountDownLatch(1);
-		Future<?> holder = this.holderThread.submit(() -> {
+		Future<?> holder = holderStalledWhileBTakesOver((stall) -> {
 			try (LockHandle lock = this.nodeA.acquire(this.resource, write(LEASE))) {
 				this.txA.executeWithoutResult((status) -> {
 					insert(this.poolA, "A");
-					written.countDown();
-					await(resume);
+					stall.run();
 				});
 			}
 		});
-		assertThat(written.await(10, TimeUnit.SECONDS)).isTrue();
-		nodeBTakesOverAndWrites();
-		resume.countDown();
 		assertThatExceptionOfType(ExecutionException.class).isThrownBy(() -> holder.get(30, TimeUnit.SECONDS))
 			.withCauseInstanceOf(LockLostException.class);
 		assertThat(committedWriters()).containsExactly("B");
@@ -267,21 +180,15 @@ class ReadWriteCommitValidationTests {
 	/** A READ hold is not validated: readers share the lock, so a reader's commit has nothing exclusive to protect. */
 	@Test
 	void aReadHoldIsNotValidated() throws Exception {
-		CountDownLatch written = new CountDownLatch(1);
-		CountDownLatch resume = new CountDownLatch(1);
-		Future<?> holder = this.holderThread.submit(() -> this.txA.executeWithoutResult((status) -> {
+		Future<?> holder = holderStalledWhileBTakesOver((stall) -> this.txA.executeWithoutResult((status) -> {
 			try (LockHandle lock = this.nodeA.acquire(this.resource, read(LEASE))) {
 				insert(this.poolA, "A");
-				written.countDown();
-				await(resume);
+				stall.run();
 			}
 			catch (LockLostException expected) {
 				// released at once (not deferred), after its lease had ended
 			}
 		}));
-		assertThat(written.await(10, TimeUnit.SECONDS)).isTrue();
-		nodeBTakesOverAndWrites();
-		resume.countDown();
 		holder.get(30, TimeUnit.SECONDS);
 		assertThat(committedWriters()).containsExactlyInAnyOrder("A", "B");
 	}
@@ -368,26 +275,6 @@ class ReadWriteCommitValidationTests {
 	private int holderRows() {
 		return new JdbcTemplate(this.poolB).queryForObject("SELECT COUNT(*) FROM distributed_lock_rw_hold WHERE resource"
 				+ " = ?", Integer.class, this.resource.getBytes(StandardCharsets.UTF_8));
-	}
-
-	private static void await(CountDownLatch latch) {
-		try {
-			assertThat(latch.await(30, TimeUnit.SECONDS)).isTrue();
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new IllegalStateException(ex);
-		}
-	}
-
-	private static void sleep(long millis) {
-		try {
-			Thread.sleep(millis);
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new IllegalStateException(ex);
-		}
 	}
 
 }

@@ -353,13 +353,12 @@ public final class Contenders {
 			String micros = "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))";
 			String read = "SELECT fencing_token, expires_at <= UTC_TIMESTAMP(6), " + micros + " FROM " + table.quoted()
 					+ " WHERE resource = ? FOR UPDATE";
-			this.readSql = mariaDb ? "SET STATEMENT innodb_lock_wait_timeout=60 FOR " + read : read;
+			this.readSql = waitingUpTo60s(mariaDb, read);
 			this.lockSql = "UPDATE " + table.quoted() + " SET owner_token = ?, holder = ?, fencing_token = "
 					+ "LAST_INSERT_ID(GREATEST(fencing_token, " + micros + ")), acquired_at = UTC_TIMESTAMP(6),"
 					+ " expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND WHERE resource = ? AND expires_at <= "
 					+ "UTC_TIMESTAMP(6)";
-			this.insertSql = "INSERT IGNORE INTO " + table.quoted() + " (resource, owner_token, holder, fencing_token,"
-					+ " acquired_at, expires_at) VALUES (?, NULL, NULL, 0, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))";
+			this.insertSql = insertFreeRow(table);
 		}
 
 		@Override
@@ -371,28 +370,7 @@ public final class Contenders {
 		public void cycle(String resource, Runnable section) throws Exception {
 			byte[] key = resource.getBytes(java.nio.charset.StandardCharsets.UTF_8);
 			try (Connection c = this.dataSource.getConnection(); Statement s = c.createStatement()) {
-				for (int attempt = 0;; attempt++) {
-					s.execute("START TRANSACTION");
-					boolean found;
-					try (PreparedStatement ps = c.prepareStatement(this.readSql)) {
-						ps.setBytes(1, key);
-						ps.execute(); // Connector/J refuses executeQuery() for text starting with SET
-						try (ResultSet rs = ps.getResultSet()) {
-							found = rs.next();
-						}
-					}
-					if (found) {
-						break;
-					}
-					s.execute("ROLLBACK");
-					if (attempt > 0) {
-						throw new IllegalStateException("lock row '" + resource + "' could not be created");
-					}
-					try (PreparedStatement insert = c.prepareStatement(this.insertSql)) {
-						insert.setBytes(1, key);
-						insert.executeUpdate();
-					}
-				}
+				lockRow(c, s, this.readSql, this.insertSql, key);
 				try (PreparedStatement ps = c.prepareStatement(this.lockSql, Statement.RETURN_GENERATED_KEYS)) {
 					ps.setString(1, UUID.randomUUID().toString());
 					ps.setString(2, "plain-jdbc");
@@ -430,9 +408,8 @@ public final class Contenders {
 			this.dataSource = dataSource;
 			boolean mariaDb = DatabaseServer.detect(dataSource).product() == DatabaseServer.Product.MARIADB;
 			String select = "SELECT fencing_token FROM " + table.quoted() + " WHERE resource = ? FOR UPDATE";
-			this.lockSql = mariaDb ? "SET STATEMENT innodb_lock_wait_timeout=60 FOR " + select : select;
-			this.insertSql = "INSERT IGNORE INTO " + table.quoted() + " (resource, owner_token, holder, fencing_token,"
-					+ " acquired_at, expires_at) VALUES (?, NULL, NULL, 0, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))";
+			this.lockSql = waitingUpTo60s(mariaDb, select);
+			this.insertSql = insertFreeRow(table);
 		}
 
 		@Override
@@ -444,33 +421,59 @@ public final class Contenders {
 		public void cycle(String resource, Runnable section) throws Exception {
 			byte[] key = resource.getBytes(java.nio.charset.StandardCharsets.UTF_8);
 			try (Connection c = this.dataSource.getConnection(); Statement s = c.createStatement()) {
-				for (int attempt = 0;; attempt++) {
-					s.execute("START TRANSACTION");
-					boolean found;
-					try (PreparedStatement ps = c.prepareStatement(this.lockSql)) {
-						ps.setBytes(1, key);
-						ps.execute(); // Connector/J refuses executeQuery() for text starting with SET
-						try (ResultSet rs = ps.getResultSet()) {
-							found = rs.next();
-						}
-					}
-					if (found) {
-						break;
-					}
-					s.execute("ROLLBACK");
-					if (attempt > 0) {
-						throw new IllegalStateException("lock row '" + resource + "' could not be created");
-					}
-					try (PreparedStatement insert = c.prepareStatement(this.insertSql)) {
-						insert.setBytes(1, key);
-						insert.executeUpdate();
-					}
-				}
+				lockRow(c, s, this.lockSql, this.insertSql, key);
 				section.run();
 				s.execute("COMMIT");
 			}
 		}
 
+	}
+
+	/**
+	 * A locking read with MariaDB's lock wait bounded to 60 s by {@code SET STATEMENT} (MySQL: the session's
+	 * {@code innodb_lock_wait_timeout}).
+	 */
+	private static String waitingUpTo60s(boolean mariaDb, String lockingRead) {
+		return mariaDb ? "SET STATEMENT innodb_lock_wait_timeout=60 FOR " + lockingRead : lockingRead;
+	}
+
+	/** Inserts a free lock row for the resource bound to the only parameter, unless it exists. */
+	private static String insertFreeRow(LockTable table) {
+		return "INSERT IGNORE INTO " + table.quoted() + " (resource, owner_token, holder, fencing_token, acquired_at,"
+				+ " expires_at) VALUES (?, NULL, NULL, 0, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))";
+	}
+
+	/**
+	 * Starts a transaction on {@code c} and takes the row of {@code key} with {@code lockingRead} (the key its only
+	 * parameter), waiting for the row lock as the statement allows. A missing row is inserted free
+	 * ({@code insertFreeRow}, autocommit, after a rollback) and the transaction starts again; a row still missing
+	 * then is an {@link IllegalStateException}. On return the transaction is open and holds the row lock.
+	 */
+	private static void lockRow(Connection c, Statement s, String lockingRead, String insertFreeRow, byte[] key)
+			throws java.sql.SQLException {
+		for (int attempt = 0;; attempt++) {
+			s.execute("START TRANSACTION");
+			boolean found;
+			try (PreparedStatement ps = c.prepareStatement(lockingRead)) {
+				ps.setBytes(1, key);
+				ps.execute(); // Connector/J refuses executeQuery() for text starting with SET
+				try (ResultSet rs = ps.getResultSet()) {
+					found = rs.next();
+				}
+			}
+			if (found) {
+				return;
+			}
+			s.execute("ROLLBACK");
+			if (attempt > 0) {
+				throw new IllegalStateException("lock row '" + new String(key, java.nio.charset.StandardCharsets.UTF_8)
+						+ "' could not be created");
+			}
+			try (PreparedStatement insert = c.prepareStatement(insertFreeRow)) {
+				insert.setBytes(1, key);
+				insert.executeUpdate();
+			}
+		}
 	}
 
 	private static int update(Connection c, String sql, Object... args) throws java.sql.SQLException {

@@ -8,16 +8,19 @@ import java.util.Objects;
 import io.github.dblock.LockMode;
 import io.github.dblock.jdbc.LockDialect;
 import io.github.dblock.jdbc.LockTable;
-import io.github.dblock.jdbc.PessimisticLockProvider;
 import org.jspecify.annotations.Nullable;
 import org.springframework.beans.factory.InitializingBean;
 import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.NestedConfigurationProperty;
 import org.springframework.boot.context.properties.source.InvalidConfigurationPropertyValueException;
 import org.springframework.core.Ordered;
 
 /**
- * Configuration of distributed locks, under {@code distributed-lock.*}. Validated at start-up; an invalid value
- * stops the application with a message naming the property.
+ * Configuration of distributed locks, under {@code distributed-lock.*}: the lock defaults here, each group of
+ * settings in a class of its own named after its key ({@code distributed-lock.retry.*} in
+ * {@link DistributedLockRetryProperties}, {@code distributed-lock.pessimistic.*} in
+ * {@link DistributedLockPessimisticProperties}, and so on). Every value, the groups' included, is validated here at
+ * start-up; an invalid value stops the application with a message naming the property.
  */
 @ConfigurationProperties(DistributedLockProperties.PREFIX)
 public class DistributedLockProperties implements InitializingBean {
@@ -93,21 +96,29 @@ public class DistributedLockProperties implements InitializingBean {
 	@Nullable
 	private LockDialect dialect;
 
-	private final Retry retry = new Retry();
+	@NestedConfigurationProperty
+	private final DistributedLockRetryProperties retry = new DistributedLockRetryProperties();
 
-	private final Pessimistic pessimistic = new Pessimistic();
+	@NestedConfigurationProperty
+	private final DistributedLockPessimisticProperties pessimistic = new DistributedLockPessimisticProperties();
 
-	private final Optimistic optimistic = new Optimistic();
+	@NestedConfigurationProperty
+	private final DistributedLockOptimisticProperties optimistic = new DistributedLockOptimisticProperties();
 
-	private final Cleanup cleanup = new Cleanup();
+	@NestedConfigurationProperty
+	private final DistributedLockCleanupProperties cleanup = new DistributedLockCleanupProperties();
 
-	private final Metrics metrics = new Metrics();
+	@NestedConfigurationProperty
+	private final DistributedLockMetricsProperties metrics = new DistributedLockMetricsProperties();
 
-	private final Flyway flyway = new Flyway();
+	@NestedConfigurationProperty
+	private final DistributedLockFlywayProperties flyway = new DistributedLockFlywayProperties();
 
-	private final Interceptor interceptor = new Interceptor();
+	@NestedConfigurationProperty
+	private final DistributedLockInterceptorProperties interceptor = new DistributedLockInterceptorProperties();
 
-	private final Topology topology = new Topology();
+	@NestedConfigurationProperty
+	private final DistributedLockTopologyProperties topology = new DistributedLockTopologyProperties();
 
 	/**
 	 * Initial permit count per semaphore name (distributed-lock.semaphores.<name>.permits, at least 1). Written to
@@ -116,7 +127,8 @@ public class DistributedLockProperties implements InitializingBean {
 	 */
 	private final Map<String, Semaphore> semaphores = new LinkedHashMap<>();
 
-	private final Idempotency idempotency = new Idempotency();
+	@NestedConfigurationProperty
+	private final DistributedLockIdempotencyProperties idempotency = new DistributedLockIdempotencyProperties();
 
 	public boolean isEnabled() {
 		return this.enabled;
@@ -209,35 +221,43 @@ public class DistributedLockProperties implements InitializingBean {
 		this.dialect = dialect;
 	}
 
-	public Retry getRetry() {
+	/** The {@code distributed-lock.retry.*} settings (never null; bound in place). */
+	public DistributedLockRetryProperties getRetry() {
 		return this.retry;
 	}
 
-	public Pessimistic getPessimistic() {
+	/** The {@code distributed-lock.pessimistic.*} settings (never null; bound in place). */
+	public DistributedLockPessimisticProperties getPessimistic() {
 		return this.pessimistic;
 	}
 
-	public Optimistic getOptimistic() {
+	/** The {@code distributed-lock.optimistic.*} settings (never null; bound in place). */
+	public DistributedLockOptimisticProperties getOptimistic() {
 		return this.optimistic;
 	}
 
-	public Cleanup getCleanup() {
+	/** The {@code distributed-lock.cleanup.*} settings (never null; bound in place). */
+	public DistributedLockCleanupProperties getCleanup() {
 		return this.cleanup;
 	}
 
-	public Metrics getMetrics() {
+	/** The {@code distributed-lock.metrics.*} settings (never null; bound in place). */
+	public DistributedLockMetricsProperties getMetrics() {
 		return this.metrics;
 	}
 
-	public Flyway getFlyway() {
+	/** The {@code distributed-lock.flyway.*} settings (never null; bound in place). */
+	public DistributedLockFlywayProperties getFlyway() {
 		return this.flyway;
 	}
 
-	public Interceptor getInterceptor() {
+	/** The {@code distributed-lock.interceptor.*} settings (never null; bound in place). */
+	public DistributedLockInterceptorProperties getInterceptor() {
 		return this.interceptor;
 	}
 
-	public Topology getTopology() {
+	/** The {@code distributed-lock.topology.*} settings (never null; bound in place). */
+	public DistributedLockTopologyProperties getTopology() {
 		return this.topology;
 	}
 
@@ -252,7 +272,8 @@ public class DistributedLockProperties implements InitializingBean {
 		return permits;
 	}
 
-	public Idempotency getIdempotency() {
+	/** The {@code distributed-lock.idempotency.*} settings (never null; bound in place). */
+	public DistributedLockIdempotencyProperties getIdempotency() {
 		return this.idempotency;
 	}
 
@@ -378,276 +399,6 @@ public class DistributedLockProperties implements InitializingBean {
 		return new InvalidConfigurationPropertyValueException(PREFIX + "." + name, value, reason);
 	}
 
-	/** Pauses between acquisition attempts while waiting for a lease held elsewhere. */
-	public static class Retry {
-
-		/**
-		 * First pause between attempts; each further pause doubles, with random jitter, up to max-backoff.
-		 */
-		private Duration initialBackoff = Duration.ofMillis(10);
-
-		/**
-		 * Longest pause between attempts.
-		 */
-		private Duration maxBackoff = Duration.ofMillis(200);
-
-		public Duration getInitialBackoff() {
-			return this.initialBackoff;
-		}
-
-		public void setInitialBackoff(Duration initialBackoff) {
-			this.initialBackoff = initialBackoff;
-		}
-
-		public Duration getMaxBackoff() {
-			return this.maxBackoff;
-		}
-
-		public void setMaxBackoff(Duration maxBackoff) {
-			this.maxBackoff = maxBackoff;
-		}
-
-	}
-
-	/** PESSIMISTIC mode. */
-	public static class Pessimistic {
-
-		/**
-		 * How many PESSIMISTIC locks this JVM may hold or await at once on connections of their own (each pins a
-		 * pooled connection and an open transaction); a caller beyond it waits for a slot within its wait time. Locks
-		 * that join a caller's transaction do not count. Unset: the lock pool's HikariCP maximumPoolSize minus a
-		 * reserve of a quarter of it (at least 2), at least 1; 5 when the pool is not HikariCP.
-		 */
-		private @Nullable Integer maxConnections;
-
-		/**
-		 * How long the server keeps a PESSIMISTIC holder's transaction (and the row lock) while the holder's session
-		 * sends nothing, as when the holder hung or died without its connection closing; applied as the session's
-		 * wait_timeout while the lock is held. Unset: the server's own wait_timeout (8 hours by default). A holder
-		 * silent for longer loses the lock.
-		 */
-		private @Nullable Duration idleTimeout;
-
-		/**
-		 * How PESSIMISTIC acquisitions hand out fencing tokens. Both settings take the row with a locking read and use
-		 * the server's UTC clock in microseconds, read after the row lock is granted, as the token; while the stored
-		 * token is ahead of the clock (up to 100 ms) the acquisition waits for the clock to pass it. "durable": the
-		 * token is written to the row, so it is strictly greater than every committed token of the resource in every
-		 * mode whatever the clock does. "server-clock": nothing is written (no flush at the release). Both: strictly
-		 * greater than the tokens of all earlier PESSIMISTIC holders of the resource, including holders that died
-		 * before their release, as long as the server clock never steps back. Not ordered against LEASE or OPTIMISTIC
-		 * on the same resource.
-		 */
-		private PessimisticLockProvider.Fencing fencing = PessimisticLockProvider.Fencing.DURABLE;
-
-		public @Nullable Integer getMaxConnections() {
-			return this.maxConnections;
-		}
-
-		public void setMaxConnections(@Nullable Integer maxConnections) {
-			this.maxConnections = maxConnections;
-		}
-
-		public @Nullable Duration getIdleTimeout() {
-			return this.idleTimeout;
-		}
-
-		public void setIdleTimeout(@Nullable Duration idleTimeout) {
-			this.idleTimeout = idleTimeout;
-		}
-
-		public PessimisticLockProvider.Fencing getFencing() {
-			return this.fencing;
-		}
-
-		public void setFencing(PessimisticLockProvider.Fencing fencing) {
-			this.fencing = fencing;
-		}
-
-	}
-
-	/** OPTIMISTIC mode. */
-	public static class Optimistic {
-
-		/**
-		 * How many times the work may run before a conflict is reported as LockNotAcquiredException.
-		 */
-		private int maxAttempts = 5;
-
-		public int getMaxAttempts() {
-			return this.maxAttempts;
-		}
-
-		public void setMaxAttempts(int maxAttempts) {
-			this.maxAttempts = maxAttempts;
-		}
-
-	}
-
-	/** Observations and metrics. */
-	public static class Metrics {
-
-		/**
-		 * Whether the resource name becomes a metric tag. Off by default because resource names are often unbounded
-		 * (order numbers); switch it on only when the application locks a small, fixed set of resources.
-		 */
-		private boolean resourceTag = false;
-
-		public boolean isResourceTag() {
-			return this.resourceTag;
-		}
-
-		public void setResourceTag(boolean resourceTag) {
-			this.resourceTag = resourceTag;
-		}
-
-	}
-
-	/** Deletion of lock rows whose lease ended long ago. */
-	public static class Cleanup {
-
-		/**
-		 * Whether to delete rows whose lease ended more than the retention ago, periodically, on one instance at a
-		 * time.
-		 */
-		private boolean enabled = true;
-
-		/**
-		 * How long after its lease ended a row is kept (at least 1h; keep it far above any server clock step).
-		 */
-		private Duration retention = Duration.ofDays(7);
-
-		/**
-		 * How often the cleanup runs.
-		 */
-		private Duration interval = Duration.ofHours(1);
-
-		/**
-		 * How many rows one cleanup statement deletes at most.
-		 */
-		private int batchSize = 500;
-
-		public boolean isEnabled() {
-			return this.enabled;
-		}
-
-		public void setEnabled(boolean enabled) {
-			this.enabled = enabled;
-		}
-
-		public Duration getRetention() {
-			return this.retention;
-		}
-
-		public void setRetention(Duration retention) {
-			this.retention = retention;
-		}
-
-		public Duration getInterval() {
-			return this.interval;
-		}
-
-		public void setInterval(Duration interval) {
-			this.interval = interval;
-		}
-
-		public int getBatchSize() {
-			return this.batchSize;
-		}
-
-		public void setBatchSize(int batchSize) {
-			this.batchSize = batchSize;
-		}
-
-	}
-
-	/** The library's own Flyway migrations of the lock table. */
-	public static class Flyway {
-
-		/**
-		 * Whether to create and upgrade the lock table with the library's own Flyway migrations. When false,
-		 * start-up only checks that the table exists with the expected columns.
-		 */
-		private boolean enabled = true;
-
-		/**
-		 * JDBC URL of the database to migrate, when the migration runs with its own credentials. Defaults to the lock
-		 * DataSource's URL (from its connection metadata); needs user.
-		 */
-		@Nullable
-		private String url;
-
-		/**
-		 * Login user of the database to migrate: a DDL-capable account for the migration only, so that the lock
-		 * DataSource's user needs just SELECT, INSERT, UPDATE and DELETE on the lock table. Unset: the migration runs
-		 * on the lock DataSource.
-		 */
-		@Nullable
-		private String user;
-
-		/**
-		 * Login password of the database to migrate; needs user.
-		 */
-		@Nullable
-		private String password;
-
-		public boolean isEnabled() {
-			return this.enabled;
-		}
-
-		public void setEnabled(boolean enabled) {
-			this.enabled = enabled;
-		}
-
-		@Nullable
-		public String getUrl() {
-			return this.url;
-		}
-
-		public void setUrl(@Nullable String url) {
-			this.url = (url != null && !url.isBlank()) ? url.trim() : null;
-		}
-
-		@Nullable
-		public String getUser() {
-			return this.user;
-		}
-
-		public void setUser(@Nullable String user) {
-			this.user = (user != null && !user.isBlank()) ? user.trim() : null;
-		}
-
-		@Nullable
-		public String getPassword() {
-			return this.password;
-		}
-
-		public void setPassword(@Nullable String password) {
-			this.password = password;
-		}
-
-	}
-
-	/** Start-up checks of the lock database's topology (read-only servers, replicas, multi-primary clusters). */
-	public static class Topology {
-
-		/**
-		 * Whether what makes locks unsafe stops the application: a read-only server or connection or a replica fails
-		 * start-up, and on a Galera cluster or multi-primary group PESSIMISTIC mode is refused. When false, these are
-		 * only logged at WARN (for a proxy that answers the check from another server than the lock statements reach).
-		 */
-		private boolean enforce = true;
-
-		public boolean isEnforce() {
-			return this.enforce;
-		}
-
-		public void setEnforce(boolean enforce) {
-			this.enforce = enforce;
-		}
-
-	}
-
 	/** One semaphore's configuration. */
 	public static class Semaphore {
 
@@ -664,85 +415,6 @@ public class DistributedLockProperties implements InitializingBean {
 
 		public void setPermits(@Nullable Integer permits) {
 			this.permits = permits;
-		}
-
-	}
-
-	/** The @DistributedLock method interceptor. */
-	public static class Interceptor {
-
-		/**
-		 * Order of the @DistributedLock advisor. Must be smaller than the transaction advisor's order (Integer.MAX_VALUE
-		 * by default) for the lock to be taken before the method's transaction begins and released after it ends.
-		 */
-		private int order = DEFAULT_INTERCEPTOR_ORDER;
-
-		public int getOrder() {
-			return this.order;
-		}
-
-		public void setOrder(int order) {
-			this.order = order;
-		}
-
-	}
-
-	/** Idempotency keys: {@code @Idempotent} and the {@code IdempotencyTemplate}. */
-	public static class Idempotency {
-
-		/**
-		 * How long a completed idempotency record answers duplicates (from its completion, on the database server's
-		 * clock) when a call gives no retention; then the key runs again and the cleanup job deletes the record.
-		 */
-		private Duration retention = Duration.ofHours(24);
-
-		/** What a duplicate call gets once the key's work has succeeded: its recorded outcome, or an exception. */
-		private io.github.dblock.idempotency.OnDuplicate onDuplicate = io.github.dblock.idempotency.OnDuplicate.RETURN_OUTCOME;
-
-		/**
-		 * The running lease of an idempotency claim, renewed every third of it while the work runs; after a crash,
-		 * duplicates take the key over once it ends. Unset: distributed-lock.lease-time.
-		 */
-		@Nullable
-		private Duration leaseTime;
-
-		/**
-		 * Order of the @Idempotent advisor. The default equals the transaction advisor's, and the advisor is
-		 * registered after it, so it runs inside the method's transaction.
-		 */
-		private int order = Ordered.LOWEST_PRECEDENCE;
-
-		public Duration getRetention() {
-			return this.retention;
-		}
-
-		public void setRetention(Duration retention) {
-			this.retention = retention;
-		}
-
-		public io.github.dblock.idempotency.OnDuplicate getOnDuplicate() {
-			return this.onDuplicate;
-		}
-
-		public void setOnDuplicate(io.github.dblock.idempotency.OnDuplicate onDuplicate) {
-			this.onDuplicate = onDuplicate;
-		}
-
-		@Nullable
-		public Duration getLeaseTime() {
-			return this.leaseTime;
-		}
-
-		public void setLeaseTime(@Nullable Duration leaseTime) {
-			this.leaseTime = leaseTime;
-		}
-
-		public int getOrder() {
-			return this.order;
-		}
-
-		public void setOrder(int order) {
-			this.order = order;
 		}
 
 	}

@@ -45,7 +45,7 @@ class IdempotencyConfiguration {
 	@ConditionalOnMissingBean
 	IdempotencyTemplate idempotencyTemplate(DistributedLockProperties properties, IdempotencyStore store,
 			ObjectProvider<JsonMapper> jsonMapper, LockTemplate lockTemplate) {
-		DistributedLockProperties.Idempotency idempotency = properties.getIdempotency();
+		DistributedLockIdempotencyProperties idempotency = properties.getIdempotency();
 		IdempotencyTemplate template = new IdempotencyTemplate(store, jsonMapper.getIfAvailable(JsonMapper::shared),
 				idempotency.getRetention(), properties.getWaitTime(),
 				(idempotency.getLeaseTime() != null) ? idempotency.getLeaseTime() : properties.getLeaseTime(),

@@ -51,7 +51,7 @@ class LockJdbcConfiguration {
 		LockSchemaInitializer initializer = new LockSchemaInitializer(dataSource, LockTable.of(properties.getTableName()),
 				properties.getFlyway().isEnabled());
 		initializer.setEnforceTopology(properties.getTopology().isEnforce());
-		DistributedLockProperties.Flyway flyway = properties.getFlyway();
+		DistributedLockFlywayProperties flyway = properties.getFlyway();
 		initializer.setMigrationCredentials(flyway.getUrl(), flyway.getUser(), flyway.getPassword());
 		return initializer;
 	}
@@ -225,7 +225,7 @@ class LockJdbcConfiguration {
 	@ConditionalOnBooleanProperty(name = DistributedLockProperties.PREFIX + ".cleanup.enabled", matchIfMissing = true)
 	LockTableCleanupJob lockTableCleanupJob(DistributedLockProperties properties, LockSchemaInitializer schema,
 			LockTemplate lockTemplate) {
-		DistributedLockProperties.Cleanup cleanup = properties.getCleanup();
+		DistributedLockCleanupProperties cleanup = properties.getCleanup();
 		LockTableCleaner cleaner = new LockTableCleaner(schema.getDataSource(), schema.getTable(), cleanup.getRetention(),
 				cleanup.getBatchSize(), properties.getStatementTimeout());
 		LockTableCleaner idempotencyRecords = LockTableCleaner.forIdempotencyRecords(schema.getDataSource(),

@@ -36,7 +36,9 @@ class LocksEndpointHttpTests {
 	@AfterEach
 	void dropTable() {
 		try (var pool = TestDatabase.get().newDataSource(1)) {
-			new JdbcTemplate(pool).execute("DROP TABLE IF EXISTS `" + this.table + "`, `" + this.table + "_schema_history`");
+			String t = this.table;
+			new JdbcTemplate(pool).execute("DROP TABLE IF EXISTS `" + t + "`, `" + t + "_schema_history`, `" + t + "_rw`, `"
+					+ t + "_rw_hold`, `" + t + "_sem`, `" + t + "_sem_hold`, `" + t + "_idem`");
 		}
 	}
 
@@ -101,12 +103,7 @@ class LocksEndpointHttpTests {
 					"distributed-lock.node-name=node-http", "distributed-lock.cleanup.enabled=false",
 					"distributed-lock.endpoint.force-release.enabled=" + forceRelease,
 					"management.endpoints.web.exposure.include=locks,health",
-					"management.endpoint.health.show-details=always",
-					// JPA is on the test class path (for JpaCommitValidationTests), so the application starts with it, as
-					// one of ours may; Hibernate's own dialect detection fails with Connector/J on MariaDB 11.4 (its
-					// keyword query names a column 11.4 lacks), so the dialect is named
-					"spring.jpa.database-platform=" + (TestDatabase.get().isMariaDb()
-							? "org.hibernate.dialect.MariaDBDialect" : "org.hibernate.dialect.MySQLDialect"))
+					"management.endpoint.health.show-details=always")
 			.run();
 	}
 

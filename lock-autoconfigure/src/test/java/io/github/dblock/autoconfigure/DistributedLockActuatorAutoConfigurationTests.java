@@ -1,10 +1,7 @@
 package io.github.dblock.autoconfigure;
 
-import java.util.ArrayList;
-import java.util.List;
 import java.util.UUID;
 
-import com.zaxxer.hikari.HikariDataSource;
 import io.github.dblock.LockHandle;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.actuate.ForceReleasingLocksEndpoint;
@@ -12,9 +9,6 @@ import io.github.dblock.actuate.LockTableHealthIndicator;
 import io.github.dblock.actuate.LocksEndpoint;
 import io.github.dblock.jdbc.LockTableAdmin;
 import io.github.dblock.test.TestDatabase;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
@@ -25,7 +19,6 @@ import org.springframework.boot.health.contributor.Status;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
-import org.springframework.jdbc.core.JdbcTemplate;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -33,13 +26,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Tests for {@link DistributedLockActuatorAutoConfiguration} on the real test database ({@link TestDatabase}); each
  * test uses its own lock table and drops it afterwards.
  */
-class DistributedLockActuatorAutoConfigurationTests {
-
-	private static HikariDataSource adminPool;
-
-	private static JdbcTemplate admin;
-
-	private final List<String> createdTables = new ArrayList<>();
+class DistributedLockActuatorAutoConfigurationTests extends LockTablesTestSupport {
 
 	private final ApplicationContextRunner runner = new ApplicationContextRunner()
 		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
@@ -48,25 +35,8 @@ class DistributedLockActuatorAutoConfigurationTests {
 		.withPropertyValues("distributed-lock.cleanup.enabled=false",
 				"management.endpoints.web.exposure.include=locks,health");
 
-	@BeforeAll
-	static void openAdminPool() {
-		adminPool = TestDatabase.get().newDataSource(2);
-		admin = new JdbcTemplate(adminPool);
-	}
-
-	@AfterAll
-	static void closeAdminPool() {
-		if (adminPool != null) {
-			adminPool.close();
-		}
-	}
-
-	@AfterEach
-	void dropCreatedTables() {
-		for (String table : this.createdTables) {
-			admin.execute("DROP TABLE IF EXISTS `" + table + "`, `" + table + "_schema_history`, `" + table + "_sem`, `"
-					+ table + "_sem_hold`");
-		}
+	DistributedLockActuatorAutoConfigurationTests() {
+		super("lock_a_");
 	}
 
 	@Test
@@ -187,12 +157,6 @@ class DistributedLockActuatorAutoConfigurationTests {
 				}
 				assertThat(endpoint.locks().locks()).isEmpty();
 			});
-	}
-
-	private String newTableName() {
-		String name = "lock_a_" + UUID.randomUUID().toString().replace("-", "").substring(0, 10);
-		this.createdTables.add(name);
-		return name;
 	}
 
 }

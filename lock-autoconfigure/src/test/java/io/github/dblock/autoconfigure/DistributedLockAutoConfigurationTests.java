@@ -36,9 +36,6 @@ import io.github.dblock.jdbc.LockTable;
 import io.github.dblock.test.Reliability;
 import io.github.dblock.test.TestDatabase;
 import org.flywaydb.core.Flyway;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -54,7 +51,6 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Primary;
 import org.springframework.core.NestedExceptionUtils;
-import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DelegatingDataSource;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -63,38 +59,15 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Tests for {@link DistributedLockAutoConfiguration}, against the real test database ({@link TestDatabase}).
  * Each test that creates a lock table uses its own table name and drops it afterwards.
  */
-class DistributedLockAutoConfigurationTests {
+class DistributedLockAutoConfigurationTests extends LockTablesTestSupport {
 
 	private static final String MISSING_COLUMNS = "[acquired_at, expires_at, fencing_token, holder, owner_token, waiting_owner, waiting_until]";
-
-	private static HikariDataSource adminPool;
-
-	private static JdbcTemplate admin;
 
 	private final ApplicationContextRunner runner = new ApplicationContextRunner()
 		.withConfiguration(AutoConfigurations.of(DistributedLockAutoConfiguration.class));
 
-	private final List<String> createdTables = new ArrayList<>();
-
-	@BeforeAll
-	static void openAdminPool() {
-		adminPool = TestDatabase.get().newDataSource(2);
-		admin = new JdbcTemplate(adminPool);
-	}
-
-	@AfterAll
-	static void closeAdminPool() {
-		if (adminPool != null) {
-			adminPool.close();
-		}
-	}
-
-	@AfterEach
-	void dropCreatedTables() {
-		for (String table : this.createdTables) {
-			admin.execute("DROP TABLE IF EXISTS `" + table + "`, `" + table + "_schema_history`, `" + table + "_sem`, `"
-					+ table + "_sem_hold`");
-		}
+	DistributedLockAutoConfigurationTests() {
+		super("lock_t_");
 	}
 
 	// ---------------------------------------------------------------- defaults
@@ -267,7 +240,7 @@ class DistributedLockAutoConfigurationTests {
 	void acceptsATableNameOfExactly48Characters() {
 		String table = newTableName();
 		String longest = table + "_".repeat(LockTable.MAX_LENGTH - table.length());
-		this.createdTables.add(longest);
+		dropAfterTest(longest);
 		assertThat(longest).hasSize(48);
 		withDataSourceFromProperties().withPropertyValues("distributed-lock.table-name=" + longest).run((context) -> {
 			assertThat(context).hasNotFailed();
@@ -563,13 +536,6 @@ class DistributedLockAutoConfigurationTests {
 			.withPropertyValues(TestDatabase.get().springProperties());
 	}
 
-	/** A fresh table name, dropped (with its history table) after the test. */
-	private String newTableName() {
-		String name = "lock_t_" + UUID.randomUUID().toString().replace("-", "").substring(0, 10);
-		this.createdTables.add(name);
-		return name;
-	}
-
 	private void assertStartupFailsNaming(String property, String... properties) {
 		withDataSourceFromProperties().withPropertyValues(properties).run((context) -> {
 			assertThat(context).hasFailed();
@@ -610,12 +576,6 @@ class DistributedLockAutoConfigurationTests {
 		}
 		assertThat(used.connections()).as(usedPool + " connections after a lock").isGreaterThan(afterStartup);
 		assertThat(unused.connections()).as(unusedPool + " connections").isZero();
-	}
-
-	private static boolean tableExists(String table) {
-		Integer count = admin.queryForObject("SELECT COUNT(*) FROM information_schema.TABLES "
-				+ "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", Integer.class, table);
-		return count != null && count > 0;
 	}
 
 	private static List<String> columns(String table) {
@@ -688,7 +648,7 @@ class DistributedLockAutoConfigurationTests {
 			if (descriptor.getWriteMethod() != null) {
 				names.add(name);
 			}
-			else if (descriptor.getPropertyType().getEnclosingClass() == DistributedLockProperties.class) {
+			else if (descriptor.getPropertyType().getPackage() == DistributedLockProperties.class.getPackage()) { // a group
 				names.addAll(bindableProperties(name, descriptor.getPropertyType()));
 			}
 		}

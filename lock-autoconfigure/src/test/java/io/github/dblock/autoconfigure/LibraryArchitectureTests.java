@@ -7,6 +7,8 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.ConfigurationPropertiesScan;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
 
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.methods;
@@ -31,19 +33,31 @@ class LibraryArchitectureTests {
 			.importPackages("io.github.dblock");
 	}
 
+	/**
+	 * Issue 17: auto-configuration classes are the only users of {@code @ConfigurationProperties}. The bound classes
+	 * live in the auto-configuration package and only its classes enable them; an interceptor, endpoint or provider
+	 * gets its settings from there (as constructor arguments), never by binding properties itself.
+	 */
 	@Test
 	void onlyAutoConfigurationClassesAreConfigurationProperties() {
 		classes().that()
-			.areAnnotatedWith(ConfigurationProperties.class)
+			.areMetaAnnotatedWith(ConfigurationProperties.class)
 			.should()
 			.resideInAPackage(AUTOCONFIGURE)
 			.check(library);
 		methods().that()
-			.areAnnotatedWith(ConfigurationProperties.class)
+			.areMetaAnnotatedWith(ConfigurationProperties.class)
 			.should()
 			.beDeclaredInClassesThat()
 			.resideInAPackage(AUTOCONFIGURE)
 			.allowEmptyShould(true)
+			.check(library);
+		classes().that()
+			.areMetaAnnotatedWith(EnableConfigurationProperties.class)
+			.or()
+			.areMetaAnnotatedWith(ConfigurationPropertiesScan.class)
+			.should()
+			.resideInAPackage(AUTOCONFIGURE)
 			.check(library);
 	}
 

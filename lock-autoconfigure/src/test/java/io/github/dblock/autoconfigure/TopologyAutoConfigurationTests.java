@@ -20,9 +20,6 @@ import io.github.dblock.jdbc.LockTable;
 import io.github.dblock.test.EmbeddedMariaDb;
 import io.github.dblock.test.Reliability;
 import io.github.dblock.test.TestDatabase;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.context.properties.source.InvalidConfigurationPropertyValueException;
@@ -41,39 +38,16 @@ import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
  * {@code --read-only}) and read-only connections to the shared test database are refused for real; Galera is
  * described to the initializer (no cluster here) to test what is refused at start-up and at call time.
  */
-class TopologyAutoConfigurationTests {
+class TopologyAutoConfigurationTests extends LockTablesTestSupport {
 
 	private static final String BAD_INPUTS = "bad inputs tried";
-
-	private static HikariDataSource adminPool;
-
-	private static JdbcTemplate admin;
 
 	private final ApplicationContextRunner runner = new ApplicationContextRunner()
 		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, DistributedLockAutoConfiguration.class))
 		.withPropertyValues("distributed-lock.cleanup.enabled=false");
 
-	private final List<String> createdTables = new ArrayList<>();
-
-	@BeforeAll
-	static void openAdminPool() {
-		adminPool = TestDatabase.get().newDataSource(2);
-		admin = new JdbcTemplate(adminPool);
-	}
-
-	@AfterAll
-	static void closeAdminPool() {
-		if (adminPool != null) {
-			adminPool.close();
-		}
-	}
-
-	@AfterEach
-	void dropCreatedTables() {
-		for (String table : this.createdTables) {
-			admin.execute("DROP TABLE IF EXISTS `" + table + "`, `" + table + "_schema_history`, `" + table + "_sem`, `"
-					+ table + "_sem_hold`");
-		}
+	TopologyAutoConfigurationTests() {
+		super("lock_topo_");
 	}
 
 	@Test
@@ -267,19 +241,8 @@ class TopologyAutoConfigurationTests {
 		return this.runner.withPropertyValues(TestDatabase.get().springProperties());
 	}
 
-	private String newTableName() {
-		String name = "lock_topo_" + UUID.randomUUID().toString().replace("-", "").substring(0, 10);
-		this.createdTables.add(name);
-		return name;
-	}
-
 	private static Throwable rootCause(AssertableApplicationContext context) {
 		return NestedExceptionUtils.getMostSpecificCause(context.getStartupFailure());
-	}
-
-	private static boolean tableExists(String table) {
-		return admin.queryForObject("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
-				+ "AND TABLE_NAME = ?", Integer.class, table) > 0;
 	}
 
 	private static int rowCount(String table, String resource) {

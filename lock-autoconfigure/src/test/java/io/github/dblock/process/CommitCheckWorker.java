@@ -6,20 +6,16 @@ import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.dblock.CommitValidation;
-import io.github.dblock.LockLostException;
+import io.github.dblock.CommitCheckCounter;
 import io.github.dblock.LockMode;
-import io.github.dblock.LockNotAcquiredException;
 import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.test.LockNodes;
 import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
@@ -43,9 +39,7 @@ public final class CommitCheckWorker {
 		try (HikariDataSource dataSource = WorkerProcesses.dataSource(args, threads + 3)) {
 			LockTemplate node = LockNodes.node(LockMode.LEASE, "process-" + ProcessHandle.current().pid(), dataSource);
 			node.setValidateAtCommit(validate);
-			DataSourceTransactionManager manager = new DataSourceTransactionManager(dataSource);
-			manager.addListener(new CommitValidation());
-			TransactionTemplate tx = new TransactionTemplate(manager);
+			TransactionTemplate tx = CommitCheckCounter.validatedTransactions(dataSource);
 			JdbcTemplate jdbc = new JdbcTemplate(dataSource);
 			LockOptions options = LockOptions.defaults()
 				.withLeaseTime(Duration.ofMillis(leaseMillis))
@@ -55,29 +49,8 @@ public final class CommitCheckWorker {
 			ExecutorService pool = Executors.newFixedThreadPool(threads);
 			List<Future<?>> futures = new ArrayList<>();
 			for (int t = 0; t < threads; t++) {
-				futures.add(pool.submit(() -> {
-					for (int u = 0; u < units; u++) {
-						try {
-							node.executeWithoutResult(name, options, (lock) -> tx.executeWithoutResult((status) -> {
-								int value = jdbc.queryForObject("SELECT value FROM commit_check_counter WHERE name = ?",
-										Integer.class, name);
-								pause(leaseMillis);
-								jdbc.update("UPDATE commit_check_counter SET value = ? WHERE name = ?", value + 1, name);
-								jdbc.update("INSERT INTO commit_check_log (name, fencing_token, value) VALUES (?, ?, ?)",
-										name, lock.fencingToken(), value + 1);
-							}));
-						}
-						catch (LockLostException ex) {
-							if (String.valueOf(ex.getMessage()).contains("about to commit")) {
-								rolledBack.incrementAndGet();
-							}
-						}
-						catch (LockNotAcquiredException ex) {
-							notAcquired.incrementAndGet();
-						}
-					}
-					return null;
-				}));
+				futures.add(pool.submit(() -> CommitCheckCounter.runUnits(node, tx, jdbc, name, options, units,
+						rolledBack, notAcquired)));
 			}
 			for (Future<?> future : futures) {
 				future.get(5, TimeUnit.MINUTES);
@@ -87,18 +60,4 @@ public final class CommitCheckWorker {
 			System.out.flush();
 		}
 	}
-
-	/** 70% of units pause up to 10 ms, 30% pause 10 to 70 ms past the lease. */
-	private static void pause(long leaseMillis) {
-		ThreadLocalRandom random = ThreadLocalRandom.current();
-		long millis = (random.nextInt(10) < 7) ? random.nextInt(10) : leaseMillis + 10 + random.nextInt(60);
-		try {
-			Thread.sleep(millis);
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new IllegalStateException(ex);
-		}
-	}
-
 }

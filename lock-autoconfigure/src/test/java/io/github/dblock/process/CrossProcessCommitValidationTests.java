@@ -3,12 +3,11 @@ package io.github.dblock.process;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.UUID;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import com.zaxxer.hikari.HikariDataSource;
+import io.github.dblock.CommitCheckCounter;
 import io.github.dblock.test.LockNodes;
 import io.github.dblock.test.TestDatabase;
 import org.junit.jupiter.api.AfterAll;
@@ -42,10 +41,7 @@ class CrossProcessCommitValidationTests {
 	static void tables() {
 		pool = TestDatabase.get().newDataSource(2);
 		LockNodes.migrateOnce(pool);
-		TestDatabase.get().execute(
-				"CREATE TABLE IF NOT EXISTS commit_check_counter (name VARCHAR(100) PRIMARY KEY, value INT NOT NULL)",
-				"CREATE TABLE IF NOT EXISTS commit_check_log (id BIGINT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(100)"
-						+ " NOT NULL, fencing_token BIGINT NOT NULL, value INT NOT NULL)");
+		CommitCheckCounter.createTables();
 	}
 
 	@AfterAll
@@ -70,9 +66,8 @@ class CrossProcessCommitValidationTests {
 
 	/** @return committed, out of order, lost updates, rolled back, not acquired */
 	private int[] run(boolean validate) throws Exception {
-		String name = "xp-commit-" + UUID.randomUUID();
 		JdbcTemplate jdbc = new JdbcTemplate(pool);
-		jdbc.update("INSERT INTO commit_check_counter (name, value) VALUES (?, 0)", name);
+		String name = CommitCheckCounter.newCounter(jdbc, "xp-commit-");
 		List<Process> workers = new ArrayList<>();
 		for (int p = 0; p < PROCESSES; p++) {
 			workers.add(WorkerProcesses.start(CommitCheckWorker.class, "contend", name, String.valueOf(validate),
@@ -87,19 +82,8 @@ class CrossProcessCommitValidationTests {
 			rolledBack += Integer.parseInt(result.group(1));
 			notAcquired += Integer.parseInt(result.group(2));
 		}
-		List<Map<String, Object>> log = jdbc.queryForList(
-				"SELECT fencing_token, value FROM commit_check_log WHERE name = ? ORDER BY fencing_token, id", name);
-		int outOfOrder = 0;
-		int max = 0;
-		for (Map<String, Object> row : log) {
-			int value = ((Number) row.get("value")).intValue();
-			if (value <= max) {
-				outOfOrder++;
-			}
-			max = Math.max(max, value);
-		}
-		int finalValue = jdbc.queryForObject("SELECT value FROM commit_check_counter WHERE name = ?", Integer.class, name);
-		return new int[] { log.size(), outOfOrder, log.size() - finalValue, rolledBack, notAcquired };
+		CommitCheckCounter.Tally tally = CommitCheckCounter.Tally.of(jdbc, name);
+		return new int[] { tally.committed(), tally.outOfOrder(), tally.lostUpdates(), rolledBack, notAcquired };
 	}
 
 }

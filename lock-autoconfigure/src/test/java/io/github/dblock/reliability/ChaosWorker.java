@@ -24,6 +24,11 @@ import io.github.dblock.LockTemplate;
 import io.github.dblock.test.LockNodes;
 import org.springframework.jdbc.datasource.DataSourceUtils;
 
+import static io.github.dblock.reliability.Workers.enter;
+import static io.github.dblock.reliability.Workers.say;
+import static io.github.dblock.reliability.Workers.update;
+import static io.github.dblock.test.Pauses.sleep;
+
 /**
  * A separate JVM process for {@link ProcessFaultTests}. Arguments: {@code <command> <url> <user> <password> <mode>
  * <leaseMillis> ...}; every lock is taken without a lease time of its own, so LEASE locks are renewed every third of
@@ -49,17 +54,10 @@ public final class ChaosWorker {
 
 	public static void main(String[] args) throws Exception {
 		String command = args[0];
-		String[] modeArg = args[4].split("/");
-		LockMode mode = LockMode.valueOf(modeArg[0]);
+		LockMode mode = Workers.mode(args[4]);
 		Duration lease = Duration.ofMillis(Long.parseLong(args[5]));
-		String node = "process-" + ProcessHandle.current().pid();
 		try (HikariDataSource dataSource = WorkerProcesses.dataSource(args, 10)) {
-			io.github.dblock.spi.LockProvider provider = LockNodes.provider(mode, dataSource);
-			if (modeArg.length > 1) {
-				((io.github.dblock.jdbc.PessimisticLockProvider) provider)
-					.setFencing(io.github.dblock.jdbc.PessimisticLockProvider.Fencing.valueOf(modeArg[1]));
-			}
-			LockTemplate locks = new LockTemplate(List.of(provider), mode, Duration.ZERO, lease, node);
+			LockTemplate locks = Workers.template(args[4], LockNodes.provider(mode, dataSource), lease);
 			if (command.equals("pause")) {
 				pause(locks, dataSource, args[6]);
 			}
@@ -71,22 +69,11 @@ public final class ChaosWorker {
 
 	private static void chaos(LockTemplate locks, HikariDataSource dataSource, LockMode mode, String[] resources,
 			int threads, int maxHoldMillis) throws Exception {
-		AtomicBoolean stop = new AtomicBoolean();
-		Thread stdin = new Thread(() -> {
-			try {
-				System.in.transferTo(java.io.OutputStream.nullOutputStream());
-			}
-			catch (java.io.IOException ex) {
-				// stop all the same
-			}
-			stop.set(true);
-		});
-		stdin.setDaemon(true);
-		stdin.start();
+		AtomicBoolean stop = Workers.stopWhenStandardInputCloses();
 		AtomicInteger acquisitions = new AtomicInteger();
 		List<Thread> workers = new ArrayList<>();
 		for (int t = 0; t < threads; t++) {
-			String holder = "process-" + ProcessHandle.current().pid() + "/" + t;
+			String holder = Workers.node() + "/" + t;
 			Thread worker = new Thread(() -> {
 				ThreadLocalRandom random = ThreadLocalRandom.current();
 				while (!stop.get()) {
@@ -99,7 +86,7 @@ public final class ChaosWorker {
 									countInTransaction(dataSource, resource, lock.fencingToken());
 								}
 								else {
-									long interval = enter(dataSource, resource, holder, lock.fencingToken());
+									long interval = enter(dataSource, "lock_test_interval", resource, holder, lock.fencingToken());
 									sleep(random.nextInt(maxHoldMillis + 1));
 									exit(dataSource, interval);
 								}
@@ -138,24 +125,6 @@ public final class ChaosWorker {
 		}
 	}
 
-	private static long enter(HikariDataSource dataSource, String resource, String holder, long token) {
-		try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
-				"INSERT INTO lock_test_interval (resource, holder, token, entered_at) VALUES (?, ?, ?, UTC_TIMESTAMP(6))",
-				java.sql.Statement.RETURN_GENERATED_KEYS)) {
-			ps.setString(1, resource);
-			ps.setString(2, holder);
-			ps.setLong(3, token);
-			ps.executeUpdate();
-			try (ResultSet keys = ps.getGeneratedKeys()) {
-				keys.next();
-				return keys.getLong(1);
-			}
-		}
-		catch (SQLException ex) {
-			throw new IllegalStateException(ex);
-		}
-	}
-
 	private static void exit(HikariDataSource dataSource, long interval) {
 		if (update(dataSource, "UPDATE lock_test_interval SET exited_at = UTC_TIMESTAMP(6) WHERE id = ?", interval) != 1) {
 			throw new IllegalStateException("interval " + interval + " vanished");
@@ -184,38 +153,4 @@ public final class ChaosWorker {
 			DataSourceUtils.releaseConnection(c, dataSource);
 		}
 	}
-
-	private static int update(HikariDataSource dataSource, String sql, Object... args) {
-		try (Connection c = dataSource.getConnection()) {
-			return update(c, sql, args);
-		}
-		catch (SQLException ex) {
-			throw new IllegalStateException(ex);
-		}
-	}
-
-	private static int update(Connection c, String sql, Object... args) throws SQLException {
-		try (PreparedStatement ps = c.prepareStatement(sql)) {
-			for (int i = 0; i < args.length; i++) {
-				ps.setObject(i + 1, args[i]);
-			}
-			return ps.executeUpdate();
-		}
-	}
-
-	private static synchronized void say(String line) {
-		System.out.println(line);
-		System.out.flush();
-	}
-
-	private static void sleep(long millis) {
-		try {
-			Thread.sleep(millis);
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new IllegalStateException(ex);
-		}
-	}
-
 }

@@ -1,9 +1,6 @@
 package io.github.dblock.reliability;
 
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -18,9 +15,13 @@ import com.zaxxer.hikari.HikariDataSource;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
-import io.github.dblock.jdbc.PessimisticLockProvider;
 import io.github.dblock.spi.LockProvider;
 import io.github.dblock.test.LockNodes;
+
+import static io.github.dblock.reliability.Workers.enter;
+import static io.github.dblock.reliability.Workers.say;
+import static io.github.dblock.reliability.Workers.update;
+import static io.github.dblock.test.Pauses.sleep;
 
 /**
  * A worker JVM of {@link SoakTests}. Arguments: {@code <lockUrl> <lockUser> <lockPassword> <mode> <leaseMillis>
@@ -34,7 +35,7 @@ import io.github.dblock.test.LockNodes;
  * ({@code lock_soak_section}: server time, fencing token), holds for a random time, makes a fenced write of its token
  * ({@code UPDATE lock_soak_fenced ... WHERE name = ? AND token < ?}) and records the write's outcome with its exit in
  * one statement. A failed call (a lost lock, a broken connection) is counted, and the section it ended, if any, is
- * marked failed at the end of the run (the database may be down when it happens). Prints {@code E <exception>} on a
+ * marked failed at once, or at the end of the run when the database is down then. Prints {@code E <exception>} on a
  * failure, {@code STARTED} once its pools are up and, at the end, {@code RESULT acquisitions=N errors=N worstAcquireMillis=N worstReleaseMillis=N}: the
  * longest time from the call to the callback (the acquisition) and from the callback's end to the call's return (the
  * release).
@@ -45,24 +46,18 @@ public final class SoakWorker {
 	}
 
 	public static void main(String[] args) throws Exception {
-		String[] modeArg = args[3].split("/");
-		LockMode mode = LockMode.valueOf(modeArg[0]);
+		LockMode mode = Workers.mode(args[3]);
 		Duration lease = Duration.ofMillis(Long.parseLong(args[4]));
 		String[] resources = args[5].split(",");
 		int threads = Integer.parseInt(args[6]);
 		int maxHoldMillis = Integer.parseInt(args[7]);
-		String node = "process-" + ProcessHandle.current().pid();
 		try (HikariDataSource lockPool = pool(args[0], args[1], args[2], 10);
 				HikariDataSource book = pool(args[8], args[9], args[10], threads + 1)) {
-			LockProvider provider = provider(mode, lockPool);
-			if (modeArg.length > 1) {
-				((PessimisticLockProvider) provider).setFencing(PessimisticLockProvider.Fencing.valueOf(modeArg[1]));
-			}
-			LockTemplate locks = new LockTemplate(List.of(provider), mode, Duration.ZERO, lease, node);
+			LockTemplate locks = Workers.template(args[3], provider(mode, lockPool), lease);
 			try (Connection c = book.getConnection()) {
 				say("STARTED"); // the test starts its clock once every worker is this far
 			}
-			run(locks, book, node, resources, threads, maxHoldMillis);
+			run(locks, book, Workers.node(), resources, threads, maxHoldMillis);
 		}
 	}
 
@@ -95,18 +90,7 @@ public final class SoakWorker {
 
 	private static void run(LockTemplate locks, HikariDataSource book, String node, String[] resources, int threads,
 			int maxHoldMillis) throws Exception {
-		AtomicBoolean stop = new AtomicBoolean();
-		Thread stdin = new Thread(() -> {
-			try {
-				System.in.transferTo(java.io.OutputStream.nullOutputStream());
-			}
-			catch (java.io.IOException ex) {
-				// stop all the same
-			}
-			stop.set(true);
-		});
-		stdin.setDaemon(true);
-		stdin.start();
+		AtomicBoolean stop = Workers.stopWhenStandardInputCloses();
 		AtomicLong acquisitions = new AtomicLong();
 		AtomicLong errors = new AtomicLong();
 		AtomicLong worstAcquire = new AtomicLong();
@@ -127,7 +111,7 @@ public final class SoakWorker {
 								(lock) -> {
 									worstAcquire.accumulateAndGet((System.nanoTime() - called) / 1_000_000, Math::max);
 									try {
-										section[0] = enter(book, resource, holder, lock.fencingToken());
+										section[0] = enter(book, "lock_soak_section", resource, holder, lock.fencingToken());
 										sleep(random.nextInt(maxHoldMillis + 1));
 										int written = update(book, "UPDATE lock_soak_fenced SET value = value + 1, token = ?"
 												+ " WHERE name = ? AND token < ?", lock.fencingToken(), resource,
@@ -147,7 +131,7 @@ public final class SoakWorker {
 						errors.incrementAndGet();
 						if (section[0] >= 0) {
 							String text = String.valueOf(ex);
-							failedSections.put(section[0], text.substring(0, Math.min(250, text.length())));
+							markFailed(book, section[0], text.substring(0, Math.min(250, text.length())), failedSections);
 						}
 						say("E " + ex);
 					}
@@ -167,7 +151,7 @@ public final class SoakWorker {
 		for (Thread worker : workers) {
 			worker.join();
 		}
-		// the database may have been down when a section failed: its record is written now, retried for a minute
+		// the database was down when these sections failed: their marks are written now, retried for a minute
 		long deadline = System.nanoTime() + Duration.ofMinutes(1).toNanos();
 		for (Map.Entry<Long, String> failed : failedSections.entrySet()) {
 			while (true) {
@@ -187,48 +171,17 @@ public final class SoakWorker {
 				+ " worstReleaseMillis=" + worstRelease);
 	}
 
-	private static long enter(HikariDataSource dataSource, String resource, String holder, long token) {
-		try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
-				"INSERT INTO lock_soak_section (resource, holder, token, entered_at) VALUES (?, ?, ?, UTC_TIMESTAMP(6))",
-				java.sql.Statement.RETURN_GENERATED_KEYS)) {
-			ps.setString(1, resource);
-			ps.setString(2, holder);
-			ps.setLong(3, token);
-			ps.executeUpdate();
-			try (ResultSet keys = ps.getGeneratedKeys()) {
-				keys.next();
-				return keys.getLong(1);
-			}
-		}
-		catch (SQLException ex) {
-			throw new IllegalStateException(ex);
-		}
-	}
-
-	private static int update(HikariDataSource dataSource, String sql, Object... args) {
-		try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(sql)) {
-			for (int i = 0; i < args.length; i++) {
-				ps.setObject(i + 1, args[i]);
-			}
-			return ps.executeUpdate();
-		}
-		catch (SQLException ex) {
-			throw new IllegalStateException(ex);
-		}
-	}
-
-	private static synchronized void say(String line) {
-		System.out.println(line);
-		System.out.flush();
-	}
-
-	private static void sleep(long millis) {
+	/**
+	 * Marks the section failed at once, so that the mark survives a SIGKILL of this worker later in the run (SoakCheck
+	 * needs it to tell a PESSIMISTIC lock lost with its session from an overlap); when the server is down, the mark
+	 * waits in {@code pending} for the end of the run.
+	 */
+	private static void markFailed(HikariDataSource book, long section, String failure, Map<Long, String> pending) {
 		try {
-			Thread.sleep(millis);
+			update(book, "UPDATE lock_soak_section SET failed = ? WHERE id = ?", failure, section);
 		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new IllegalStateException(ex);
+		catch (RuntimeException ex) {
+			pending.put(section, failure);
 		}
 	}
 

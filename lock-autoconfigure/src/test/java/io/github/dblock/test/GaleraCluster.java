@@ -179,7 +179,7 @@ public final class GaleraCluster implements AutoCloseable {
 			catch (SQLException ex) {
 				seen = ex.toString();
 			}
-			MariaDbProcess.sleep(200);
+			Pauses.sleep(200);
 		}
 		throw new IllegalStateException(node + " not Synced in a primary component of " + size + " within " + timeout
 				+ " (last seen: " + seen + "):\n" + node.logTail());

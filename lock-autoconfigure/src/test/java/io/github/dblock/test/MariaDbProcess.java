@@ -118,7 +118,7 @@ public final class MariaDbProcess {
 			catch (SQLException ex) {
 				last = ex;
 			}
-			sleep(200);
+			Pauses.sleep(200);
 		}
 		throw new IllegalStateException(this.name + " did not accept connections within " + timeout + " (" + last
 				+ "):\n" + logTail());
@@ -290,16 +290,6 @@ public final class MariaDbProcess {
 		}
 		catch (IOException ex) {
 			throw new UncheckedIOException("Could not run " + command, ex);
-		}
-		catch (InterruptedException ex) {
-			Thread.currentThread().interrupt();
-			throw new IllegalStateException(ex);
-		}
-	}
-
-	static void sleep(long millis) {
-		try {
-			Thread.sleep(millis);
 		}
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();

@@ -1,10 +1,5 @@
 package io.github.dblock.test;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -74,24 +69,7 @@ public final class Reliability implements TestExecutionListener {
 			}
 			markdown = render();
 		}
-		write(Path.of("target", "reliability-report.md"), markdown);
-		String target = System.getProperty("lock.reliability.report");
-		if (target != null && !target.isBlank() && !target.startsWith("${")) {
-			write(Path.of(target.trim()), markdown);
-		}
-	}
-
-	private static void write(Path path, String markdown) {
-		try {
-			if (path.getParent() != null) {
-				Files.createDirectories(path.getParent());
-			}
-			Files.writeString(path, markdown, StandardCharsets.UTF_8);
-			System.out.println("[lock tests] reliability report written to " + path.toAbsolutePath().normalize());
-		}
-		catch (IOException ex) {
-			throw new UncheckedIOException(ex);
-		}
+		Reports.publish("reliability report", markdown, "reliability-report.md", "lock.reliability.report");
 	}
 
 	static String render() {

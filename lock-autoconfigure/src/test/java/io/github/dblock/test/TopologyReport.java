@@ -1,10 +1,5 @@
 package io.github.dblock.test;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -60,24 +55,7 @@ public final class TopologyReport implements TestExecutionListener {
 			}
 			markdown = render();
 		}
-		write(Path.of("target", "topology-report.md"), markdown);
-		String target = System.getProperty("lock.topology.report");
-		if (target != null && !target.isBlank() && !target.startsWith("${")) {
-			write(Path.of(target.trim()), markdown);
-		}
-	}
-
-	private static void write(Path path, String markdown) {
-		try {
-			if (path.getParent() != null) {
-				Files.createDirectories(path.getParent());
-			}
-			Files.writeString(path, markdown, StandardCharsets.UTF_8);
-			System.out.println("[lock tests] topology report written to " + path.toAbsolutePath().normalize());
-		}
-		catch (IOException ex) {
-			throw new UncheckedIOException(ex);
-		}
+		Reports.publish("topology report", markdown, "topology-report.md", "lock.topology.report");
 	}
 
 	static String render() {

@@ -60,6 +60,8 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
  * transaction (its entity inserted and flushed, then stalled past its 300 ms lease while another node takes the lock
  * and writes) rolls back with {@link LockLostException} and its entity is not visible; a holder that commits in time
  * commits; with {@code validate-at-commit=false} the stale entity commits too.
+ * <p>
+ * In a module of its own (lock-jpa-tests), the only one with JPA on its test class path.
  */
 class JpaCommitValidationTests {
 
