@@ -235,12 +235,8 @@ public class LockSchemaInitializer implements InitializingBean {
 	 * means "not known to be up to date" and leaves the work to Flyway.
 	 */
 	boolean isUpToDate() {
-		String sql = "SELECT MAX(CAST(version AS UNSIGNED)), SUM(success = 0) FROM `" + this.table.historyTableName()
-				+ "` WHERE version IS NOT NULL";
-		try (Connection connection = this.dataSource.getConnection();
-				java.sql.Statement statement = connection.createStatement();
-				java.sql.ResultSet rs = statement.executeQuery(sql)) {
-			return rs.next() && rs.getInt(1) == LATEST_VERSION && rs.getInt(2) == 0;
+		try {
+			return LockSchema.isUpToDate(this.dataSource, this.table, LATEST_VERSION);
 		}
 		catch (SQLException ex) {
 			logger.debug("Lock table history not read (" + ex.getMessage() + "); running the migrations");

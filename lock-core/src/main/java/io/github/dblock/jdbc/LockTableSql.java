@@ -42,6 +42,16 @@ abstract class LockTableSql {
 	/** The server's clock, for the Actuator view of the lock table. */
 	static final String SERVER_TIME = "SELECT UTC_TIMESTAMP(6)";
 
+	/**
+	 * The highest applied migration version and the count of failed migrations in a lock table's Flyway history
+	 * table (the only statement that splices a name other than the lock table's: its history table's, derived from
+	 * the validated lock table name).
+	 */
+	static String migrationHistory(LockTable table) {
+		return "SELECT MAX(CAST(version AS UNSIGNED)), SUM(success = 0) FROM `" + table.historyTableName()
+				+ "` WHERE version IS NOT NULL";
+	}
+
 	/** The lock table's columns, to validate a schema the library did not migrate. */
 	static final String TABLE_COLUMNS = normalize("""
 			SELECT LOWER(COLUMN_NAME) FROM information_schema.COLUMNS
