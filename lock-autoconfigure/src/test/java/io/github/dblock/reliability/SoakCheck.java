@@ -34,7 +34,11 @@ import org.jspecify.annotations.Nullable;
  * valid to the end of the section, unless the holder's call failed afterwards (its lock was lost) and a fault that
  * ends sessions hit its process during the section (its connection killed, the server restarted, a partition), or
  * its exit could not be recorded and such a fault was under way: then until that fault's start (or the entry, for a
- * restart read as begun just before the entry: a server shutting down still takes statements for a moment).</li>
+ * restart read as begun just before the entry: a server shutting down still takes statements for a moment). "During"
+ * starts where the lock may have been granted: after the same thread's previous section ended, since the entry
+ * record goes over another connection, and a session killed between the grant and that record is killed before the
+ * entry on the server clock (the likely cause of the 2026-11-26 soak's two PESSIMISTIC/SERVER_CLOCK findings, each a
+ * section whose commit then failed).</li>
  * </ul>
  * Then, per resource, in order of entry: a section that entered while another section still ran <em>and</em> both
  * locks were valid at that moment is an {@linkplain Result#overlaps overlap} (the run fails). When one of them was no
@@ -207,6 +211,8 @@ final class SoakCheck {
 		Map<Long, LocalDateTime> end = new LinkedHashMap<>();
 		Map<Long, LocalDateTime> validFrom = new LinkedHashMap<>();
 		Map<Long, LocalDateTime> validUntil = new LinkedHashMap<>();
+		// per holder (process/thread, whose sections follow one another): the end of its latest section so far
+		Map<String, LocalDateTime> previousEnd = new java.util.HashMap<>();
 		List<Section> ordered = new ArrayList<>(sections);
 		ordered.sort(Comparator.comparing(Section::entered).thenComparingLong(Section::id));
 		for (Section s : ordered) {
@@ -238,6 +244,7 @@ final class SoakCheck {
 				exited = NEVER;
 			}
 			end.put(s.id(), exited);
+			LocalDateTime previous = previousEnd.put(s.holder(), exited);
 			if (lease) {
 				Map.Entry<Long, Lease> block = byBlockEnd.ceilingEntry(s.token());
 				Lease own = (block != null && s.token() > block.getKey() - LEASE_TOKEN_BLOCK) ? block.getValue() : null;
@@ -257,11 +264,16 @@ final class SoakCheck {
 				// lost with its session: the call failed afterwards, or the exit could not be recorded (the server went
 				// down, or the reply to the entry record was lost and the worker never learnt the section's id)
 				if (s.failed() != null || s.exited() == null) {
+					// the row lock was granted at an unrecorded time after the thread's previous section ended and
+					// before this one's entry record reached the server (on another connection): a fault from then on
+					// may have ended it
+					LocalDateTime granted = (previous != null) ? previous : LocalDateTime.MIN;
 					for (Fault f : faults) {
-						// under way at some point of the section; one that began before the entry (a server that
-						// still took statements while shutting down) ends the lock at the entry
+						// under way at some point of the section or between the grant and the entry record (a session
+						// killed there, a server that still took statements while shutting down): ends the lock at the
+						// entry at the latest
 						LocalDateTime from = f.start().isBefore(s.entered()) ? s.entered() : f.start();
-						if (f.kind().endsSessions && f.hits(s.process()) && !f.end().isBefore(s.entered())
+						if (f.kind().endsSessions && f.hits(s.process()) && !f.end().isBefore(granted)
 								&& f.start().isBefore(exited) && from.isBefore(until)) {
 							until = from;
 						}

@@ -118,6 +118,29 @@ class SoakCheckTests {
 		assertThat(SoakCheck.check(false, List.of(lost, second), List.of(), elsewhere).overlaps).isEqualTo(1);
 	}
 
+	/**
+	 * The 2026-11-26 soak's two PESSIMISTIC/SERVER_CLOCK "overlaps": a lock session killed after the row lock was
+	 * granted but before the section's entry record (written on another connection) reached the server. The kill's
+	 * time, read just before it was sent, is then earlier than the entry; the holder's call failed at its commit.
+	 */
+	@Test
+	void aPessimisticSessionKilledBetweenTheGrantAndTheEntryRecordIsALostLockNotAnOverlap() {
+		Section before = section(1, "process-1/0", 5, 0, 8L, 1); // the same thread's previous section
+		Section lost = new Section(2, "r", "process-1/0", 10, at(10), at(14), 1, "TransactionSystemException");
+		Section next = section(3, "process-2/0", 11, 12, 16L, 1);
+		List<Fault> killedBeforeEntry = List.of(new Fault(FaultKind.KILL_CONNECTION, "process-1", at(9), at(9)));
+		Result result = SoakCheck.check(false, List.of(before, lost, next), List.of(), killedBeforeEntry);
+		assertThat(result.failures()).isEmpty();
+		assertThat(result.staleSections).isEqualTo(1);
+		// a kill before the thread's previous section ended cannot have taken this section's lock
+		List<Fault> tooEarly = List.of(new Fault(FaultKind.KILL_CONNECTION, "process-1", at(7), at(7)));
+		assertThat(SoakCheck.check(false, List.of(before, lost, next), List.of(), tooEarly).overlaps).isEqualTo(1);
+		// nor does one before the entry of a section whose call succeeded
+		Section succeeded = section(2, "process-1/0", 10, 10, 14L, 1);
+		assertThat(SoakCheck.check(false, List.of(before, succeeded, next), List.of(), killedBeforeEntry).overlaps)
+			.isEqualTo(1);
+	}
+
 	@Test
 	void tokenDecreasesFailUnlessTheEarlierHolderFailedOrWasKilled() {
 		Section first = section(1, "process-1/0", 20, 0, 5L, 1);
