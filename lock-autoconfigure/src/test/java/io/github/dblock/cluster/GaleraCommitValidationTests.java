@@ -83,6 +83,7 @@ class GaleraCommitValidationTests {
 		LockNodes.migrate(pools.get(0));
 		cluster.node(0).execute(GaleraCluster.DATABASE, "CREATE TABLE galera_commit_write (id BIGINT AUTO_INCREMENT"
 				+ " PRIMARY KEY, resource VARCHAR(100) NOT NULL, writer VARCHAR(32) NOT NULL, KEY (resource))");
+		cluster.awaitSchema(GaleraCluster.DATABASE, Duration.ofMinutes(1)); // the other node applies DDL from its queue
 	}
 
 	@AfterAll

@@ -6,7 +6,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.nio.file.attribute.UserPrincipal;
+import java.sql.Connection;
+import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -183,6 +186,45 @@ public final class GaleraCluster implements AutoCloseable {
 		}
 		throw new IllegalStateException(node + " not Synced in a primary component of " + size + " within " + timeout
 				+ " (last seen: " + seen + "):\n" + node.logTail());
+	}
+
+	/**
+	 * Waits until every node has applied the schema of {@code database} as the first node has it (its tables and
+	 * their columns). DDL runs in total order isolation: the node that ran it returns once it has, while the others
+	 * apply it from their queues, so right after a migration a statement sent to another node can still meet a
+	 * missing table or column (a "bad SQL grammar" error). Each node reads the schema with
+	 * {@code wsrep_sync_wait = 1} (the read waits until the node has applied what the cluster had committed) and
+	 * compares it with the first node's, polling until {@code timeout}.
+	 * @throws IllegalStateException naming the node and both schemas if one still differs at the timeout
+	 */
+	public void awaitSchema(String database, Duration timeout) throws SQLException {
+		String expected = schema(this.nodes.get(0), database);
+		long deadline = System.nanoTime() + timeout.toNanos();
+		for (MariaDbProcess node : this.nodes) {
+			String seen = schema(node, database);
+			while (!expected.equals(seen)) {
+				if (System.nanoTime() - deadline > 0) {
+					throw new IllegalStateException(node + " has not applied the schema of " + database + " within "
+							+ timeout + ": expected " + expected + ", seen " + seen);
+				}
+				Pauses.sleep(100);
+				seen = schema(node, database);
+			}
+		}
+	}
+
+	private static String schema(MariaDbProcess node, String database) throws SQLException {
+		try (Connection c = node.connect(database); Statement statement = c.createStatement()) {
+			statement.execute("SET SESSION wsrep_sync_wait = 1");
+			StringBuilder schema = new StringBuilder();
+			try (ResultSet rs = statement.executeQuery("SELECT table_name, column_name FROM information_schema.columns "
+					+ "WHERE table_schema = DATABASE() ORDER BY table_name, ordinal_position")) {
+				while (rs.next()) {
+					schema.append(rs.getString(1)).append('.').append(rs.getString(2)).append(' ');
+				}
+			}
+			return schema.toString().trim();
+		}
 	}
 
 	/** Node {@code i}, counted from 0. */
