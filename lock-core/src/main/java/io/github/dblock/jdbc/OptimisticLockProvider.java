@@ -209,23 +209,7 @@ public class OptimisticLockProvider implements WorkLockProvider {
 			return "running the OPTIMISTIC work of '" + this.request.resource() + "'";
 		}
 
-		/** None: a failure other than a conflict may have come after the work ran. */
-		@Override
-		public boolean ridesOut(RuntimeException ex) {
-			return false;
-		}
-
-		/** Not reached: no failure is ridden out. */
-		@Override
-		public Attempt<T> afterOutage(RuntimeException ex) {
-			throw ex;
-		}
-
-		/** Not reached: no failure is ridden out. */
-		@Override
-		public Outcome<T> outageAtDeadline(RuntimeException ex) {
-			throw ex;
-		}
+		// rides out no failure (WaitLoop.Wait's defaults): one other than a conflict may have come after the work ran
 
 		/** The back-off step, at least the first step even when the wait time has passed. */
 		@Override

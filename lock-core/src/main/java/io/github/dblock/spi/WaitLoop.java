@@ -160,23 +160,31 @@ public final class WaitLoop {
 
 		/**
 		 * Whether the wait goes on after this failure until the deadline (for the JDBC providers: a broken
-		 * connection or a database that answered too slowly); {@code false} throws it.
+		 * connection or a database that answered too slowly); {@code false} throws it. By default none is: a wait that
+		 * rides out no failure implements neither this nor {@link #afterOutage} and {@link #outageAtDeadline}.
 		 */
-		boolean ridesOut(RuntimeException ex);
+		default boolean ridesOut(RuntimeException ex) {
+			return false;
+		}
 
 		/**
 		 * What an attempt that met an outage counts as (an unsuccessful attempt); the place to note that its outcome
-		 * is unknown.
+		 * is unknown. Only called for a failure {@link #ridesOut} accepted; by default it throws the failure.
 		 */
-		A afterOutage(RuntimeException ex);
+		default A afterOutage(RuntimeException ex) {
+			throw ex;
+		}
 
 		/**
 		 * The answer when the deadline passed during an outage: for a lock, timed out with the failure as its cause
 		 * unless the database was not reached at all (after a last look for a take whose reply was lost, where an
 		 * attempt's outcome may be unknown).
+		 * Only called for a failure {@link #ridesOut} accepted; by default it throws the failure.
 		 * @throws RuntimeException to end the wait with a failure
 		 */
-		R outageAtDeadline(RuntimeException ex);
+		default R outageAtDeadline(RuntimeException ex) {
+			throw ex;
+		}
 
 		/**
 		 * The pause before the next attempt, in nanoseconds (0: at once); by default the back-off step of this
