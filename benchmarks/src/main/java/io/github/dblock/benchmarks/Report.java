@@ -133,9 +133,13 @@ public final class Report {
 				+ "doubling to 200 ms); `pessimistic.max-connections` 64, `optimistic.max-attempts` 1,000; LEASE "
 				+ "and PESSIMISTIC through `acquire`/`close`, OPTIMISTIC through `execute` |\n\n");
 		if (this.settings.name().equals("full")) {
-			md.append("This run was made on a shared, noisy 2-core machine while other test suites were running: "
-					+ "ratios from the same run are meaningful, absolute figures are not. Re-run on a quiet machine for "
-					+ "published numbers.\n\n");
+			double load = java.lang.management.ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage();
+			md.append("The system load average (1 minute) was ")
+				.append((load < 0) ? "unknown" : String.format(java.util.Locale.ROOT, "%.1f", load))
+				.append(" when this report was written, on ")
+				.append(Runtime.getRuntime().availableProcessors())
+				.append(" cores. On such a machine single figures move by tens of percent from one run to the next: "
+						+ "the ratios to the baselines of the same run are the meaningful figures.\n\n");
 		}
 		scenario1(md);
 		scenario2and3(md);
