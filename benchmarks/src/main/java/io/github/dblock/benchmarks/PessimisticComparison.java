@@ -16,7 +16,8 @@ import com.zaxxer.hikari.HikariDataSource;
  * rounds of interleaved cycles (one of each contender in turn), the median of the rounds' p50; (2) one hot row, 8 threads in this
  * JVM; (3) one hot row, 2 JVMs × 4 threads; (4) 16 threads over 1,000 rows. Hold 0 and 1 ms in (2) and (3). Prints
  * each figure and its ratio to the bare row lock of the same scenario. Run with {@code -Dbench.jdbc-url=...};
- * {@code -Dbench.hot-rounds=n} runs (2) in n rounds of every contender in turn and prints the medians.
+ * {@code -Dbench.hot-rounds=n} runs (2) and (3) in n rounds of every contender, the order rotating from round to
+ * round, and prints the medians (use at least 4 with the 4 contenders, so that each runs first once).
  */
 public final class PessimisticComparison {
 
@@ -46,23 +47,7 @@ public final class PessimisticComparison {
 				}
 			}
 			if (only.contains("3")) {
-				List<ProcessScenarios.Phase> phases = new ArrayList<>();
-				for (int hold : new int[] { 0, 1 }) {
-					for (Contender.Kind kind : KINDS) {
-						phases.add(new ProcessScenarios.Phase(kind, Duration.ofMillis(hold)));
-					}
-				}
-				List<Contention.Result> results = ProcessScenarios.contend(db, phases, "cmp-hot-processes-", 2, 4, warmup,
-						measure);
-				for (int hold : new int[] { 0, 1 }) {
-					Map<Contender.Kind, Double> rates = new EnumMap<>(Contender.Kind.class);
-					for (int i = 0; i < phases.size(); i++) {
-						if (phases.get(i).hold().toMillis() == hold) {
-							rates.put(phases.get(i).kind(), results.get(i).perSecond());
-						}
-					}
-					print("3. one hot row, 2 JVMs x 4 threads, hold " + hold + " ms, sections/s", rates);
-				}
+				hotRowAcrossJvms(db, Integer.getInteger("bench.hot-rounds", 1), warmup, measure);
 			}
 			if (only.contains("4")) {
 				Map<Contender.Kind, Double> rates = new EnumMap<>(Contender.Kind.class);
@@ -114,6 +99,47 @@ public final class PessimisticComparison {
 		Map<Contender.Kind, Double> medianRatios = medians(ratios);
 		medians(rates).forEach((kind, value) -> System.out.printf("RESULT   %-45s %10.1f  %.2f x bare%n", kind.label(),
 				value, medianRatios.get(kind)));
+	}
+
+	/**
+	 * Scenario 3, one hot row and 2 JVMs × 4 threads, in {@code rounds} rounds of every contender at hold 0 and 1 ms,
+	 * in the same worker JVMs; each round starts one further along {@link #KINDS} than the round before, so that no
+	 * contender always runs first in freshly started JVMs (a cold JIT and pool slowed the bare loop by up to 2.4 ×
+	 * when it always did). Prints the medians of the rates and of the per-round ratios to the bare row lock.
+	 */
+	private static void hotRowAcrossJvms(BenchDatabase db, int rounds, Duration warmup, Duration measure)
+			throws Exception {
+		List<ProcessScenarios.Phase> phases = new ArrayList<>();
+		for (int round = 0; round < rounds; round++) {
+			for (int hold : new int[] { 0, 1 }) {
+				for (int i = 0; i < KINDS.length; i++) {
+					phases.add(new ProcessScenarios.Phase(KINDS[(round + i) % KINDS.length], Duration.ofMillis(hold)));
+				}
+			}
+		}
+		List<Contention.Result> results = ProcessScenarios.contend(db, phases, "cmp-hot-processes-", 2, 4, warmup,
+				measure);
+		for (int hold : new int[] { 0, 1 }) {
+			Map<Contender.Kind, List<Double>> rates = new EnumMap<>(Contender.Kind.class);
+			Map<Contender.Kind, List<Double>> ratios = new EnumMap<>(Contender.Kind.class);
+			for (int round = 0; round < rounds; round++) {
+				Map<Contender.Kind, Double> figures = new EnumMap<>(Contender.Kind.class);
+				int first = round * 2 * KINDS.length + ((hold == 0) ? 0 : KINDS.length);
+				for (int i = first; i < first + KINDS.length; i++) {
+					figures.put(phases.get(i).kind(), results.get(i).perSecond());
+				}
+				double bare = java.util.Objects.requireNonNull(figures.get(Contender.Kind.BARE_ROW_LOCK), "the bare row lock ran");
+				figures.forEach((kind, value) -> {
+					rates.computeIfAbsent(kind, (k) -> new ArrayList<>()).add(value);
+					ratios.computeIfAbsent(kind, (k) -> new ArrayList<>()).add(value / bare);
+				});
+			}
+			System.out.println("RESULT 3. one hot row, 2 JVMs x 4 threads, hold " + hold + " ms, sections/s, median of "
+					+ rounds + " round(s) (ratio: median of the rounds' ratios)");
+			Map<Contender.Kind, Double> medianRatios = medians(ratios);
+			medians(rates).forEach((kind, value) -> System.out.printf("RESULT   %-45s %10.1f  %.2f x bare%n",
+					kind.label(), value, medianRatios.get(kind)));
+		}
 	}
 
 	private static Map<Contender.Kind, Double> medians(Map<Contender.Kind, List<Double>> values) {
