@@ -267,7 +267,9 @@ final class SoakCheck {
 					// the row lock was granted at an unrecorded time after the thread's previous section ended and
 					// before this one's entry record reached the server (on another connection): a fault from then on
 					// may have ended it
-					LocalDateTime granted = (previous != null) ? previous : LocalDateTime.MIN;
+					// (a thread's first section: from its entry, as before, rather than from the start of the run,
+					// which would let any early fault of the process excuse an overlap)
+					LocalDateTime granted = (previous != null) ? previous : s.entered();
 					for (Fault f : faults) {
 						// under way at some point of the section or between the grant and the entry record (a session
 						// killed there, a server that still took statements while shutting down): ends the lock at the
