@@ -17,7 +17,7 @@ import com.zaxxer.hikari.HikariDataSource;
  * JVM; (3) one hot row, 2 JVMs × 4 threads; (4) 16 threads over 1,000 rows. Hold 0 and 1 ms in (2) and (3). Prints
  * each figure and its ratio to the bare row lock of the same scenario. Run with {@code -Dbench.jdbc-url=...};
  * {@code -Dbench.hot-rounds=n} runs (2) and (3) in n rounds of every contender, the order rotating from round to
- * round, and prints the medians (use at least 4 with the 4 contenders, so that each runs first once).
+ * round, and prints the medians; by default as many rounds as contenders, so that each runs first once.
  */
 public final class PessimisticComparison {
 
@@ -43,11 +43,11 @@ public final class PessimisticComparison {
 			}
 			if (only.contains("2")) {
 				for (int hold : new int[] { 0, 1 }) {
-					hotRowInOneJvm(pool, hold, Integer.getInteger("bench.hot-rounds", 1), warmup, measure);
+					hotRowInOneJvm(pool, hold, Integer.getInteger("bench.hot-rounds", KINDS.length), warmup, measure);
 				}
 			}
 			if (only.contains("3")) {
-				hotRowAcrossJvms(db, Integer.getInteger("bench.hot-rounds", 1), warmup, measure);
+				hotRowAcrossJvms(db, Integer.getInteger("bench.hot-rounds", KINDS.length), warmup, measure);
 			}
 			if (only.contains("4")) {
 				Map<Contender.Kind, Double> rates = new EnumMap<>(Contender.Kind.class);
