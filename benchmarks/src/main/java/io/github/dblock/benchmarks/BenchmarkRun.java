@@ -6,7 +6,10 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -44,6 +47,9 @@ public final class BenchmarkRun {
 			Contender.Kind.PESSIMISTIC_SERVER_CLOCK, Contender.Kind.PLAIN_PESSIMISTIC, Contender.Kind.BARE_ROW_LOCK,
 			Contender.Kind.OPTIMISTIC, Contender.Kind.SHEDLOCK, Contender.Kind.JDBC_LOCK_REGISTRY };
 
+	/** The hold times of scenarios 2 and 3, in milliseconds. */
+	private static final int[] HOLDS = { 0, 1 };
+
 	private final Settings settings;
 
 	private final BenchDatabase db;
@@ -80,32 +86,41 @@ public final class BenchmarkRun {
 			tableSize();
 			log("scenario 6: @DistributedLock overhead");
 			annotation();
-			log("scenario 2: one hot resource, 8 threads");
-			for (int hold : new int[] { 0, 1 }) {
-				List<Results.Throughput> list = new ArrayList<>();
-				for (Contender.Kind kind : HOT) {
-					try (Contender contender = Contenders.create(kind, pool, BenchSchema.SMALL, "jvm")) {
-						list.add(throughput(kind, Contention.run(contender, List.of("hot-jvm-" + hold), 8,
-								Duration.ofMillis(hold), this.settings.warmup(), this.settings.measure())));
+			log("scenario 2: one hot resource, 8 threads, " + this.settings.hotRounds() + " round(s)");
+			Map<Integer, Map<Contender.Kind, List<Results.Throughput>>> inJvm = new LinkedHashMap<>();
+			for (int round = 0; round < this.settings.hotRounds(); round++) {
+				for (int hold : HOLDS) {
+					for (Contender.Kind kind : rotated(round)) {
+						try (Contender contender = Contenders.create(kind, pool, BenchSchema.SMALL, "jvm")) {
+							inJvm.computeIfAbsent(hold, (h) -> new EnumMap<>(Contender.Kind.class))
+								.computeIfAbsent(kind, (k) -> new ArrayList<>())
+								.add(throughput(kind, Contention.run(contender, List.of("hot-jvm-" + hold), 8,
+										Duration.ofMillis(hold), this.settings.warmup(), this.settings.hotMeasure())));
+						}
 					}
 				}
-				this.results.hotInJvm.put(hold, list);
 			}
-			log("scenario 3: one hot resource across processes");
+			inJvm.forEach((hold, byKind) -> this.results.hotInJvm.put(hold, medianRounds(byKind)));
+			log("scenario 3: one hot resource across processes, " + this.settings.hotRounds() + " round(s)");
 			List<ProcessScenarios.Phase> phases = new ArrayList<>();
-			for (int hold : new int[] { 0, 1 }) {
-				for (Contender.Kind kind : HOT) {
-					phases.add(new ProcessScenarios.Phase(kind, Duration.ofMillis(hold)));
+			for (int round = 0; round < this.settings.hotRounds(); round++) {
+				for (int hold : HOLDS) {
+					for (Contender.Kind kind : rotated(round)) {
+						phases.add(new ProcessScenarios.Phase(kind, Duration.ofMillis(hold)));
+					}
 				}
 			}
 			List<Contention.Result> processResults = ProcessScenarios.contend(this.db, phases, "hot-processes-",
 					this.settings.processes(), this.settings.threadsPerProcess(), this.settings.warmup(),
-					this.settings.measure());
+					this.settings.hotMeasure());
+			Map<Integer, Map<Contender.Kind, List<Results.Throughput>>> acrossProcesses = new LinkedHashMap<>();
 			for (int i = 0; i < phases.size(); i++) {
 				ProcessScenarios.Phase phase = phases.get(i);
-				this.results.hotAcrossProcesses.computeIfAbsent((int) phase.hold().toMillis(), (k) -> new ArrayList<>())
+				acrossProcesses.computeIfAbsent((int) phase.hold().toMillis(), (h) -> new EnumMap<>(Contender.Kind.class))
+					.computeIfAbsent(phase.kind(), (k) -> new ArrayList<>())
 					.add(throughput(phase.kind(), processResults.get(i)));
 			}
+			acrossProcesses.forEach((hold, byKind) -> this.results.hotAcrossProcesses.put(hold, medianRounds(byKind)));
 			log("scenario 4: 16 threads over 1,000 resources");
 			for (Contender.Kind kind : LOCKS) {
 				try (Contender contender = Contenders.create(kind, pool, BenchSchema.SMALL, "spread")) {
@@ -175,6 +190,36 @@ public final class BenchmarkRun {
 		for (Contender.Kind kind : kinds) {
 			this.results.uncontended.add(medianOf(kind.label(), Objects.requireNonNull(rounds.get(kind))));
 		}
+	}
+
+	/**
+	 * {@link #HOT} in round {@code round}'s order: each round starts further along the list, so that no contender
+	 * always runs first (in freshly started worker JVMs, with a cold JIT and pool) or always follows the same one.
+	 */
+	private List<Contender.Kind> rotated(int round) {
+		int shift = round * Math.max(1, HOT.length / this.settings.hotRounds());
+		List<Contender.Kind> order = new ArrayList<>();
+		for (int i = 0; i < HOT.length; i++) {
+			order.add(HOT[(shift + i) % HOT.length]);
+		}
+		return order;
+	}
+
+	/**
+	 * Per contender, in {@link #HOT} order, the round with the median rate (the lower middle one for an even count),
+	 * whole: its waits and per-process split belong to the same measurement as its rate.
+	 */
+	static List<Results.Throughput> medianRounds(Map<Contender.Kind, List<Results.Throughput>> byKind) {
+		List<Results.Throughput> medians = new ArrayList<>();
+		for (Contender.Kind kind : HOT) {
+			List<Results.Throughput> rounds = byKind.get(kind);
+			if (rounds != null) {
+				List<Results.Throughput> sorted = new ArrayList<>(rounds);
+				sorted.sort(java.util.Comparator.comparingDouble(Results.Throughput::perSecond));
+				medians.add(sorted.get((sorted.size() - 1) / 2));
+			}
+		}
+		return medians;
 	}
 
 	/** The median across rounds of each statistic, and the samples of all rounds. */

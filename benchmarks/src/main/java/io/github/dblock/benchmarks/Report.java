@@ -206,9 +206,18 @@ public final class Report {
 				true);
 	}
 
+	/** How scenarios 2 and 3 were measured, a paragraph ending in a blank line. */
+	private String hotRounds() {
+		return String.format(Locale.ROOT, "%d round(s), each over every contender at hold 0 and 1 ms, the order rotating "
+				+ "from round to round; each contender is measured for %.1f s after %.1f s of warm-up, and each row is "
+				+ "its round with the median rate (waits and per-process split from that round).%n%n",
+				this.settings.hotRounds(), this.settings.hotMeasure().toMillis() / 1000.0,
+				this.settings.warmup().toMillis() / 1000.0);
+	}
+
 	private void scenario2and3(StringBuilder md) {
-		md.append("## 2. One hot resource, 8 threads in one JVM\n\n![hot lock, threads](benchmarks/hot-lock-threads.png)"
-				+ "\n\n");
+		md.append("## 2. One hot resource, 8 threads in one JVM\n\n" + hotRounds()
+				+ "![hot lock, threads](benchmarks/hot-lock-threads.png)\n\n");
 		throughputTables(md, this.results.hotInJvm);
 		for (Map.Entry<Integer, List<Results.Throughput>> e : this.results.hotInJvm.entrySet()) {
 			List<Results.Throughput> list = e.getValue();
@@ -225,8 +234,8 @@ public final class Report {
 		}
 		md.append("## 3. One hot resource across " + this.settings.processes() + " JVM processes\n\nEach process runs "
 				+ this.settings.threadsPerProcess() + " threads; the processes start together once all are ready. The "
-				+ "split of completed sections between the processes shows how fair the lock is across nodes.\n\n"
-				+ "![hot lock, processes](benchmarks/hot-lock-processes.png)\n\n");
+				+ "split of completed sections between the processes shows how fair the lock is across nodes. "
+				+ hotRounds() + "![hot lock, processes](benchmarks/hot-lock-processes.png)\n\n");
 		throughputTables(md, this.results.hotAcrossProcesses);
 		for (Map.Entry<Integer, List<Results.Throughput>> e : this.results.hotAcrossProcesses.entrySet()) {
 			List<Results.Throughput> list = e.getValue();
