@@ -20,7 +20,7 @@ public record Settings(String name, int rounds, int jmhWarmupIterations, int jmh
 				20_000, 2_000, Duration.ofSeconds(5), Duration.ofSeconds(1), 1);
 	}
 
-	/** The documented run, about 16 minutes. */
+	/** The documented run, about 20 minutes. */
 	public static Settings full() {
 		return new Settings("full", 5, 1, 2, Duration.ofSeconds(1), Duration.ofSeconds(2), Duration.ofSeconds(8), 3,
 				Duration.ofSeconds(4), 2, 4,
