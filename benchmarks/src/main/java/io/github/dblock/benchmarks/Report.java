@@ -212,7 +212,7 @@ public final class Report {
 	private String hotRounds() {
 		return String.format(Locale.ROOT, "%d round(s), each over every contender at hold 0 and 1 ms, the order rotating "
 				+ "from round to round; each contender is measured for %.1f s after %.1f s of warm-up, and each row is "
-				+ "its round with the median rate (waits and per-process split from that round).%n%n",
+				+ "its round with the median rate (waits and per-process split from that round).\n\n",
 				this.settings.hotRounds(), this.settings.hotMeasure().toMillis() / 1000.0,
 				this.settings.warmup().toMillis() / 1000.0);
 	}
