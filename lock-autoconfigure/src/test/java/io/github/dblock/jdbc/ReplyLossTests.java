@@ -30,7 +30,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * Issue 23, parts 1 to 3: read/write and semaphore acquisitions whose {@code COMMIT} reply is late or lost, forced
  * with a {@link FaultProxy} between one "node" and the real database; a second node and plain reads go to the
- * database directly.
+ * database directly. Part 4: a LEASE take whose reply arrives after its lease time (a partition that held the traffic,
+ * as the issue-20 soak did) is not handed out.
  */
 class ReplyLossTests {
 
@@ -172,6 +173,105 @@ class ReplyLossTests {
 		next.release();
 		node.close();
 		other.close();
+	}
+
+	// ---- part 4: a lease whose reply arrives after its lease time
+
+	/** The take of an exclusive lease (the only lease statement that advances the token by a block). */
+	private static final java.util.function.Predicate<byte[]> LEASE_TAKE = FaultProxy.isQueryContaining("fencing_token + 1024");
+
+	@Test
+	void aLeaseWhoseTakeReplyArrivesAfterTheLeaseTimeIsNotHandedOutAndIsReleased() throws Exception {
+		LeaseLockProvider node = leaseProvider(proxiedPool(), STATEMENT_TIMEOUT);
+		LeaseLockProvider other = leaseProvider(this.direct, STATEMENT_TIMEOUT);
+		String resource = "reply-late-lease-" + UUID.randomUUID();
+		// creates the row, so that the node's acquisition is a take (an UPDATE), not an insert
+		other.acquire(request(resource, Duration.ofSeconds(2), false, Duration.ZERO)).lock().release();
+		CountDownLatch fired = this.proxy.holdReplyToNext(LEASE_TAKE);
+		CompletableFuture<Void> lifted = liftAfter(fired, 1_500); // past the 1 s lease, within the 7 s network timeout
+		long started = System.nanoTime();
+		AcquireResult result = node.acquire(request(resource, Duration.ofSeconds(1), false, Duration.ZERO));
+		lifted.get(30, TimeUnit.SECONDS);
+		assertThat(fired.getCount()).as("the take's reply was held").isZero();
+		assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started)).as("the call waited for the late reply")
+			.isGreaterThanOrEqualTo(1_500);
+		assertThat(result.lock()).as("a lease whose reply came after its lease time may be another owner's by now")
+			.isNull();
+		assertThat(result.holder()).contains("came after the lease time of 1000 ms");
+		// the late lease was given back: another node takes the lock at once, not after the lease ran out on the server
+		HeldLock next = other.acquire(request(resource, Duration.ofSeconds(2), false, Duration.ZERO)).lock();
+		assertThat(next).as("the lock is free right after the call").isNotNull();
+		next.release();
+		node.close();
+		other.close();
+	}
+
+	@Test
+	void aLeaseWhoseTakeReplyArrivesAfterTheLeaseTimeIsTakenAgainWithinTheWaitTime() throws Exception {
+		LeaseLockProvider node = leaseProvider(proxiedPool(), STATEMENT_TIMEOUT);
+		LeaseLockProvider other = leaseProvider(this.direct, STATEMENT_TIMEOUT);
+		String resource = "reply-late-lease2-" + UUID.randomUUID();
+		other.acquire(request(resource, Duration.ofSeconds(2), false, Duration.ZERO)).lock().release();
+		CountDownLatch fired = this.proxy.holdReplyToNext(LEASE_TAKE);
+		CompletableFuture<Void> lifted = liftAfter(fired, 1_500);
+		AcquireResult result = node.acquire(request(resource, Duration.ofSeconds(1), false, Duration.ofSeconds(10)));
+		lifted.get(30, TimeUnit.SECONDS);
+		assertThat(fired.getCount()).isZero();
+		HeldLock lock = result.lock();
+		assertThat(lock).as("taken again once the network passed the replies on (busy: %s)", result.holder())
+			.isNotNull();
+		assertThat(System.nanoTime() - lock.validUntilNanos()).as("the lease handed out runs, by this JVM's clock")
+			.isNegative();
+		assertThat(lock.isLost()).isFalse();
+		assertThat(lock.release()).as("released by its owner, so it was still this node's lease").isTrue();
+		node.close();
+		other.close();
+	}
+
+	// With a wait of 0 the grant's COMMIT is cancelled by its 1 s query timeout, and the look for an unacknowledged
+	// grant then finds its lease over on the server's clock; a wait of some seconds lets the late reply arrive.
+
+	@Test
+	void aWriteLockWhoseCommitReplyArrivesAfterTheLeaseTimeIsGivenBackAndTakenAgain() throws Exception {
+		LeaseLockProvider node = leaseProvider(proxiedPool(), STATEMENT_TIMEOUT);
+		LeaseLockProvider other = leaseProvider(this.direct, STATEMENT_TIMEOUT);
+		String resource = "reply-late-w4-" + UUID.randomUUID();
+		other.acquire(request(resource, Duration.ofSeconds(2), false, Duration.ZERO), LockType.WRITE).lock().release();
+		CountDownLatch fired = this.proxy.holdReplyToNext(FaultProxy.isQuery("COMMIT"));
+		CompletableFuture<Void> lifted = liftAfter(fired, 1_500);
+		AcquireResult result = node.acquire(request(resource, Duration.ofSeconds(1), false, Duration.ofSeconds(5)),
+				LockType.WRITE);
+		lifted.get(30, TimeUnit.SECONDS);
+		assertThat(fired.getCount()).as("the grant's COMMIT reply was held").isZero();
+		HeldLock lock = result.lock();
+		assertThat(lock).as("granted again once the replies passed (busy: %s)", result.holder()).isNotNull();
+		assertThat(System.nanoTime() - lock.validUntilNanos()).as("the write lease handed out runs, by this JVM's clock")
+			.isNegative();
+		assertThat(liveReadWriteHolders(resource)).as("one holder: the late grant was given back").isEqualTo(1);
+		assertThat(lock.release()).isTrue();
+		node.close();
+		other.close();
+	}
+
+	@Test
+	void aPermitWhoseCommitReplyArrivesAfterTheLeaseTimeIsGivenBackAndTakenAgain() throws Exception {
+		LeaseLockProvider renewals = leaseProvider(proxiedPool(), STATEMENT_TIMEOUT);
+		JdbcSemaphoreProvider node = semaphoreProvider(this.proxied, renewals, STATEMENT_TIMEOUT);
+		JdbcSemaphoreProvider other = semaphoreProvider(this.direct, renewals, STATEMENT_TIMEOUT);
+		String name = "reply-late-p2-" + UUID.randomUUID();
+		other.setPermits(name, 2);
+		CountDownLatch fired = this.proxy.holdReplyToNext(FaultProxy.isQuery("COMMIT"));
+		CompletableFuture<Void> lifted = liftAfter(fired, 1_500);
+		AcquireResult result = node.acquire(request(name, Duration.ofSeconds(1), false, Duration.ofSeconds(5)));
+		lifted.get(30, TimeUnit.SECONDS);
+		assertThat(fired.getCount()).as("the take's COMMIT reply was held").isZero();
+		HeldLock permit = result.lock();
+		assertThat(permit).as("taken again once the replies passed (busy: %s)", result.holder()).isNotNull();
+		assertThat(System.nanoTime() - permit.validUntilNanos()).as("the permit handed out runs, by this JVM's clock")
+			.isNegative();
+		assertThat(livePermits(name)).as("one permit: the late one was given back").isEqualTo(1);
+		assertThat(permit.release()).isTrue();
+		renewals.close();
 	}
 
 	// ---- part 2: an unknown outcome reported as busy

@@ -160,6 +160,10 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 					JdbcSemaphoreProvider.this.jdbc.connectionTimeoutNanos(this.request.remainingNanos()),
 					(connection) -> attemptOnce(connection, this.request, this.owner, checkOwn));
 			this.uncertain = result.outcomeUnknown;
+			if (result.permit != null && LateLeases.arrivedLate(result.permit)) {
+				this.uncertain = true; // if the give-back failed, the next attempt finds this owner's permit first
+				return new Attempt(null, LateLeases.giveBack(this.request, result.permit));
+			}
 			return result;
 		}
 
@@ -370,13 +374,18 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
 	private Permit lastLookForOwnPermit(LockRequest request, String owner) {
 		try {
-			return this.jdbc.execute("look for the unacknowledged permit of semaphore '" + request.resource() + "'",
+			Permit found = this.jdbc.execute("look for the unacknowledged permit of semaphore '" + request.resource() + "'",
 					TimeUnit.SECONDS.toNanos(1), (connection) -> {
-						Permit found = ownPermit(connection, request, owner, this.jdbc.queryTimeoutSeconds(0),
+						Permit own = ownPermit(connection, request, owner, this.jdbc.queryTimeoutSeconds(0),
 								System.nanoTime());
 						JdbcLockSupport.commitIfNeeded(connection);
-						return found;
+						return own;
 					});
+			if (found != null && LateLeases.arrivedLate(found)) {
+				LateLeases.giveBack(request, found); // over by this JVM's clock already: not handed out
+				return null;
+			}
+			return found;
 		}
 		catch (RuntimeException ex) {
 			logger.warn("Could not look for a permit of semaphore '" + request.resource() + "' whose take may have "

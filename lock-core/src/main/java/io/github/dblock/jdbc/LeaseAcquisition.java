@@ -106,8 +106,15 @@ final class LeaseAcquisition {
 			if (attempt == 1) {
 				LeaseAcquisition.this.contended.add(this.request.resource());
 			}
-			return attemptOnce(this.request, this.owner,
+			Attempt result = attemptOnce(this.request, this.owner,
 					LeaseAcquisition.this.contended.contains(this.request.resource()));
+			HeldLock lock = result.lock();
+			if (lock != null && LateLeases.arrivedLate(lock)) {
+				// on the server the lease may have passed to another owner: the next take, with the same owner token,
+				// takes the row again if it is still free or still this waiter's
+				return new Attempt(null, LateLeases.giveBack(this.request, lock), 0);
+			}
+			return result;
 		}
 
 		@Override

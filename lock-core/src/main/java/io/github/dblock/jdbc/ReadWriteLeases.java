@@ -169,6 +169,12 @@ final class ReadWriteLeases {
 			Attempt result = attemptOnce(this.request, this.kind, this.owner, this.recovering, mayWait);
 			this.recovering = result.outcomeUnknown;
 			this.intentSet |= result.intentSet;
+			if (result.lock != null && LateLeases.arrivedLate(result.lock)) {
+				// the next attempt looks for this owner's row first: the give-back deletes it only while it runs on the
+				// server, and an expired one left behind would collide with the next grant's insert
+				this.recovering = true;
+				return new Attempt(null, LateLeases.giveBack(this.request, result.lock), 0, result.intentSet);
+			}
 			return result;
 		}
 
@@ -435,7 +441,12 @@ final class ReadWriteLeases {
 					+ " lock '" + request.resource() + "'", TimeUnit.SECONDS.toNanos(1), (connection) -> ownHold(connection, request,
 							LockRows.bytes(request.resource()), owner, kind, this.jdbc.queryTimeoutSeconds(0),
 							System.nanoTime()));
-			return (own != null) ? own.lock : null;
+			HeldLock found = (own != null) ? own.lock : null;
+			if (found != null && LateLeases.arrivedLate(found)) {
+				LateLeases.giveBack(request, found); // over by this JVM's clock already: not handed out
+				return null;
+			}
+			return found;
 		}
 		catch (RuntimeException ex) {
 			logger.warn("Could not look for a read/write lock of '" + request.resource() + "' whose grant may have "

@@ -1,0 +1,46 @@
+package io.github.dblock.jdbc;
+
+import io.github.dblock.spi.HeldLock;
+import io.github.dblock.spi.LockRequest;
+import org.apache.commons.logging.Log;
+import org.apache.commons.logging.LogFactory;
+import org.springframework.dao.DataAccessException;
+
+/**
+ * Leases whose reply came too late to be handed out. A lease's validity in this JVM counts from the sending of the
+ * statement that took it ({@link HeldLock#validUntilNanos()}, which errs early); when the reply arrives after that
+ * (a slow network, or a partition that held the traffic and then passed it on) the lease may have ended on the
+ * server and passed to another owner, so an acquisition gives it back and goes on waiting instead of handing out a
+ * lease that is already over by its own clock. Stateless; thread-safe.
+ */
+final class LateLeases {
+
+	private static final Log logger = LogFactory.getLog(LateLeases.class);
+
+	private LateLeases() {
+	}
+
+	/** Whether the lease is over by this JVM's clock (its reply came after its lease time had passed). */
+	static boolean arrivedLate(HeldLock lock) {
+		return System.nanoTime() - lock.validUntilNanos() >= 0;
+	}
+
+	/**
+	 * Gives a late lease back: an owner-checked release, which changes nothing once another owner has the row; a
+	 * failure is logged and the lease then ends on its own.
+	 * @return the description of the lock's holder for the caller's "not acquired" answer
+	 */
+	static String giveBack(LockRequest request, HeldLock lock) {
+		try {
+			lock.release();
+		}
+		catch (DataAccessException ex) {
+			logger.debug("Could not give back the late lease of '" + request.resource() + "'", ex);
+		}
+		String description = "nobody known to this node (the reply to its take came after the lease time of "
+				+ request.leaseTime().toMillis() + " ms had passed, a slow or held network, so the lease was given back)";
+		logger.debug("'" + request.resource() + "': " + description);
+		return description;
+	}
+
+}
