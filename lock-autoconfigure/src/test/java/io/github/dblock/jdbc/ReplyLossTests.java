@@ -452,6 +452,29 @@ class ReplyLossTests {
 	}
 
 	@Test
+	void anIdempotencyClaimWhoseReplyArrivesAfterItsLeaseTimeIsNotHandedOutButTakenAgain() throws Exception {
+		LeaseLockProvider renewals = leaseProvider(proxiedPool(), STATEMENT_TIMEOUT);
+		IdempotencyStore store = new IdempotencyStore(this.proxied, LockNodes.TABLE, STATEMENT_TIMEOUT,
+				new Backoff(Duration.ofMillis(5), Duration.ofMillis(50)), renewals);
+		String key = "reply-late-claim-" + UUID.randomUUID();
+		CountDownLatch fired = this.proxy.holdReplyToNext(FaultProxy.isQueryContaining("'RUNNING', "));
+		CompletableFuture<Void> lifted = liftAfter(fired, 1_500); // past the claim's 1 s lease
+		io.github.dblock.idempotency.IdempotencyProvider.Claimed claimed = store.claim(key, "reply-loss-test",
+				Duration.ofSeconds(1), Duration.ofHours(1), System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
+		lifted.get(30, TimeUnit.SECONDS);
+		assertThat(fired.getCount()).as("the claim's reply was held").isZero();
+		assertThat(claimed.claim()).as("claimed again once the replies passed (record: %s)", claimed.record())
+			.isNotNull();
+		StoredClaim claim = (StoredClaim) claimed.claim();
+		assertThat(System.nanoTime() - claim.validUntilNanos()).as("the claim handed out runs, by this JVM's clock")
+			.isNegative();
+		claim.succeed("\"done\"", String.class.getName(), null);
+		assertThat(store.find(key)).hasValueSatisfying(
+				(record) -> assertThat(record.status()).isEqualTo(IdempotencyStatus.SUCCEEDED));
+		renewals.close();
+	}
+
+	@Test
 	void anIdempotencyOutcomeWhoseReplyIsLateCountsAsRecorded() throws Exception {
 		LeaseLockProvider renewals = leaseProvider(proxiedPool(), Duration.ofSeconds(2));
 		IdempotencyStore store = new IdempotencyStore(this.proxied, LockNodes.TABLE, Duration.ofSeconds(2),

@@ -146,9 +146,10 @@ public class IdempotencyStore implements IdempotencyProvider {
 
 		@Override
 		public Attempt attempt(int attempt) {
+			Attempt result;
 			try {
 				// the first attempt of a call inserts first: one statement for a new key
-				return IdempotencyStore.this.jdbc.execute("claim idempotency key '" + this.request.key + "'",
+				result = IdempotencyStore.this.jdbc.execute("claim idempotency key '" + this.request.key + "'",
 						(connection) -> attemptOnce(connection, this.request, attempt == 0));
 			}
 			catch (DataAccessException ex) {
@@ -157,6 +158,16 @@ public class IdempotencyStore implements IdempotencyProvider {
 				}
 				throw ex;
 			}
+			StoredClaim claim = result.claim;
+			if (claim != null && System.nanoTime() - claim.validUntilNanos() >= 0) {
+				// its reply came after its lease time (see LateLeases): another caller may have taken the key over,
+				// so the claim is not handed out. Its renewal stops without a statement (a release would mark the
+				// key FAILED); the next attempt takes the key again, since a running claim of this call is takeable
+				// by it, or finds it taken over
+				claim.finish();
+				return new Attempt(null, null, 0);
+			}
+			return result;
 		}
 
 		@Override
