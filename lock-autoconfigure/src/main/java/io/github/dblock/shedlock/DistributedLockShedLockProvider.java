@@ -24,6 +24,11 @@ import org.apache.commons.logging.LogFactory;
  * <ul>
  * <li>{@code lockAtMostFor} is the lease time, kept on the database server's clock and not renewed (as in ShedLock,
  * the lock ends then even if the task still runs; {@link SimpleLock#extend} moves it).</li>
+ * <li>Unlike ShedLock's own providers, a lock whose {@code lockAtMostFor} had passed when the reply to its take
+ * arrived (counted by this JVM's clock from the sending of the take: a slow or held network, or a
+ * {@code lockAtMostFor} shorter than a round trip) is not handed out: the lease is given back and {@code lock()}
+ * returns empty, since another owner may already hold the lock. A zero {@code lockAtMostFor} therefore never
+ * locks.</li>
  * <li>{@code lockAtLeastFor} is the minimum hold time: an {@code unlock()} earlier than that leaves the lock taken
  * until {@code acquired_at + lockAtLeastFor} on the server's clock. After an {@code extend}, the new
  * {@code lockAtLeastFor} counts from the extension (ShedLock's rule): an earlier {@code unlock()} sets the lease to
@@ -48,7 +53,7 @@ public class DistributedLockShedLockProvider implements ExtensibleLockProvider {
 
 	private static final Log logger = LogFactory.getLog(DistributedLockShedLockProvider.class);
 
-	/** The shortest lease handed to the database: a zero {@code lockAtMostFor} is a lease over at once. */
+	/** The shortest lease handed to the database: a zero {@code lockAtMostFor} is a lease over at once (not handed out). */
 	private static final Duration MIN_LEASE = Duration.ofNanos(1000);
 
 	private final LockProvider leases;

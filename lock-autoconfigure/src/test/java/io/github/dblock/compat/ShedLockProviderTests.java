@@ -9,7 +9,6 @@ import io.github.dblock.shedlock.DistributedLockShedLockProvider;
 import io.github.dblock.test.LockNodes;
 import io.github.dblock.test.TestDatabase;
 import net.javacrumbs.shedlock.core.ExtensibleLockProvider;
-import net.javacrumbs.shedlock.test.support.AbstractExtensibleLockProviderIntegrationTest;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
@@ -19,9 +18,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * ShedLock's own provider suite ({@code shedlock-test-support}: {@code AbstractLockProviderIntegrationTest} and
  * {@code AbstractExtensibleLockProviderIntegrationTest}, with its {@code FuzzTester}) against
  * {@link DistributedLockShedLockProvider}, one node on the real database. Every inherited test runs; none is
- * disabled.
+ * disabled, and one runs with a longer lease ({@link AbstractShedLockContract} says why).
  */
-class ShedLockProviderTests extends AbstractExtensibleLockProviderIntegrationTest {
+class ShedLockProviderTests extends AbstractShedLockContract {
 
 	private static HikariDataSource pool;
 

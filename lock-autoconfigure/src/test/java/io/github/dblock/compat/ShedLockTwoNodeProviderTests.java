@@ -13,7 +13,6 @@ import io.github.dblock.test.TestDatabase;
 import net.javacrumbs.shedlock.core.ExtensibleLockProvider;
 import net.javacrumbs.shedlock.core.LockConfiguration;
 import net.javacrumbs.shedlock.core.SimpleLock;
-import net.javacrumbs.shedlock.test.support.AbstractExtensibleLockProviderIntegrationTest;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
@@ -23,9 +22,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * ShedLock's own provider suite against two {@link DistributedLockShedLockProvider}s standing for two nodes (each
  * with its own pool and LEASE provider on the one database): successive {@code lock()} calls alternate between the
  * nodes, so {@code shouldNotReturnSecondLock} asks the second node while the first holds the lock, and the
- * {@code FuzzTester}'s eight threads contend across both. Every inherited test runs; none is disabled.
+ * {@code FuzzTester}'s eight threads contend across both. Every inherited test runs; none is disabled, and one
+ * runs with a longer lease ({@link AbstractShedLockContract} says why).
  */
-class ShedLockTwoNodeProviderTests extends AbstractExtensibleLockProviderIntegrationTest {
+class ShedLockTwoNodeProviderTests extends AbstractShedLockContract {
 
 	private static HikariDataSource poolA;
 
