@@ -101,6 +101,25 @@ class ReplyLossTests {
 		});
 	}
 
+	/**
+	 * A write lock's acquisition by {@code node} with the reply to the grant's {@code COMMIT} held for
+	 * {@code holdMillis}; returns once the hold was lifted, after checking that the trap fired.
+	 */
+	private AcquireResult writeWithCommitReplyHeld(LeaseLockProvider node, String resource, Duration lease,
+			long holdMillis, Duration wait) throws Exception {
+		CountDownLatch fired = this.proxy.holdReplyToNext(FaultProxy.isQuery("COMMIT"));
+		CompletableFuture<Void> lifted = liftAfter(fired, holdMillis);
+		AcquireResult result = node.acquire(request(resource, lease, false, wait), LockType.WRITE);
+		lifted.get(30, TimeUnit.SECONDS);
+		assertThat(fired.getCount()).as("the grant's COMMIT reply was held").isZero();
+		return result;
+	}
+
+	/** A lease handed out must still run by this JVM's clock. */
+	private static void assertRunsByThisJvmsClock(HeldLock lock, String what) {
+		assertThat(System.nanoTime() - lock.validUntilNanos()).as("%s runs, by this JVM's clock", what).isNegative();
+	}
+
 	private static LeaseLockProvider leaseProvider(javax.sql.DataSource dataSource, Duration statementTimeout) {
 		return new LeaseLockProvider(dataSource, LockNodes.TABLE, LockNodes.dialect(dataSource), statementTimeout,
 				Duration.ofMillis(5), Duration.ofMillis(50));
@@ -220,8 +239,7 @@ class ReplyLossTests {
 		HeldLock lock = result.lock();
 		assertThat(lock).as("taken again once the network passed the replies on (busy: %s)", result.holder())
 			.isNotNull();
-		assertThat(System.nanoTime() - lock.validUntilNanos()).as("the lease handed out runs, by this JVM's clock")
-			.isNegative();
+		assertRunsByThisJvmsClock(lock, "the lease handed out");
 		assertThat(lock.isLost()).isFalse();
 		assertThat(lock.release()).as("released by its owner, so it was still this node's lease").isTrue();
 		node.close();
@@ -237,16 +255,11 @@ class ReplyLossTests {
 		LeaseLockProvider other = leaseProvider(this.direct, STATEMENT_TIMEOUT);
 		String resource = "reply-late-w4-" + UUID.randomUUID();
 		other.acquire(request(resource, Duration.ofSeconds(2), false, Duration.ZERO), LockType.WRITE).lock().release();
-		CountDownLatch fired = this.proxy.holdReplyToNext(FaultProxy.isQuery("COMMIT"));
-		CompletableFuture<Void> lifted = liftAfter(fired, 1_500);
-		AcquireResult result = node.acquire(request(resource, Duration.ofSeconds(1), false, Duration.ofSeconds(5)),
-				LockType.WRITE);
-		lifted.get(30, TimeUnit.SECONDS);
-		assertThat(fired.getCount()).as("the grant's COMMIT reply was held").isZero();
+		AcquireResult result = writeWithCommitReplyHeld(node, resource, Duration.ofSeconds(1), 1_500,
+				Duration.ofSeconds(5));
 		HeldLock lock = result.lock();
 		assertThat(lock).as("granted again once the replies passed (busy: %s)", result.holder()).isNotNull();
-		assertThat(System.nanoTime() - lock.validUntilNanos()).as("the write lease handed out runs, by this JVM's clock")
-			.isNegative();
+		assertRunsByThisJvmsClock(lock, "the write lease handed out");
 		assertThat(liveReadWriteHolders(resource)).as("one holder: the late grant was given back").isEqualTo(1);
 		assertThat(lock.release()).isTrue();
 		node.close();
@@ -267,8 +280,7 @@ class ReplyLossTests {
 		assertThat(fired.getCount()).as("the take's COMMIT reply was held").isZero();
 		HeldLock permit = result.lock();
 		assertThat(permit).as("taken again once the replies passed (busy: %s)", result.holder()).isNotNull();
-		assertThat(System.nanoTime() - permit.validUntilNanos()).as("the permit handed out runs, by this JVM's clock")
-			.isNegative();
+		assertRunsByThisJvmsClock(permit, "the permit handed out");
 		assertThat(livePermits(name)).as("one permit: the late one was given back").isEqualTo(1);
 		assertThat(permit.release()).isTrue();
 		renewals.close();
@@ -282,12 +294,7 @@ class ReplyLossTests {
 		LeaseLockProvider other = leaseProvider(this.direct, STATEMENT_TIMEOUT);
 		String resource = "reply-late-w2-" + UUID.randomUUID();
 		other.acquire(request(resource, Duration.ofSeconds(2), false, Duration.ZERO), LockType.WRITE).lock().release();
-		CountDownLatch fired = this.proxy.holdReplyToNext(FaultProxy.isQuery("COMMIT"));
-		CompletableFuture<Void> lifted = liftAfter(fired, 2_500);
-		AcquireResult result = node.acquire(request(resource, Duration.ofSeconds(20), false, Duration.ZERO),
-				LockType.WRITE);
-		lifted.get(30, TimeUnit.SECONDS);
-		assertThat(fired.getCount()).isZero();
+		AcquireResult result = writeWithCommitReplyHeld(node, resource, Duration.ofSeconds(20), 2_500, Duration.ZERO);
 		HeldLock lock = result.lock();
 		assertThat(lock).as("the committed grant, found by its owner token (holder: %s)", result.holder()).isNotNull();
 		assertThat(lock.isLost()).isFalse();
@@ -304,13 +311,10 @@ class ReplyLossTests {
 		LeaseLockProvider other = leaseProvider(this.direct, STATEMENT_TIMEOUT);
 		String resource = "reply-late-w3-" + UUID.randomUUID();
 		other.acquire(request(resource, Duration.ofSeconds(2), false, Duration.ZERO), LockType.WRITE).lock().release();
-		CountDownLatch fired = this.proxy.holdReplyToNext(FaultProxy.isQuery("COMMIT"));
-		CompletableFuture<Void> lifted = liftAfter(fired, 3_000); // past the 2 s query timeout, within the 4 s network one
-		// a wait of 6 s leaves time for another attempt, which used to insert our holder row again (a duplicate key)
-		AcquireResult result = node.acquire(request(resource, Duration.ofSeconds(20), false, Duration.ofSeconds(6)),
-				LockType.WRITE);
-		lifted.get(30, TimeUnit.SECONDS);
-		assertThat(fired.getCount()).isZero();
+		// held past the 2 s query timeout, within the 4 s network one; a wait of 6 s leaves time for another attempt,
+		// which used to insert our holder row again (a duplicate key)
+		AcquireResult result = writeWithCommitReplyHeld(node, resource, Duration.ofSeconds(20), 3_000,
+				Duration.ofSeconds(6));
 		HeldLock lock = result.lock();
 		assertThat(lock).as("the committed grant, found by its owner token").isNotNull();
 		assertThat(liveReadWriteHolders(resource)).isEqualTo(1);
@@ -466,8 +470,7 @@ class ReplyLossTests {
 		assertThat(claimed.claim()).as("claimed again once the replies passed (record: %s)", claimed.record())
 			.isNotNull();
 		StoredClaim claim = (StoredClaim) claimed.claim();
-		assertThat(System.nanoTime() - claim.validUntilNanos()).as("the claim handed out runs, by this JVM's clock")
-			.isNegative();
+		assertRunsByThisJvmsClock(claim, "the claim handed out");
 		claim.succeed("\"done\"", String.class.getName(), null);
 		assertThat(store.find(key)).hasValueSatisfying(
 				(record) -> assertThat(record.status()).isEqualTo(IdempotencyStatus.SUCCEEDED));

@@ -159,8 +159,8 @@ public class IdempotencyStore implements IdempotencyProvider {
 				throw ex;
 			}
 			StoredClaim claim = result.claim;
-			if (claim != null && System.nanoTime() - claim.validUntilNanos() >= 0) {
-				// its reply came after its lease time (see LateLeases): another caller may have taken the key over,
+			if (claim != null && LateLeases.arrivedLate(claim)) {
+				// its reply came after its lease time: another caller may have taken the key over,
 				// so the claim is not handed out. Its renewal stops without a statement (a release would mark the
 				// key FAILED); the next attempt takes the key again, since a running claim of this call is takeable
 				// by it, or finds it taken over

@@ -11,7 +11,9 @@ import org.springframework.dao.DataAccessException;
  * statement that took it ({@link HeldLock#validUntilNanos()}, which errs early); when the reply arrives after that
  * (a slow network, or a partition that held the traffic and then passed it on) the lease may have ended on the
  * server and passed to another owner, so an acquisition gives it back and goes on waiting instead of handing out a
- * lease that is already over by its own clock. Stateless; thread-safe.
+ * lease that is already over by its own clock. Used by the waits of {@code LeaseAcquisition}, {@code ReadWriteLeases}
+ * and {@code JdbcSemaphoreProvider} (and {@code IdempotencyStore}, which drops a late claim without
+ * {@link #giveBack}: a release would mark its key {@code FAILED}). Stateless; thread-safe.
  */
 final class LateLeases {
 
