@@ -46,6 +46,19 @@ public final class CurrentLock {
 		return Optional.empty();
 	}
 
+	/** Whether the current thread runs OPTIMISTIC work of the given engine on the resource (no copy is made). */
+	static boolean runsWork(String resource, Object engine) {
+		Deque<LockHandle> handles = held.get();
+		if (handles != null) {
+			for (LockHandle handle : handles) {
+				if (handle instanceof WorkLockHandle work && work.engine == engine && work.resource().equals(resource)) {
+					return true;
+				}
+			}
+		}
+		return false;
+	}
+
 	/** The current thread's holds, innermost first; a copy. */
 	static java.util.List<LockHandle> all() {
 		Deque<LockHandle> handles = held.get();

@@ -21,7 +21,12 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * <p>
  * LEASE: the holder keeps the gate while it holds the lock, but only while its lease lasts (see {@link LocalLocks});
  * a re-entry once the lease is over counts the outer hold as lost and acquires anew. PESSIMISTIC: the holder lets the
- * gate go once the row is its own, and the next local thread waits in the server's queue. Thread-safe.
+ * gate go once the row is its own, and the next local thread waits in the server's queue.
+ * <p>
+ * The threads of every mode share a resource's gate, and a caller only ever gets a hold of the mode it asked for: a
+ * LEASE goes to the next local thread in memory only when that thread asks for the same mode (and the same kind of
+ * lease, {@link HandOffLock#canServe}), and a thread that holds the resource in one mode and asks for it in another
+ * (OPTIMISTIC work included) gets {@link LockModeConflictException} at once. Thread-safe.
  */
 final class ExclusiveHolds {
 
@@ -44,31 +49,48 @@ final class ExclusiveHolds {
 	 * Acquires an exclusive lock for the current thread: re-entry, the local gate, then the provider.
 	 * @return the handle, or what kept the lock
 	 * @throws LockLostException if the thread re-enters a PESSIMISTIC hold that is lost or was taken over
+	 * @throws LockModeConflictException if the thread holds the resource in another mode
 	 * @throws LockInterruptedException if interrupted while waiting
 	 */
 	Attempt acquire(LockCall call) {
-		LocalLocks.Entry entry = this.locals.retain(call.resource());
-		boolean gateHeld = false;
+		return acquire(call, null);
+	}
+
+	/**
+	 * Acquires an exclusive lock for the current thread, as {@link #acquire(LockCall)}.
+	 * @param admission the resource's gate, taken by this thread for this call before its transaction began
+	 * ({@link #admit}); {@code null} to check re-entry and take the gate here
+	 */
+	Attempt acquire(LockCall call, @Nullable Admission admission) {
+		LocalLocks.Entry entry = (admission != null) ? admission.enter() : this.locals.retain(call.resource());
+		boolean gateHeld = admission != null;
 		boolean acquired = false;
 		try {
-			DefaultLockHandle reentered = reenterPessimistic(entry, call.resource());
-			if (reentered != null) {
-				acquired = true;
-				return Attempt.acquired(reentered);
+			long deadline;
+			if (admission != null) {
+				deadline = admission.deadlineNanos;
 			}
-			long deadline = call.deadlineNanos();
-			if (entry.isGateOwner()) {
-				gateHeld = true;
-				reentered = reenterLease(entry, call.resource());
+			else {
+				refuseInsideWork(call);
+				DefaultLockHandle reentered = reenterPessimistic(entry, call);
 				if (reentered != null) {
 					acquired = true;
 					return Attempt.acquired(reentered);
 				}
-			}
-			else {
-				gateHeld = takeGate(entry, call.resource(), deadline);
-				if (!gateHeld) {
-					return Attempt.notAcquired(entry.gateHolder());
+				deadline = call.deadlineNanos();
+				if (entry.isGateOwner()) {
+					reentered = reenterLease(entry, call);
+					if (reentered != null) {
+						acquired = true;
+						return Attempt.acquired(reentered);
+					}
+					gateHeld = true; // this thread's own lease was over: the call acquires anew, keeping the gate
+				}
+				else {
+					gateHeld = takeGate(entry, call.resource(), deadline, call.mode());
+					if (!gateHeld) {
+						return Attempt.notAcquired(entry.gateHolder());
+					}
 				}
 			}
 			LockRequest lockRequest = call.toLockRequest(deadline, this.settings.holderDescription());
@@ -100,10 +122,150 @@ final class ExclusiveHolds {
 	}
 
 	/**
-	 * A PESSIMISTIC holder re-enters its own acquisition (never a later holder's).
-	 * @return the new handle, or {@code null} when the thread holds no PESSIMISTIC lock of the resource
+	 * The first step of an acquisition whose transaction begins only once this JVM lets the call ask the database (a
+	 * PESSIMISTIC {@code execute} outside any transaction, each attempt of which is a transaction of its own): the
+	 * resource's local gate, taken before the transaction takes a pooled connection. So the threads of this JVM that
+	 * wait for the resource wait in the gate's queue holding no connection, and at most the gate's owner (and, once
+	 * it holds the row and has let the gate go, the holder) has one; the acquisition inside the transaction
+	 * ({@link #acquire(LockCall, Admission)}) then starts from the gate. A thread that already holds the resource (or
+	 * owns its gate) takes nothing here: its call re-enters, or is refused, inside the transaction as usual.
+	 * @param deadlineNanos the {@link System#nanoTime()} until which to wait for the gate, the call's deadline
+	 * @return the admission; not {@link Admission#isAdmitted() admitted} when the thread re-enters, and
+	 * {@link Admission#refusedBy() refused} when the gate did not come before the deadline
+	 * @throws LockModeConflictException if the thread runs OPTIMISTIC work on the resource
+	 * @throws LockInterruptedException if interrupted while waiting
 	 */
-	private @Nullable DefaultLockHandle reenterPessimistic(LocalLocks.Entry entry, String resource) {
+	Admission admit(LockCall call, long deadlineNanos) {
+		refuseInsideWork(call);
+		LocalLocks.Entry entry = this.locals.retain(call.resource());
+		boolean admitted = false;
+		try {
+			boolean holds = entry.isGateOwner() || entry.modeHeldBy(Thread.currentThread()) != null
+					|| (CurrentLock.get(call.resource()).orElse(null) instanceof DefaultLockHandle open
+							&& open.gatelessOf(entry) != null);
+			if (holds) {
+				return Admission.REENTRY;
+			}
+			if (!takeGate(entry, call.resource(), deadlineNanos, call.mode())) {
+				return Admission.refused(entry.gateHolder());
+			}
+			admitted = true;
+			return new Admission(entry, deadlineNanos);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			throw new LockInterruptedException(call.resource(), ex);
+		}
+		finally {
+			if (!admitted) {
+				leave(entry);
+			}
+		}
+	}
+
+	/**
+	 * Gives an admission's gate back when its call did not use it (the transaction could not begin, or the attempt
+	 * ended before it acquired); nothing once {@link #acquire(LockCall, Admission)} has taken it over.
+	 */
+	void giveBack(Admission admission) {
+		LocalLocks.Entry entry = admission.abandon();
+		if (entry != null) {
+			entry.releaseGate();
+			leave(entry);
+		}
+	}
+
+	/**
+	 * A thread's place at the head of a resource's local queue, taken before the transaction of its acquisition
+	 * begins ({@link #admit}). Used by the thread that took it, once.
+	 */
+	static final class Admission {
+
+		/** The thread holds the resource, or owns its gate, already: the call re-enters inside its transaction. */
+		static final Admission REENTRY = new Admission(null, 0);
+
+		/** The gate, until the acquisition takes it over or it is given back. */
+		private LocalLocks.@Nullable Entry entry;
+
+		final long deadlineNanos;
+
+		private final @Nullable String refusedBy;
+
+		private Admission(LocalLocks.@Nullable Entry entry, long deadlineNanos) {
+			this(entry, deadlineNanos, null);
+		}
+
+		private Admission(LocalLocks.@Nullable Entry entry, long deadlineNanos, @Nullable String refusedBy) {
+			this.entry = entry;
+			this.deadlineNanos = deadlineNanos;
+			this.refusedBy = refusedBy;
+		}
+
+		static Admission refused(String holder) {
+			return new Admission(null, 0, holder);
+		}
+
+		/** Whether the call has the gate and acquires from it. */
+		boolean isAdmitted() {
+			return this.entry != null;
+		}
+
+		/** Who kept the gate until the deadline, or {@code null} unless the admission was refused. */
+		@Nullable String refusedBy() {
+			return this.refusedBy;
+		}
+
+		/** The gate's entry, taken over by the acquisition. */
+		LocalLocks.Entry enter() {
+			LocalLocks.Entry admitted = this.entry;
+			if (admitted == null) {
+				throw new IllegalStateException("not admitted, or entered already");
+			}
+			this.entry = null;
+			return admitted;
+		}
+
+		/** The gate's entry if the acquisition never took it over, once. */
+		LocalLocks.@Nullable Entry abandon() {
+			LocalLocks.Entry unused = this.entry;
+			if (unused != null) {
+				this.entry = null;
+			}
+			return unused;
+		}
+
+	}
+
+	/**
+	 * Refuses an exclusive lock of a resource on which the thread runs OPTIMISTIC work of this engine: taking it would
+	 * change the version that work's commit checks, so the work could never commit.
+	 * @throws LockModeConflictException if it does
+	 */
+	private void refuseInsideWork(LockCall call) {
+		if (CurrentLock.runsWork(call.resource(), this)) {
+			throw new LockModeConflictException(call.resource(), LockMode.OPTIMISTIC, call.mode());
+		}
+	}
+
+	/**
+	 * Refuses OPTIMISTIC work on a resource the thread holds in another mode through this engine: the work's commit
+	 * would find the row held (by the thread itself) until the wait time ran out.
+	 * @throws LockModeConflictException if it does
+	 */
+	void refuseWorkUnderHold(String resource) {
+		LockMode held = this.locals.modeHeldBy(resource, Thread.currentThread());
+		if (held != null) {
+			throw new LockModeConflictException(resource, held, LockMode.OPTIMISTIC);
+		}
+	}
+
+	/**
+	 * A PESSIMISTIC holder re-enters its own acquisition (never a later holder's), in the mode it holds.
+	 * @return the new handle, or {@code null} when the thread holds no PESSIMISTIC lock of the resource
+	 * @throws LockModeConflictException if the thread holds the PESSIMISTIC lock and the call asks for another mode
+	 */
+	private @Nullable DefaultLockHandle reenterPessimistic(LocalLocks.Entry entry, LockCall call) {
+		String resource = call.resource();
 		Gateless own = entry.gateless();
 		Gateless mine = (CurrentLock.get(resource).orElse(null) instanceof DefaultLockHandle open)
 				? open.gatelessOf(entry) : null;
@@ -118,23 +280,28 @@ final class ExclusiveHolds {
 		if (own == null || own.thread != Thread.currentThread()) {
 			return null;
 		}
+		if (own.mode != call.mode()) {
+			throw new LockModeConflictException(resource, own.mode, call.mode());
+		}
 		if (own.lock.isLost()) {
 			throw new LockLostException(resource, own.lock.fencingToken(), "Lock '" + resource
 					+ "' (fencing token " + own.lock.fencingToken() + ") is already lost; it cannot be re-entered");
 		}
 		own.holds++;
-		DefaultLockHandle handle = new DefaultLockHandle(this, entry, own.lock, LockMode.PESSIMISTIC, own, null);
+		DefaultLockHandle handle = new DefaultLockHandle(this, entry, own.lock, own.mode, own, null);
 		CurrentLock.push(handle);
 		return handle;
 	}
 
 	/**
-	 * The gate owner re-enters its LEASE hold while the lease lasts; once the lease is over (by this JVM's clock, or
-	 * found lost) re-entering would run more work without exclusion, so the outer hold counts as lost and the call
-	 * acquires anew, keeping the gate.
+	 * The gate owner re-enters its LEASE hold while the lease lasts, in the mode it holds; once the lease is over (by
+	 * this JVM's clock, or found lost) re-entering would run more work without exclusion, so the outer hold counts as
+	 * lost and the call acquires anew, keeping the gate.
 	 * @return the new handle, or {@code null} when the caller must acquire anew
+	 * @throws LockModeConflictException if the hold's lease lasts and the call asks for another mode
 	 */
-	private @Nullable DefaultLockHandle reenterLease(LocalLocks.Entry entry, String resource) {
+	private @Nullable DefaultLockHandle reenterLease(LocalLocks.Entry entry, LockCall call) {
+		String resource = call.resource();
 		LeaseHold[] stale = new LeaseHold[1];
 		LeaseHold outer = entry.reentrantLease(stale);
 		if (stale[0] != null) {
@@ -143,18 +310,21 @@ final class ExclusiveHolds {
 		if (outer == null) {
 			return null;
 		}
+		if (outer.mode != call.mode()) {
+			throw new LockModeConflictException(resource, outer.mode, call.mode());
+		}
 		outer.holds++;
-		DefaultLockHandle handle = new DefaultLockHandle(this, entry, outer.lock, LockMode.LEASE, null, outer);
+		DefaultLockHandle handle = new DefaultLockHandle(this, entry, outer.lock, outer.mode, null, outer);
 		this.settings.validateAtCommit(resource, outer.lock);
 		CurrentLock.push(handle);
 		return handle;
 	}
 
-	/** Waits for the resource's local gate until the deadline; reports a hold it superseded. */
-	private static boolean takeGate(LocalLocks.Entry entry, String resource, long deadline)
+	/** Waits for the resource's local gate until the deadline, asking for a mode; reports a hold it superseded. */
+	private static boolean takeGate(LocalLocks.Entry entry, String resource, long deadline, LockMode mode)
 			throws InterruptedException {
 		LeaseHold[] stale = new LeaseHold[1];
-		boolean owned = entry.acquireGate(deadline, stale);
+		boolean owned = entry.acquireGate(deadline, stale, mode);
 		if (stale[0] != null) {
 			superseded(resource, stale[0]);
 		}
@@ -162,17 +332,21 @@ final class ExclusiveHolds {
 	}
 
 	/**
-	 * The gate owner gets the lock: the lease the previous local holder handed off if it suits the request (no round
-	 * trip), else from the database, after holding back for other nodes' waiters if a hand-off chain asked for it.
+	 * The gate owner gets the lock: the lease the previous local holder handed off if it was taken in the mode the
+	 * call asks for and suits the request (no round trip), else from the database, after holding back for other
+	 * nodes' waiters if a hand-off chain asked for it. A lease of another mode is never passed off as this mode's
+	 * hold: a PESSIMISTIC caller handed a LEASE would hold no row lock until its commit.
 	 */
 	private AcquireResult obtain(LocalLocks.Entry entry, LockCall call, LockRequest lockRequest)
 			throws InterruptedException {
-		HeldLock parked = entry.takeParked();
+		LocalLocks.Parked parked = entry.takeParked();
 		if (parked != null) {
-			if (parked instanceof HandOffLock handedOff && !parked.isLost() && handedOff.canServe(lockRequest)) {
-				return AcquireResult.acquired(parked); // handed off by the previous local holder: no round trip
+			HeldLock handedOff = parked.lock();
+			if (parked.mode() == call.mode() && handedOff instanceof HandOffLock lease && !handedOff.isLost()
+					&& lease.canServe(lockRequest)) {
+				return AcquireResult.acquired(handedOff); // handed off by the previous local holder: no round trip
 			}
-			releaseQuietly(call.resource(), parked);
+			releaseQuietly(call.resource(), handedOff);
 		}
 		long courtesy = entry.takeCourtesyNanos();
 		if (courtesy > 0) {
@@ -188,8 +362,8 @@ final class ExclusiveHolds {
 		// PESSIMISTIC: the row lock is ours now, so the gate goes to the next local thread, which waits in the
 		// server's row lock queue and is granted the row at our commit (no round trip between the two holders)
 		Gateless gateless = (call.provider() instanceof TransactionalLockProvider)
-				? new Gateless(lock) : null;
-		LeaseHold lease = (gateless == null) ? new LeaseHold(lock) : null;
+				? new Gateless(lock, call.mode()) : null;
+		LeaseHold lease = (gateless == null) ? new LeaseHold(lock, call.mode()) : null;
 		Observation previous = entry.claim(lock, call.mode(), holder, holding, gateless, lease);
 		if (previous != null) {
 			previous.stop();
@@ -271,11 +445,12 @@ final class ExclusiveHolds {
 			holding.stop();
 		}
 		boolean queued = entry.hasQueuedThreads();
-		if (queued) {
+		if (queued && entry.nextInLineAsks(lease.mode)) {
 			HeldLock successor = (lock instanceof HandOffLock handOff) ? handOff.handOff() : null;
 			if (successor != null) {
-				// a local thread waits: pass the lock on in memory instead of releasing and re-taking it in the database
-				entry.park(successor);
+				// a local thread of the same mode waits: pass the lock on in memory instead of releasing and re-taking it
+				// in the database (a thread of another mode takes its own lock from the database)
+				entry.park(successor, lease.mode);
 				entry.releaseGate();
 				leave(entry);
 				return;
@@ -415,9 +590,9 @@ final class ExclusiveHolds {
 	 */
 	private void leave(LocalLocks.Entry entry) {
 		if (this.locals.release(entry)) {
-			HeldLock parked = entry.takeParked();
+			LocalLocks.Parked parked = entry.takeParked();
 			if (parked != null) {
-				releaseQuietly(entry.resource, parked);
+				releaseQuietly(entry.resource, parked.lock());
 			}
 		}
 	}

@@ -3,13 +3,16 @@ package io.github.dblock;
 import io.github.dblock.spi.HeldLock;
 
 /**
- * One PESSIMISTIC acquisition held without the gate: its lock, its thread and its hold count (the acquisition
- * and its re-entries), shared by the handles of that acquisition, so that its releases never touch a later
- * holder's state.
+ * One PESSIMISTIC acquisition held without the gate: its lock, the mode it was taken in, its thread and its hold
+ * count (the acquisition and its re-entries), shared by the handles of that acquisition, so that its releases never
+ * touch a later holder's state.
  */
 final class Gateless {
 
 	final HeldLock lock;
+
+	/** The mode the lock was taken in: only a request of this mode re-enters it. */
+	final LockMode mode;
 
 	final Thread thread = Thread.currentThread();
 
@@ -19,8 +22,9 @@ final class Gateless {
 	/** Open handles; written only by {@link #thread}. */
 	volatile int holds = 1;
 
-	Gateless(HeldLock lock) {
+	Gateless(HeldLock lock, LockMode mode) {
 		this.lock = lock;
+		this.mode = mode;
 		this.ownConnection = !lock.isTransactionBound();
 	}
 

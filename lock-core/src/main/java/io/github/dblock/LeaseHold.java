@@ -5,13 +5,16 @@ import io.micrometer.observation.Observation;
 import org.jspecify.annotations.Nullable;
 
 /**
- * One LEASE acquisition held with the gate: its lock, its thread and its hold count (the acquisition and its
- * re-entries), shared by the handles of that acquisition, so that the handles of a hold that was superseded never
- * touch a later holder's state.
+ * One acquisition held with the gate (LEASE): its lock, the mode it was taken in, its thread and its hold count (the
+ * acquisition and its re-entries), shared by the handles of that acquisition, so that the handles of a hold that was
+ * superseded never touch a later holder's state.
  */
 final class LeaseHold {
 
 	final HeldLock lock;
+
+	/** The mode the lock was taken in: only a request of this mode re-enters it or is handed its lease. */
+	final LockMode mode;
 
 	final Thread thread = Thread.currentThread();
 
@@ -30,8 +33,9 @@ final class LeaseHold {
 	/** Its hold observation once superseded, for the superseding thread to end with a {@code lost} event. */
 	volatile @Nullable Observation holding;
 
-	LeaseHold(HeldLock lock) {
+	LeaseHold(HeldLock lock, LockMode mode) {
 		this.lock = lock;
+		this.mode = mode;
 	}
 
 	/**

@@ -26,6 +26,11 @@ import org.jspecify.annotations.Nullable;
  * connection of its own, and is granted the row at the holder's commit, without a round trip between the two
  * holders (see {@code LockTemplate}). At most one thread per resource and JVM waits in the database either way.
  * <p>
+ * The threads of every mode share a resource's gate and queue in arrival order, but a lock never passes between modes:
+ * each queued thread says which mode it asks for, a LEASE holder hands its lease off only when the thread next in
+ * line asks for the same mode ({@link Entry#nextInLineAsks}), and the thread that takes a parked lease checks the
+ * mode it was taken in ({@link Parked}) before it uses it.
+ * <p>
  * Entries are reference-counted and removed when the last user is gone, so no state is retained per released
  * resource. Thread-safe.
  */
@@ -56,6 +61,15 @@ final class LocalLocks {
 			return removed[0] ? null : current;
 		});
 		return removed[0];
+	}
+
+	/**
+	 * The mode in which the given thread holds the resource through its gate or as its PESSIMISTIC holder, or
+	 * {@code null} when it holds nothing there; a snapshot, for refusing a request of another mode.
+	 */
+	@Nullable LockMode modeHeldBy(String resource, Thread thread) {
+		Entry entry = this.entries.get(resource);
+		return (entry != null) ? entry.modeHeldBy(thread) : null;
 	}
 
 	/** Whether threads are queued for the resource's gate. */
@@ -112,7 +126,7 @@ final class LocalLocks {
 		private @Nullable Thread gateOwner;
 
 		/** Threads waiting for the gate, in arrival order (fair); guarded by the entry's monitor. */
-		private final ArrayDeque<Object> queue = new ArrayDeque<>();
+		private final ArrayDeque<Ticket> queue = new ArrayDeque<>();
 
 		/** The LEASE hold that owns the gate, {@code null} while none does; written under the entry's monitor. */
 		private volatile @Nullable LeaseHold lease;
@@ -157,9 +171,10 @@ final class LocalLocks {
 
 		/**
 		 * A lock its last holder handed off for the next local thread to take the gate (see
-		 * {@link HeldLock#handOff()}); taken by that thread, or released by the entry's last user if nobody takes it.
+		 * {@link HeldLock#handOff()}), with the mode it was taken in; taken by that thread, or released by the entry's
+		 * last user if nobody takes it.
 		 */
-		private volatile @Nullable HeldLock parked;
+		private volatile @Nullable Parked parked;
 
 		/**
 		 * Until when ({@link System#nanoTime()}) local threads let other nodes take the resource before they ask the
@@ -188,6 +203,28 @@ final class LocalLocks {
 		/** Whether threads wait for the gate. */
 		synchronized boolean hasQueuedThreads() {
 			return !this.queue.isEmpty();
+		}
+
+		/**
+		 * Whether the thread next in line for the gate asks for the given mode: only then may a holder of that mode
+		 * hand its lock off to it.
+		 */
+		synchronized boolean nextInLineAsks(LockMode requested) {
+			Ticket next = this.queue.peekFirst();
+			return next != null && next.mode == requested;
+		}
+
+		/**
+		 * The mode in which the given thread holds this resource: its LEASE hold (not superseded; also one whose
+		 * release waits for its transaction to complete) or its PESSIMISTIC hold; {@code null} when it holds neither.
+		 */
+		@Nullable LockMode modeHeldBy(Thread thread) {
+			LeaseHold leaseHold = this.lease;
+			if (leaseHold != null && leaseHold.thread == thread && !leaseHold.superseded) {
+				return leaseHold.mode;
+			}
+			Gateless pessimistic = this.gateless;
+			return (pessimistic != null && pessimistic.thread == thread) ? pessimistic.mode : null;
 		}
 
 		/** Whether a lock is held (by any local thread) now. */
@@ -247,11 +284,13 @@ final class LocalLocks {
 		 * {@code superseded}, for the caller to report outside the monitor).
 		 * @param deadlineNanos the {@link System#nanoTime()} until which to wait
 		 * @param superseded receives the hold taken over, if any
+		 * @param requested the mode the thread asks for (see {@link #nextInLineAsks})
 		 * @return whether the gate is now the current thread's
 		 * @throws InterruptedException if interrupted while waiting; the gate is not taken then
 		 */
-		boolean acquireGate(long deadlineNanos, LeaseHold[] superseded) throws InterruptedException {
-			Object ticket = new Object();
+		boolean acquireGate(long deadlineNanos, LeaseHold[] superseded, LockMode requested)
+				throws InterruptedException {
+			Ticket ticket = new Ticket(requested);
 			synchronized (this) {
 				this.queue.addLast(ticket);
 				boolean owned = false;
@@ -321,15 +360,19 @@ final class LocalLocks {
 		}
 
 		/** Takes the lease the previous local holder handed off for the gate's next owner, if any. */
-		@Nullable HeldLock takeParked() {
-			HeldLock handedOff = this.parked;
+		@Nullable Parked takeParked() {
+			Parked handedOff = this.parked;
 			this.parked = null;
 			return handedOff;
 		}
 
-		/** Hands a lease off to the gate's next owner (see {@link HeldLock#handOff()}). */
-		void park(HeldLock handedOff) {
-			this.parked = handedOff;
+		/**
+		 * Hands a lease off to the gate's next owner (see {@link HeldLock#handOff()}).
+		 * @param handedOff the successor's lock
+		 * @param takenIn the mode the lease was taken in: only a request of that mode may use it
+		 */
+		void park(HeldLock handedOff, LockMode takenIn) {
+			this.parked = new Parked(handedOff, takenIn);
 		}
 
 		/**
@@ -452,6 +495,29 @@ final class LocalLocks {
 			observation = this.holding;
 			this.holding = null;
 			return observation;
+		}
+
+	}
+
+	/**
+	 * A lock handed off for the next local thread, with the mode it was taken in: the thread that takes it uses it only
+	 * for a request of the same mode.
+	 * @param lock the successor's lock
+	 * @param mode the mode the lock was taken in
+	 */
+	record Parked(HeldLock lock, LockMode mode) {
+	}
+
+	/**
+	 * A thread's place in a gate's queue and the mode it asks for. Compared by identity: two threads asking for the same
+	 * mode hold two places.
+	 */
+	private static final class Ticket {
+
+		final LockMode mode;
+
+		Ticket(LockMode mode) {
+			this.mode = mode;
 		}
 
 	}

@@ -8,6 +8,7 @@ import io.github.dblock.spi.WaitLoop;
 import io.github.dblock.spi.WorkLockProvider;
 import io.micrometer.observation.Observation;
 import org.jspecify.annotations.Nullable;
+import org.springframework.core.NestedExceptionUtils;
 import org.springframework.transaction.TransactionSystemException;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
@@ -73,6 +74,14 @@ final class LockEngine {
 	}
 
 	private Attempt acquireUnobserved(LockCall call) {
+		return acquireUnobserved(call, null);
+	}
+
+	/**
+	 * @param admission the gate taken for the call before its transaction began, or {@code null}
+	 * ({@link ExclusiveHolds#admit})
+	 */
+	private Attempt acquireUnobserved(LockCall call, ExclusiveHolds.@Nullable Admission admission) {
 		if (call.type() != LockType.EXCLUSIVE) {
 			return this.readWrite.acquire(call);
 		}
@@ -80,7 +89,7 @@ final class LockEngine {
 			throw new IllegalArgumentException("Lock mode " + call.mode() + " has no lock to hold: its work runs in the "
 					+ "transaction that checks the version. Use execute(...) or @DistributedLock for '" + call.resource() + "'");
 		}
-		return this.exclusive.acquire(call);
+		return this.exclusive.acquire(call, admission);
 	}
 
 	/** Runs the action under the lock as {@link LockTemplate#execute(String, LockOptions, LockCallback)} describes. */
@@ -89,19 +98,23 @@ final class LockEngine {
 			return executeWork(work, call, action);
 		}
 		if (!(call.provider() instanceof TransactionalLockProvider transactional)) {
-			return executeHolding(call, action, call.waitTime(), null);
+			return executeHolding(call, action, call.waitTime(), null, null);
 		}
 		if (!TransactionSynchronizationManager.isActualTransactionActive()
 				&& TransactionSynchronizationManager.getResourceMap().isEmpty()) {
 			return executeInTransactionsOfItsOwn(transactional, call, action);
 		}
-		return transactional.inTransaction(() -> executeHolding(call, action, call.waitTime(), null));
+		return transactional.inTransaction(() -> executeHolding(call, action, call.waitTime(), null, null));
 	}
 
 	/**
 	 * PESSIMISTIC {@code execute} outside any transaction, with nothing transactional bound to the thread (an
 	 * open-in-view {@code EntityManager} is: a JPA transaction manager would begin on it and clear it at each
-	 * rollback): every attempt is a transaction of its own. Inside a transaction the provider reports a row held
+	 * rollback): every attempt is a transaction of its own, begun only once the attempt has the resource's local gate
+	 * ({@link ExclusiveHolds#admit}) and the provider has made ready what the acquisition needs outside a transaction
+	 * ({@link TransactionalLockProvider#prepareOutsideTransaction}): so the other threads of this JVM that wait for the
+	 * resource queue in the JVM without a pooled connection, and no acquisition holds one connection while it waits for
+	 * another (a small pool then serves the callers in turn instead of running dry). Inside a transaction the provider reports a row held
 	 * under a lease (a LEASE-mode owner, or a minimum hold time) at once, since its locking statement has locked the
 	 * row until the transaction ends and waiting would keep the LEASE holder from releasing. So while the wait time
 	 * lasts, an attempt that was not granted the lock ends its transaction (the transaction manager rolls it back on
@@ -167,14 +180,31 @@ final class LockEngine {
 		}
 
 		@Override
-		public Step<T> attempt(int attempt) {
+		public Step<T> attempt(int attempt) throws InterruptedException {
 			this.attempts.notAcquired = false;
 			this.attempts.actionStarted = false;
 			LockCall current = (attempt == 0) ? this.call
 					: this.call.withWaitTime(Duration.ofNanos(Math.max(0, remainingNanos())));
+			// the local gate first, then the transaction: local waiters queue without a pooled connection
+			ExclusiveHolds.Admission admission = (current.type() == LockType.EXCLUSIVE)
+					? LockEngine.this.exclusive.admit(current, this.deadline) : ExclusiveHolds.Admission.REENTRY;
+			String refusedBy = admission.refusedBy();
+			if (refusedBy != null) {
+				return new Step<>(null, new LockNotAcquiredException(this.call.resource(), this.call.waitTime(), refusedBy),
+						null);
+			}
 			try {
-				return new Step<>(new Done<>(this.provider.inTransaction(
-						() -> executeHolding(current, this.action, this.call.waitTime(), this.attempts))), null, null);
+				if (admission.isAdmitted()) {
+					String busy = this.provider.prepareOutsideTransaction(
+							current.toLockRequest(this.deadline, LockEngine.this.settings.holderDescription()));
+					if (busy != null) {
+						return new Step<>(null,
+								new LockNotAcquiredException(this.call.resource(), this.call.waitTime(), busy), null);
+					}
+				}
+				ExclusiveHolds.Admission gate = admission.isAdmitted() ? admission : null;
+				return new Step<>(new Done<>(this.provider.inTransaction(() -> executeHolding(current, this.action,
+						this.call.waitTime(), this.attempts, gate))), null, null);
 			}
 			catch (LockNotAcquiredException ex) {
 				if (!this.attempts.notAcquired) {
@@ -187,6 +217,9 @@ final class LockEngine {
 				this.attempts.stop("failed", ex);
 				throw ex;
 			}
+			finally {
+				LockEngine.this.exclusive.giveBack(admission); // when the transaction never took it over
+			}
 		}
 
 		@Override
@@ -198,8 +231,10 @@ final class LockEngine {
 		public Done<T> atDeadline(Step<T> outcome) {
 			this.attempts.stop("timed_out", null);
 			LockNotAcquiredException notAcquired = outcome.notAcquired();
+			RuntimeException outage = outcome.outage();
 			throw (notAcquired != null) ? notAcquired
-					: new LockNotAcquiredException(this.call.resource(), this.call.waitTime(), null, outcome.outage());
+					: (outage != null) ? notAnswered(this.call, outage)
+							: new LockNotAcquiredException(this.call.resource(), this.call.waitTime(), null);
 		}
 
 		@Override
@@ -226,10 +261,18 @@ final class LockEngine {
 			return new Step<>(null, null, ex);
 		}
 
+		/**
+		 * The wait time ran out during a failure before the action started: not acquired, naming the lock, its mode and
+		 * the failure, unless the provider says the database could not be reached at all (then the failure itself).
+		 */
 		@Override
 		public Done<T> outageAtDeadline(RuntimeException ex) {
-			this.attempts.stop("failed", ex);
-			throw ex;
+			if (this.provider.isUnreachableFailure(ex)) {
+				this.attempts.stop("failed", ex);
+				throw ex;
+			}
+			this.attempts.stop("timed_out", ex);
+			throw notAnswered(this.call, ex);
 		}
 
 		/** The back-off step; before an attempt after a refusal, announced to a LEASE holder's JVM. */
@@ -242,6 +285,19 @@ final class LockEngine {
 			return pause;
 		}
 
+	}
+
+	/**
+	 * The lock was not acquired because the database, or the pool of its connections, did not answer in time: a
+	 * {@link LockNotAcquiredException} that names the lock, its mode and the failure (its cause).
+	 */
+	private static LockNotAcquiredException notAnswered(LockCall call, RuntimeException failure) {
+		return new LockNotAcquiredException(call.resource(), call.waitTime(), null, "Could not acquire lock '"
+				+ call.resource() + "' (" + call.mode() + ") within " + call.waitTime() + ": the database did not answer "
+				+ "in time, or no pooled connection came in time for the lock's transaction ("
+				+ NestedExceptionUtils.getMostSpecificCause(failure).getMessage() + "); each " + call.mode()
+				+ " lock holds a connection of the lock DataSource's pool while it is held and while it waits in the "
+				+ "database", failure);
 	}
 
 	/**
@@ -267,12 +323,14 @@ final class LockEngine {
 
 	private <T> @Nullable T executeWork(WorkLockProvider provider, LockCall call,
 			LockCallback<T> action) {
+		this.exclusive.refuseWorkUnderHold(call.resource());
 		WorkLockProvider.Outcome<T> outcome;
 		Observation observation = this.settings.acquisition(call.resource(), call.mode()).start();
 		try (Observation.Scope scope = observation.openScope()) {
 			outcome = provider.execute(call.toLockRequest(call.deadlineNanos(), this.settings.holderDescription()),
 					(held) -> {
-						LockHandle handle = new WorkLockHandle(call.resource(), call.mode(), held.fencingToken());
+						LockHandle handle = new WorkLockHandle(call.resource(), call.mode(), held.fencingToken(),
+								this.exclusive);
 						CurrentLock.push(handle);
 						try {
 							return action.doWithLock(handle);
@@ -307,11 +365,12 @@ final class LockEngine {
 	 * attempt had only the rest of it)
 	 * @param attempts when not {@code null}, one of several attempts: the acquisition is observed by it rather than
 	 * on its own, and it is told when the acquisition itself (not the action) failed
+	 * @param admission the gate taken for the attempt before its transaction began, or {@code null}
 	 */
 	private <T> @Nullable T executeHolding(LockCall call, LockCallback<T> action,
-			Duration reportedWaitTime, @Nullable Attempts attempts) {
+			Duration reportedWaitTime, @Nullable Attempts attempts, ExclusiveHolds.@Nullable Admission admission) {
 		T result;
-		Attempt attempt = (attempts != null) ? acquireUnobserved(call) : acquire(call);
+		Attempt attempt = (attempts != null) ? acquireUnobserved(call, admission) : acquire(call);
 		LockHandle lock = attempt.handle();
 		if (lock == null) {
 			if (attempts != null) {

@@ -47,6 +47,8 @@ public interface LockOperations {
 	 * READ or WRITE in a mode other than LEASE
 	 * @throws LockUpgradeException if the type is WRITE and the current thread holds only the read lock of the
 	 * resource; nothing changes
+	 * @throws LockModeConflictException if the current thread holds the resource (through this template) in another
+	 * mode, or runs OPTIMISTIC work on it: re-entry is in the held mode only; nothing changes
 	 * @throws IllegalStateException if the mode is refused on this database (PESSIMISTIC on a Galera cluster or a
 	 * multi-primary group), naming what was found; nothing is held then
 	 * @throws org.springframework.dao.DataAccessException on a database failure other than a broken connection or a
@@ -125,7 +127,10 @@ public interface LockOperations {
 	 * transaction each attempt is a transaction of its own, rolled back when it was not granted the lock and begun
 	 * again after a pause until the wait time ends, while inside an active transaction, or while anything
 	 * transactional is bound to the thread (an open-in-view {@code EntityManager}), such a resource is reported at
-	 * once with {@link LockNotAcquiredException}.</li>
+	 * once with {@link LockNotAcquiredException}. Outside a transaction the other threads of this JVM that wait for
+	 * the resource wait in the JVM, and an attempt begins its transaction (taking a pooled connection) only once it
+	 * may ask the database; if no connection comes before the wait time ends, {@link LockNotAcquiredException} names
+	 * the lock, the mode and the pool's error.</li>
 	 * <li>{@link LockMode#OPTIMISTIC}: the action runs in a new transaction and is run again after a conflict, up to
 	 * {@code distributed-lock.optimistic.max-attempts} times; it must be safe to re-run and write through the lock
 	 * data source. Not allowed inside an active transaction.</li>
@@ -137,6 +142,8 @@ public interface LockOperations {
 	 * (lease expired); if the action threw, the loss is added to its exception as suppressed instead
 	 * @throws IllegalStateException for OPTIMISTIC inside an active transaction, or if the mode is refused on this
 	 * database (PESSIMISTIC on a Galera cluster or a multi-primary group); the action does not run
+	 * @throws LockModeConflictException if the current thread holds the resource in another mode (OPTIMISTIC: in any
+	 * mode), or runs OPTIMISTIC work on it; the action does not run
 	 * @see #acquire(String, LockOptions) for the other exceptions
 	 */
 	<T> @Nullable T execute(String resource, LockOptions options, LockCallback<T> action);

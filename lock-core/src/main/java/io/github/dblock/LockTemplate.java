@@ -25,7 +25,10 @@ import org.jspecify.annotations.Nullable;
  * Locks are reentrant per thread, like {@link java.util.concurrent.locks.ReentrantLock}: the holding thread may
  * acquire the same resource again without a database round trip, and the lock is released in the database when
  * its hold count returns to zero. Other threads of the same JVM are other owners; they wait in a fair local
- * queue rather than polling the database, so at most one thread per JVM asks the database for a resource.
+ * queue rather than polling the database, so at most one thread per JVM asks the database for a resource. The
+ * threads of every mode share that queue, but a caller only ever gets a hold of the mode it asked for: a lease passes
+ * in memory to a waiting thread of the same mode only, and a thread re-enters only in the mode it holds
+ * ({@link LockModeConflictException} otherwise, at once).
  * <p>
  * Expired holds: a LEASE hold lasts only as long as its lease (by this JVM's clock, which errs early; a renewed lease
  * until a renewal is overdue or finds it lost). Once it is over, the holding thread cannot re-enter it (the call is a

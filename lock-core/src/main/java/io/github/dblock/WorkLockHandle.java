@@ -12,10 +12,14 @@ final class WorkLockHandle implements LockHandle {
 
 	private final long fencingToken;
 
-	WorkLockHandle(String resource, LockMode mode, long fencingToken) {
+	/** The engine whose work this is: an exclusive lock of the same resource from it is refused inside the work. */
+	final Object engine;
+
+	WorkLockHandle(String resource, LockMode mode, long fencingToken, Object engine) {
 		this.resource = resource;
 		this.mode = mode;
 		this.fencingToken = fencingToken;
+		this.engine = engine;
 	}
 
 	@Override

@@ -206,6 +206,7 @@ final class InMemoryLockProvider implements LockProvider {
 					TimeUnit.NANOSECONDS.timedWait(this, remaining);
 				}
 				granted = true;
+				grantedInTransaction();
 				long token = this.tokens.merge(request.resource(), 1L, Long::sum);
 				return AcquireResult.acquired(new RowLock(request.resource(), ticket, token));
 			}
@@ -242,9 +243,63 @@ final class InMemoryLockProvider implements LockProvider {
 			return false;
 		}
 
+		/**
+		 * Transactions open now whose thread has not been granted a row lock in them (each holds a pooled connection,
+		 * in a real provider, while it waits), and the most there ever were at once.
+		 */
+		private int waitingTransactions;
+
+		private int mostWaitingTransactions;
+
+		/** Calls of {@link #prepareOutsideTransaction}, and those made while a transaction of the thread was open. */
+		final AtomicInteger prepared = new AtomicInteger();
+
+		final AtomicInteger preparedInsideTransaction = new AtomicInteger();
+
+		private final ThreadLocal<Boolean> inTransaction = ThreadLocal.withInitial(() -> false);
+
+		private final ThreadLocal<Boolean> grantedInTransaction = ThreadLocal.withInitial(() -> false);
+
 		@Override
 		public <T> T inTransaction(java.util.function.Supplier<T> work) {
-			return work.get();
+			synchronized (this) {
+				this.mostWaitingTransactions = Math.max(this.mostWaitingTransactions, ++this.waitingTransactions);
+			}
+			this.inTransaction.set(true);
+			this.grantedInTransaction.set(false);
+			try {
+				return work.get();
+			}
+			finally {
+				this.inTransaction.set(false);
+				if (!this.grantedInTransaction.get()) {
+					synchronized (this) {
+						this.waitingTransactions--;
+					}
+				}
+			}
+		}
+
+		/** Counts a grant inside a transaction; called under the provider's monitor. */
+		private void grantedInTransaction() {
+			if (this.inTransaction.get() && !this.grantedInTransaction.get()) {
+				this.grantedInTransaction.set(true);
+				this.waitingTransactions--;
+			}
+		}
+
+		@Override
+		public @Nullable String prepareOutsideTransaction(LockRequest request) {
+			this.prepared.incrementAndGet();
+			if (this.inTransaction.get()) {
+				this.preparedInsideTransaction.incrementAndGet();
+			}
+			return null;
+		}
+
+		/** The most transactions that waited for a row lock at the same time. */
+		synchronized int mostWaitingTransactions() {
+			return this.mostWaitingTransactions;
 		}
 
 		private final class RowLock implements HeldLock {

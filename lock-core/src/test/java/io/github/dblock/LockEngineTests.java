@@ -263,6 +263,104 @@ class LockEngineTests {
 		}
 	}
 
+	@Test
+	void aLeaseIsHandedOffOnlyToAQueuedThreadOfTheSameMode() throws Exception {
+		InMemoryLockProvider.RowLocks rows = new InMemoryLockProvider.RowLocks();
+		LockTemplate both = new LockTemplate(List.of(this.provider, rows), LockMode.LEASE, Duration.ofSeconds(5),
+				Duration.ofSeconds(30), "node-1");
+		LockHandle lease = both.acquire("r");
+		Future<String> rowLock = this.executor.submit(() -> {
+			try (LockHandle lock = both.acquire("r", LockOptions.defaults().withMode(LockMode.PESSIMISTIC))) {
+				return lock.mode() + ", lease handed off=" + (this.provider.handOffs.get() > 0);
+			}
+		});
+		awaitQueued(both, "r");
+		lease.close();
+		assertThat(rowLock.get(5, TimeUnit.SECONDS)).isEqualTo("PESSIMISTIC, lease handed off=false");
+		assertThat(rows.mostWaiting()).as("the row lock was asked for").isEqualTo(1);
+		assertThat(this.provider.releases.get()).as("the lease went back to its provider").isEqualTo(1);
+		assertThat(this.provider.owner("r")).isNull();
+		try (LockHandle next = both.acquire("r")) {
+			assertThat(next.fencingToken()).as("a LEASE taken anew").isGreaterThan(lease.fencingToken());
+		}
+		assertThat(both.localResourceCount()).isZero();
+	}
+
+	@Test
+	void aThreadThatHoldsAResourceInOneModeIsRefusedTheOtherModeAtOnce() throws Exception {
+		InMemoryLockProvider.RowLocks rows = new InMemoryLockProvider.RowLocks();
+		LockTemplate both = new LockTemplate(List.of(this.provider, rows), LockMode.LEASE, Duration.ofSeconds(5),
+				Duration.ofSeconds(30), "node-1");
+		LockOptions pessimistic = LockOptions.defaults().withMode(LockMode.PESSIMISTIC);
+		try (LockHandle lease = both.acquire("r")) {
+			assertThatThrownBy(() -> both.acquire("r", pessimistic)).isInstanceOf(LockModeConflictException.class);
+			assertThatThrownBy(() -> both.executeWithoutResult("r", pessimistic, (lock) -> {
+			})).isInstanceOf(LockModeConflictException.class);
+			try (LockHandle again = both.acquire("r")) {
+				assertThat(again.mode()).isEqualTo(LockMode.LEASE);
+				assertThat(again.fencingToken()).isEqualTo(lease.fencingToken());
+			}
+		}
+		try (LockHandle row = both.acquire("r", pessimistic)) {
+			assertThatThrownBy(() -> both.acquire("r")).isInstanceOfSatisfying(LockModeConflictException.class,
+					(ex) -> assertThat(ex.getHeldMode()).isEqualTo(LockMode.PESSIMISTIC));
+			try (LockHandle again = both.acquire("r", pessimistic)) {
+				assertThat(again.mode()).isEqualTo(LockMode.PESSIMISTIC);
+			}
+		}
+		assertThat(this.provider.acquisitions.get()).as("nothing asked of the LEASE provider for the refusals").isEqualTo(1);
+		assertThat(rows.mostWaiting()).isEqualTo(1);
+		assertThat(both.localResourceCount()).isZero();
+	}
+
+	@Test
+	void pessimisticExecuteCallersQueueInTheJvmBeforeTheyBeginATransaction() throws Exception {
+		InMemoryLockProvider.RowLocks rows = new InMemoryLockProvider.RowLocks();
+		LockTemplate pessimistic = new LockTemplate(List.of(rows), LockMode.PESSIMISTIC, Duration.ofSeconds(30),
+				Duration.ofSeconds(30), "node-1");
+		int threads = 8;
+		int perThread = 50;
+		java.util.concurrent.atomic.AtomicInteger inside = new java.util.concurrent.atomic.AtomicInteger();
+		java.util.concurrent.atomic.AtomicInteger overlaps = new java.util.concurrent.atomic.AtomicInteger();
+		CountDownLatch start = new CountDownLatch(1);
+		List<Future<?>> futures = new java.util.ArrayList<>();
+		for (int t = 0; t < threads; t++) {
+			futures.add(this.executor.submit(() -> {
+				start.await();
+				for (int i = 0; i < perThread; i++) {
+					pessimistic.executeWithoutResult("hot", (lock) -> {
+						if (inside.incrementAndGet() != 1) {
+							overlaps.incrementAndGet();
+						}
+						Thread.yield();
+						inside.decrementAndGet();
+					});
+				}
+				return null;
+			}));
+		}
+		start.countDown();
+		for (Future<?> future : futures) {
+			future.get(30, TimeUnit.SECONDS);
+		}
+		assertThat(overlaps.get()).isZero();
+		// only the caller with the gate waits in a transaction (a pooled connection, in a real provider); the others
+		// wait in the JVM, without one
+		assertThat(rows.mostWaitingTransactions()).as("transactions waiting for the row at once (8 callers)")
+			.isEqualTo(1);
+		assertThat(rows.prepared.get()).as("once per attempt").isEqualTo(threads * perThread);
+		assertThat(rows.preparedInsideTransaction.get()).as("always before the attempt's transaction").isZero();
+		assertThat(pessimistic.localResourceCount()).isZero();
+	}
+
+	private void awaitQueued(LockTemplate template, String resource) throws InterruptedException {
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+		while (!template.hasQueuedLocalWaiters(resource)) {
+			assertThat(System.nanoTime() - deadline).as("a local thread queued for %s", resource).isNegative();
+			Thread.sleep(1);
+		}
+	}
+
 	private void awaitQueued(String resource) throws InterruptedException {
 		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
 		while (!this.template.hasQueuedLocalWaiters(resource)) {

@@ -15,8 +15,10 @@ public class DistributedLockPessimisticProperties {
 	/**
 	 * How many PESSIMISTIC locks this JVM may hold or await at once on connections of their own (each pins a
 	 * pooled connection and an open transaction); a caller beyond it waits for a slot within its wait time. Locks
-	 * that join a caller's transaction do not count. Unset: the lock pool's HikariCP maximumPoolSize minus a
-	 * reserve of a quarter of it (at least 2), at least 1; 5 when the pool is not HikariCP.
+	 * that join a caller's transaction do not count, nor do the transactions @DistributedLock and execute(...) begin
+	 * for them (start-up warns when the pool has fewer than this cap plus 2 connections). Unset: the lock pool's
+	 * HikariCP maximumPoolSize minus a reserve of a quarter of it (at least 2), at least 1; 5 when the pool is not
+	 * HikariCP.
 	 */
 	private @Nullable Integer maxConnections;
 

@@ -27,7 +27,10 @@ import org.springframework.util.ClassUtils;
  * {@code maximumPoolSize} can never be reached, and the locks beyond the pool's size wait for a connection until
  * HikariCP's {@code connectionTimeout} and then fail, so start-up fails naming both properties; a cap equal to the
  * pool's size leaves no connection for anything else on the pool (lease renewals, the clean-up job, the
- * application's own queries) and is logged at WARN;</li>
+ * application's own queries) and is logged at WARN; so is a pool with fewer than {@value #TRANSACTION_RESERVE}
+ * connections beyond the cap: a PESSIMISTIC lock taken by {@code @DistributedLock} or {@code execute(…)} outside a
+ * transaction holds one for its transaction (not counted by the cap) and the next local caller of the same resource
+ * one more while it waits in the server, and the application's own transactions need theirs;</li>
  * <li>the library bounds the time a call waits for a connection only through HikariCP: a lock data source that is
  * not (and does not wrap) a {@code HikariDataSource} is logged at WARN;</li>
  * <li>HikariCP validates a connection before handing it out for up to its {@code validationTimeout}: one longer
@@ -121,8 +124,28 @@ public class LockPoolChecks implements SmartInitializingSingleton {
 					+ pool.name() + "': locks may take every connection, leaving none for lease renewals, the clean-up "
 					+ "job or the application's own queries on that pool. Set it below the pool's size.");
 		}
+		else if (pessimistic != null && pool.maximumPoolSize() - cap < TRANSACTION_RESERVE) {
+			warnings.add("PESSIMISTIC locks are in use (" + pessimistic + ") and the lock DataSource '" + pool.name()
+					+ "' has maximumPoolSize=" + pool.maximumPoolSize() + " for " + DistributedLockProperties.PREFIX
+					+ ".pessimistic.max-connections (" + cap + "): that leaves " + (pool.maximumPoolSize() - cap)
+					+ " connection beyond the locks on connections of their own, but a PESSIMISTIC lock taken by "
+					+ "@DistributedLock or execute(...) outside a transaction holds one for its transaction, the next "
+					+ "caller of the same resource in this JVM one more while it waits in the database, and the "
+					+ "application's own transactions need theirs. Callers may then wait for the pool (up to its "
+					+ "connectionTimeout, " + pool.connectionTimeout() + ") rather than for the lock. Give the pool at least "
+					+ (cap + TRANSACTION_RESERVE) + " connections (the cap plus " + TRANSACTION_RESERVE
+					+ ") with spring.datasource.hikari.maximum-pool-size (or the lock pool's maximumPoolSize), or lower "
+					+ DistributedLockProperties.PREFIX + ".pessimistic.max-connections.");
+		}
 		return warnings;
 	}
+
+	/**
+	 * The connections a pool should have beyond the PESSIMISTIC cap: one for a lock held in a transaction of its own (or
+	 * another transaction of the application) and one for the next local caller of that resource, which waits in the
+	 * database's lock queue.
+	 */
+	static final int TRANSACTION_RESERVE = 2;
 
 	/** The cap when {@code distributed-lock.pessimistic.max-connections} is unset and the pool is not HikariCP. */
 	public static final int FALLBACK_MAX_CONNECTIONS = 5;
@@ -131,8 +154,8 @@ public class LockPoolChecks implements SmartInitializingSingleton {
 	 * The PESSIMISTIC connection cap in effect: {@code distributed-lock.pessimistic.max-connections} when set, else
 	 * derived from the lock pool: HikariCP's {@code maximumPoolSize} minus a reserve of a quarter of it (at least 2,
 	 * for lease renewals, the clean-up job and the application's own queries), at least 1; without HikariCP
-	 * {@value #FALLBACK_MAX_CONNECTIONS}. So the derived cap never exceeds the pool and only a pool of 1 or 2 leaves no
-	 * reserve (which {@link #check()} reports).
+	 * {@value #FALLBACK_MAX_CONNECTIONS}. So the derived cap never exceeds the pool and only a pool of 1 or 2 leaves
+	 * less than the reserve of {@value #TRANSACTION_RESERVE} (which {@link #check()} reports).
 	 * @param properties the lock settings
 	 * @param dataSource the lock data source, possibly wrapped
 	 * @return the cap, at least 1

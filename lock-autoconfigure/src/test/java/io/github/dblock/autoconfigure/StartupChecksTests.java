@@ -130,6 +130,20 @@ class StartupChecksTests {
 				+ "maximumPoolSize");
 	}
 
+	/**
+	 * A pool of 2 with PESSIMISTIC in use (issue 29, item 7): the derived cap is 1, which leaves one connection for the
+	 * transactions the locks run in (a holder and the next local caller, waiting in the server) and the application's
+	 * own. It starts, with a warning that says how large the pool should be.
+	 */
+	@Test
+	void aPoolThatCannotServeTheCapAndTheTransactionsIsAWarning(CapturedOutput output) {
+		withDatabase()
+			.withPropertyValues("distributed-lock.mode=PESSIMISTIC", "spring.datasource.hikari.maximum-pool-size=2")
+			.run((context) -> assertThat(context).hasNotFailed());
+		assertThat(output.getOut()).contains("WARN", "distributed-lock.mode=PESSIMISTIC", "maximumPoolSize=2",
+				"distributed-lock.pessimistic.max-connections (1)", "at least 3", "spring.datasource.hikari.maximum-pool-size");
+	}
+
 	@Test
 	void leaseModeDoesNotCompareTheCapWithThePool(CapturedOutput output) {
 		withDatabase().withPropertyValues("spring.datasource.hikari.maximum-pool-size=2")

@@ -238,6 +238,28 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 		return SqlErrors.isConnectionFailure(failure);
 	}
 
+	/**
+	 * Only a database that could not be connected to at all ({@code SqlErrors.isUnreachable}: refused, unknown host,
+	 * SQLSTATE 08001/08004); a pool with no free connection in time, a reply that did not come or a broken connection
+	 * make {@code execute} report the lock not acquired, with the failure as its cause.
+	 */
+	@Override
+	public boolean isUnreachableFailure(RuntimeException failure) {
+		return SqlErrors.isUnreachable(failure);
+	}
+
+	/**
+	 * Makes sure the resource's row exists (as far as this JVM knows: a hint kept for a minute), on a connection of its
+	 * own that goes back to the pool at once, so that the acquisition in the transaction that begins next does not take
+	 * a second connection for it.
+	 * @return {@code null}, or the description of other nodes creating the same new row when it could not be created
+	 * within the wait time
+	 */
+	@Override
+	public @Nullable String prepareOutsideTransaction(LockRequest request) throws InterruptedException {
+		return this.lockRows.ensureRow(request) ? null : "other nodes creating the same new lock row";
+	}
+
 	@Override
 	public AcquireResult acquire(LockRequest request) throws InterruptedException {
 		Connection transactional = boundTransactionalConnection();

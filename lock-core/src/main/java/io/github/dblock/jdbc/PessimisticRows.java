@@ -138,10 +138,22 @@ final class PessimisticRows {
 				(connection) -> this.rows.peek(connection, request.resource(), this.jdbc.statementTimeoutSeconds()));
 	}
 
-	/** The row is locked by another transaction, whose holder is not committed yet: say who held it last. */
+	/**
+	 * How long a description of a busy row waits for a pooled connection: the caller already holds one (its
+	 * transaction's, or its own), so on an exhausted pool the description is left out rather than waited for.
+	 */
+	private static final long DESCRIPTION_CONNECTION_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+
+	/**
+	 * The row is locked by another transaction, whose holder is not committed yet: say who held it last, if a pooled
+	 * connection is free within {@link #DESCRIPTION_CONNECTION_WAIT_NANOS}.
+	 */
+	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
 	String describeBusy(LockRequest request) {
 		try {
-			LockRows.Peek peek = peek(request);
+			LockRows.Peek peek = this.jdbc.execute("read the lock row of '" + request.resource() + "'",
+					DESCRIPTION_CONNECTION_WAIT_NANOS,
+					(connection) -> this.rows.peek(connection, request.resource(), this.jdbc.statementTimeoutSeconds()));
 			String last = (peek != null && peek.holder() != null) ? "; last committed holder: " + peek.holder() : "";
 			return "an open transaction holding the row lock" + last;
 		}

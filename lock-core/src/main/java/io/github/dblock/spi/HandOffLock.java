@@ -28,7 +28,9 @@ public interface HandOffLock extends HeldLock {
 
 	/**
 	 * Whether this lock, received through {@link #handOff()}, gives what the request asks for (the same kind of
-	 * lease), so the request may take it instead of acquiring anew.
+	 * lease), so the request may take it instead of acquiring anew. The engine asks only for a request of the mode the
+	 * lock was taken in (so of the provider that took it), and hands a lock off only to a thread that asked for that
+	 * mode: a lock is never passed off as another mode's.
 	 */
 	boolean canServe(LockRequest request);
 

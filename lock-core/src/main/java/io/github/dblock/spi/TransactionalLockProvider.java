@@ -1,5 +1,7 @@
 package io.github.dblock.spi;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A capability of a {@link LockProvider} whose lock is held by an open database transaction and whose waiters queue
  * in the server's own lock queue ({@link io.github.dblock.LockMode#PESSIMISTIC}): the engine runs
@@ -40,6 +42,37 @@ public interface TransactionalLockProvider extends LockProvider {
 	 * @param failure what the attempt (its transaction's begin, the acquisition or the rollback) threw
 	 */
 	boolean isRetryableAttemptFailure(RuntimeException failure);
+
+	/**
+	 * Whether a failure that {@link #isRetryableAttemptFailure} accepted, and that was still going on when the wait
+	 * time of {@link io.github.dblock.LockTemplate#execute} ran out, means that the database could not be reached at
+	 * all: the engine then throws it. Otherwise (a pool with no free connection in time, an answer that did not come,
+	 * a connection that broke) the engine reports the lock not acquired, with a
+	 * {@link io.github.dblock.LockNotAcquiredException} that names the lock, its mode and the failure as its cause.
+	 * Must not touch the database; throws nothing. Thread-safe. By default {@code true}: every such failure is thrown.
+	 * @param failure what the last attempt threw
+	 */
+	default boolean isUnreachableFailure(RuntimeException failure) {
+		return true;
+	}
+
+	/**
+	 * Makes ready, outside any transaction, what an acquisition inside the transaction {@link #inTransaction} begins
+	 * would otherwise do on a second connection while that transaction holds the first (the JDBC provider makes sure
+	 * the resource's lock row exists, creating it if needed). The engine calls it in
+	 * {@link io.github.dblock.LockTemplate#execute} outside a transaction, for each attempt, once the attempt has the
+	 * resource's JVM-local gate and right before it begins the attempt's transaction, so that an acquisition never holds
+	 * one pooled connection while it waits for another. Thread-safe. By default nothing is done.
+	 * @param request the acquisition about to be made in the transaction
+	 * @return {@code null} when the acquisition may go ahead, else a description of what keeps the lock from being
+	 * taken now (the attempt then counts as not acquired)
+	 * @throws InterruptedException if interrupted while waiting
+	 * @throws RuntimeException a failure of the database, treated like one of the acquisition
+	 * ({@link #isRetryableAttemptFailure})
+	 */
+	default @Nullable String prepareOutsideTransaction(LockRequest request) throws InterruptedException {
+		return null;
+	}
 
 	/**
 	 * Runs work in a transaction on the lock data source, joining one that is already active (a provider that is not
