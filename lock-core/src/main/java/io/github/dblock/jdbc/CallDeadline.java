@@ -14,8 +14,8 @@ import java.util.concurrent.TimeUnit;
  * <li>a release or a renewal ({@link JdbcLockSupport#callDeadline}): its start plus the statement timeout plus the
  * margin.</li>
  * </ul>
- * Inside it, the wait for a pooled connection ends a margin before the deadline ({@link #connectionWaitNanos}), so that
- * a connection that comes late still leaves its statements the margin; each statement's reply is awaited for at most
+ * Inside it, the wait for a pooled connection ends a margin before the deadline, or halfway to it when little is left
+ * ({@link #connectionWaitNanos}), so that a connection that comes late still leaves its statements time to answer; each statement's reply is awaited for at most
  * the statement timeout plus the margin, and never past the deadline ({@link #boundReads}); a locking statement that
  * waits in the server's lock queue for the caller's remaining wait time is awaited until the deadline
  * ({@link #boundLockWaitReads}). Immutable and thread-safe; relies on the driver's
@@ -25,6 +25,12 @@ final class CallDeadline {
 
 	/** The least network timeout a statement is given, however little time is left: 100 ms. */
 	static final int MIN_REPLY_MILLIS = 100;
+
+	/**
+	 * The end of an acquisition's deadline kept for a last look for a grant whose reply was lost (read/write locks,
+	 * semaphores): 1 s. Their attempts end by {@link #lessLastLook()}.
+	 */
+	static final long LAST_LOOK_NANOS = TimeUnit.SECONDS.toNanos(1);
 
 	/** Runs the driver's network timeout change on the calling thread (Connector/J only sets a socket option). */
 	private static final Executor DIRECT = Runnable::run;
@@ -48,6 +54,14 @@ final class CallDeadline {
 		return this.atNanos;
 	}
 
+	/**
+	 * The same deadline, {@link #LAST_LOOK_NANOS} earlier: for the attempts of an acquisition that, when the wait ends
+	 * after an attempt whose outcome is unknown, looks once more for its own grant within this deadline.
+	 */
+	CallDeadline lessLastLook() {
+		return new CallDeadline(this.atNanos - LAST_LOOK_NANOS, this.statementReplyNanos);
+	}
+
 	/** The time left, in nanoseconds; 0 or less once it passed. */
 	long remainingNanos() {
 		return this.atNanos - System.nanoTime();
@@ -59,12 +73,15 @@ final class CallDeadline {
 	}
 
 	/**
-	 * How long the call may wait for a pooled connection now: until a reply margin before the deadline, at least
-	 * 1 ms (a free connection is then still taken at once).
+	 * How long the call may wait for a pooled connection now: until a reply margin before the deadline, or halfway to
+	 * the deadline when less than two margins are left (a last look, a retry), at least 1 ms (a free connection is
+	 * then still taken at once).
 	 */
 	long connectionWaitNanos() {
-		return Math.max(TimeUnit.MILLISECONDS.toNanos(1),
-				remainingNanos() - TimeUnit.MILLISECONDS.toNanos(JdbcLockSupport.NETWORK_MARGIN_MILLIS));
+		long remaining = remainingNanos();
+		long wait = Math.max(remaining - TimeUnit.MILLISECONDS.toNanos(JdbcLockSupport.NETWORK_MARGIN_MILLIS),
+				remaining / 2);
+		return Math.max(TimeUnit.MILLISECONDS.toNanos(1), wait);
 	}
 
 	/**

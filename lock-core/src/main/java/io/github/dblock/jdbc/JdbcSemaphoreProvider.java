@@ -160,7 +160,8 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		public Attempt attempt(int attempt) {
 			boolean checkOwn = this.uncertain;
 			Attempt result = JdbcSemaphoreProvider.this.jdbc.execute(
-					"acquire a permit of semaphore '" + this.request.resource() + "'", this.deadline,
+					// the attempts leave the end of the deadline to the last look for a take whose reply was lost
+					"acquire a permit of semaphore '" + this.request.resource() + "'", this.deadline.lessLastLook(),
 					(connection) -> attemptOnce(connection, this.request, this.owner, checkOwn));
 			this.uncertain = result.outcomeUnknown;
 			if (result.permit != null && LateLeases.arrivedLate(result.permit)) {

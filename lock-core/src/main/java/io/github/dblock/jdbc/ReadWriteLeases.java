@@ -170,7 +170,9 @@ final class ReadWriteLeases {
 			// set before the attempt: an intent whose commit reply is lost must still be cleared (clearing one
 			// that was never set matches nothing)
 			this.intentSet |= mayWait;
-			Attempt result = attemptOnce(this.request, this.kind, this.owner, this.recovering, mayWait, this.deadline);
+			// the attempts leave the end of the deadline to the last look for a grant whose reply was lost
+			Attempt result = attemptOnce(this.request, this.kind, this.owner, this.recovering, mayWait,
+					this.deadline.lessLastLook());
 			this.recovering = result.outcomeUnknown;
 			this.intentSet |= result.intentSet;
 			if (result.lock != null && LateLeases.arrivedLate(result.lock)) {
