@@ -12,9 +12,9 @@ import org.jspecify.annotations.Nullable;
  * {@code JdbcOperations}) so that callers can depend on the operations rather than the class, and tests can stub them.
  * <p>
  * Resource names: 1 to {@value LockTemplate#MAX_RESOURCE_LENGTH} Unicode code points, compared exactly. Durations are
- * {@link Duration}s; a wait time of zero makes a single attempt. Every call returns within its wait time plus the
- * statement timeout plus about 2 s, whatever the network does (see the README's Limits). Implementations are
- * thread-safe.
+ * {@link Duration}s; a wait time of zero makes a single attempt. Every acquisition returns within its wait time plus
+ * the statement timeout plus 2 s, and every release within the statement timeout plus 2 s, whatever the network does
+ * (see the README's Limits). Implementations are thread-safe.
  */
 public interface LockOperations {
 
@@ -37,7 +37,7 @@ public interface LockOperations {
 	 * @throws LockNotAcquiredException if another owner held the lock for the whole wait time; it names the
 	 * resource, the wait time and the holder when known. Also when the database was reached but did not answer in
 	 * time (a statement, a reply or a pooled connection that did not come before the wait ended): its cause is that
-	 * timeout. The call returns within the wait time plus the statement timeout plus about 2 s, whatever the network
+	 * timeout. The call returns within the wait time plus the statement timeout plus 2 s, whatever the network
 	 * does (see the README's Limits)
 	 * @throws LockInterruptedException if the thread was interrupted while waiting
 	 * @throws LockLimitExceededException in PESSIMISTIC mode, outside a transaction, when this JVM already holds

@@ -53,7 +53,12 @@ class RenewableLeaseTests {
 		}
 
 		@Override
-		boolean renewInDatabase() {
+		CallDeadline callDeadline() {
+			return new CallDeadline(System.nanoTime() + TimeUnit.SECONDS.toNanos(4), TimeUnit.SECONDS.toNanos(4));
+		}
+
+		@Override
+		boolean renewInDatabase(CallDeadline deadline) {
 			this.renewals.incrementAndGet();
 			this.renewalSent.countDown();
 			if (this.stuck) {
@@ -68,7 +73,7 @@ class RenewableLeaseTests {
 		}
 
 		@Override
-		boolean releaseInDatabase() {
+		boolean releaseInDatabase(CallDeadline deadline) {
 			this.releases.incrementAndGet();
 			return true;
 		}

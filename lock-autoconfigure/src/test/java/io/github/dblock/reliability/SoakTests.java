@@ -84,16 +84,16 @@ class SoakTests {
 	static final Duration LONGEST_STOP = Duration.ofSeconds(3);
 
 	/**
-	 * Bound of an acquisition (call to callback): the wait time plus one statement timeout plus about 2 s (docs/DESIGN.md,
+	 * Bound of an acquisition (call to callback): the wait time plus one statement timeout plus 2 s (docs/DESIGN.md,
 	 * "Resulting bounds"), plus a SIGSTOP of the worker itself.
 	 */
 	static final Duration ACQUIRE_BOUND = WAIT.plus(STATEMENT_TIMEOUT).plusSeconds(2).plus(LONGEST_STOP);
 
 	/**
-	 * Bound of a release (end of the callback to the call's return): one statement timeout plus 2 s, 2 s more when
-	 * retried after a broken connection, plus a SIGSTOP of the worker itself.
+	 * Bound of a release (end of the callback to the call's return): one statement timeout plus 2 s, a retry after a
+	 * broken connection included, plus a SIGSTOP of the worker itself.
 	 */
-	static final Duration RELEASE_BOUND = STATEMENT_TIMEOUT.plusSeconds(4).plus(LONGEST_STOP);
+	static final Duration RELEASE_BOUND = STATEMENT_TIMEOUT.plusSeconds(2).plus(LONGEST_STOP);
 
 	static final String[] MODES = { "LEASE", "PESSIMISTIC", "PESSIMISTIC/SERVER_CLOCK" };
 

@@ -8,7 +8,7 @@ import org.apache.commons.logging.LogFactory;
 
 /**
  * One attempt's transaction on a connection of its own: begun with {@code START TRANSACTION} on an autocommit
- * connection, ended with {@link #end} ({@code COMMIT} or {@code ROLLBACK} within the attempt's query timeout), and
+ * connection, ended with {@link #end} ({@code COMMIT} or {@code ROLLBACK}, bounded by the network timeout), and
  * rolled back quietly by {@link #rollbackUnlessEnded()} when the attempt left it open (it failed half-way). Not
  * thread-safe: one per attempt.
  */
@@ -35,13 +35,13 @@ final class AttemptTransaction {
 	/** Begins the transaction ({@code START TRANSACTION} on an autocommit connection). */
 	void begin() throws SQLException {
 		if (this.autoCommit) {
-			JdbcLockSupport.executeStatement(this.connection, LockStatements.START_TRANSACTION, this.timeout);
+			JdbcLockSupport.transactionControl(this.connection, LockStatements.START_TRANSACTION);
 		}
 	}
 
 	/** Commits or rolls back; the transaction counts as ended once that succeeded. */
 	void end(boolean commit) throws SQLException {
-		JdbcLockSupport.endTransaction(this.connection, this.autoCommit, commit, this.timeout);
+		JdbcLockSupport.endTransaction(this.connection, this.autoCommit, commit);
 		this.ended = true;
 	}
 
@@ -51,7 +51,7 @@ final class AttemptTransaction {
 			return;
 		}
 		try {
-			JdbcLockSupport.endTransaction(this.connection, this.autoCommit, false, 0);
+			JdbcLockSupport.endTransaction(this.connection, this.autoCommit, false);
 		}
 		catch (SQLException ex) {
 			logger.debug("Could not roll back an attempt's transaction; the server ends it when the connection is "

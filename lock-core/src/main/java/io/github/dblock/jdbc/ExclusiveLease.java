@@ -58,13 +58,18 @@ final class ExclusiveLease extends RenewableLease {
 	}
 
 	@Override
-	boolean renewInDatabase() {
-		return this.provider.renew(this);
+	boolean renewInDatabase(CallDeadline deadline) {
+		return this.provider.renew(this, deadline);
 	}
 
 	@Override
-	boolean releaseInDatabase() {
-		return this.provider.release(this);
+	boolean releaseInDatabase(CallDeadline deadline) {
+		return this.provider.release(this, deadline);
+	}
+
+	@Override
+	CallDeadline callDeadline() {
+		return this.provider.callDeadline();
 	}
 
 	@Override

@@ -78,8 +78,8 @@ final class HeldReadWriteLeases {
 	 */
 	@Nullable
 	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
-	private Long ownRemainingMicros(Lease lease) {
-		return this.jdbc.execute("look for the holder row of '" + lease.resource + "'", (connection) -> {
+	private Long ownRemainingMicros(Lease lease, CallDeadline deadline) {
+		return this.jdbc.execute("look for the holder row of '" + lease.resource + "'", deadline, (connection) -> {
 			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwOwnRemaining, this.jdbc.statementTimeoutSeconds(), false)) {
 				ps.setBytes(1, LockRows.bytes(lease.resource));
 				ps.setString(2, lease.ownerToken);
@@ -92,8 +92,8 @@ final class HeldReadWriteLeases {
 		});
 	}
 
-	private int update(String task, String sql, Lease lease, long micros) {
-		return this.jdbc.execute(task + " '" + lease.resource + "'", (connection) -> {
+	private int update(String task, String sql, Lease lease, long micros, CallDeadline deadline) {
+		return this.jdbc.execute(task + " '" + lease.resource + "'", deadline, (connection) -> {
 			try (PreparedStatement ps = this.sql.prepareBounded(connection, sql, this.jdbc.statementTimeoutSeconds(), false)) {
 				int index = 1;
 				if (micros >= 0) {
@@ -123,8 +123,14 @@ final class HeldReadWriteLeases {
 		}
 
 		@Override
-		boolean renewInDatabase() {
-			return update("renew", HeldReadWriteLeases.this.sql.rwRenew, this, TimeUnit.NANOSECONDS.toMicros(this.leaseNanos)) == 1;
+		boolean renewInDatabase(CallDeadline deadline) {
+			return update("renew", HeldReadWriteLeases.this.sql.rwRenew, this, TimeUnit.NANOSECONDS.toMicros(this.leaseNanos),
+					deadline) == 1;
+		}
+
+		@Override
+		CallDeadline callDeadline() {
+			return HeldReadWriteLeases.this.jdbc.callDeadline();
 		}
 
 		/** A release with a minimum hold keeps the holder row, and its owner, until the hold ends. */
@@ -134,16 +140,17 @@ final class HeldReadWriteLeases {
 		}
 
 		@Override
-		boolean releaseStatement() {
+		boolean releaseStatement(CallDeadline deadline) {
 			LockStatements sql = HeldReadWriteLeases.this.sql;
-			return (this.minHoldMicros > 0) ? update("release", sql.rwReleaseKeeping, this, this.minHoldMicros) == 1
-					: update("release", sql.rwRelease, this, -1) == 1;
+			return (this.minHoldMicros > 0)
+					? update("release", sql.rwReleaseKeeping, this, this.minHoldMicros, deadline) == 1
+					: update("release", sql.rwRelease, this, -1, deadline) == 1;
 		}
 
 		@Override
 		@Nullable
-		Long remainingMicrosInDatabase() {
-			return ownRemainingMicros(this);
+		Long remainingMicrosInDatabase(CallDeadline deadline) {
+			return ownRemainingMicros(this, deadline);
 		}
 
 		@Override

@@ -172,10 +172,12 @@ final class HolderSessions {
 				return true;
 			}
 			try {
-				// the COMMIT's reply is awaited for one statement timeout plus the margin, not for as long as the
-				// network stays silent
-				JdbcLockSupport.boundReads(this.connection, HolderSessions.this.jdbc.statementTimeoutSeconds());
+				// the release's replies (the COMMIT's, the idle bound's restore) come within one deadline: the
+				// statement timeout plus the margin, not for as long as the network stays silent
+				CallDeadline deadline = HolderSessions.this.jdbc.callDeadline();
+				deadline.boundReads(this.connection);
 				execute(this.connection, LockStatements.COMMIT);
+				deadline.boundReads(this.connection);
 				restoreIdleSession(this.connection);
 				closeQuietly(this.connection, false, this.previousReads);
 				return true;

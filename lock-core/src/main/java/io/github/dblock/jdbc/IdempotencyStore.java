@@ -132,7 +132,8 @@ public class IdempotencyStore implements IdempotencyProvider {
 			throws InterruptedException {
 		ClaimRequest request = new ClaimRequest(key, LockRows.bytes(key), UUID.randomUUID().toString(), holder,
 				micros(lease), micros(retention), deadlineNanos);
-		return this.waits.run(() -> deadlineNanos - System.nanoTime(), new ClaimWait(request));
+		return this.waits.run(() -> deadlineNanos - System.nanoTime(),
+				new ClaimWait(request, this.jdbc.acquisitionDeadline(deadlineNanos)));
 	}
 
 	/** One call's wait for a key: claimed, answered by a succeeded record, or still running at the deadline. */
@@ -140,8 +141,12 @@ public class IdempotencyStore implements IdempotencyProvider {
 
 		private final ClaimRequest request;
 
-		ClaimWait(ClaimRequest request) {
+		/** The call's: bounds every pool wait and reply of the attempts. */
+		private final CallDeadline deadline;
+
+		ClaimWait(ClaimRequest request, CallDeadline deadline) {
 			this.request = request;
+			this.deadline = deadline;
 		}
 
 		@Override
@@ -150,7 +155,7 @@ public class IdempotencyStore implements IdempotencyProvider {
 			try {
 				// the first attempt of a call inserts first: one statement for a new key
 				result = IdempotencyStore.this.jdbc.execute("claim idempotency key '" + this.request.key + "'",
-						(connection) -> attemptOnce(connection, this.request, attempt == 0));
+						this.deadline, (connection) -> attemptOnce(connection, this.request, attempt == 0));
 			}
 			catch (DataAccessException ex) {
 				if (!SqlErrors.isConnectionFailure(ex)) {
@@ -403,8 +408,8 @@ public class IdempotencyStore implements IdempotencyProvider {
 	}
 
 	/** Renews a claim's running lease with an owner-checked {@code UPDATE}: whether it still held the record. */
-	boolean renew(StoredClaim claim) {
-		return OwnerStatements.execute(this.jdbc, this.sql, "renew idempotency key '" + claim.resource + "'",
+	boolean renew(StoredClaim claim, CallDeadline deadline) {
+		return OwnerStatements.execute(this.jdbc, deadline, this.sql, "renew idempotency key '" + claim.resource + "'",
 				this.sql.idemRenew, TimeUnit.NANOSECONDS.toMicros(claim.leaseNanos), claim.resource, claim.ownerToken) == 1;
 	}
 

@@ -25,10 +25,11 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * 40001) are retried a bounded number of times; every other error is translated to a
  * {@link DataAccessException}.
  * <p>
- * Bounds that hold whatever the network does: the wait for a pooled connection is bounded per call (see
- * {@link BoundedConnections}), and every read of a reply is bounded on the client by the connection's network timeout
- * ({@link Connection#setNetworkTimeout}, the driver's socket read timeout), set to the longest statement's timeout
- * plus {@link #NETWORK_MARGIN_MILLIS}. A server-side bound ({@code max_statement_time}) or the driver's query timeout
+ * Bounds that hold whatever the network does: each call has one {@link CallDeadline}, fixed at its start
+ * ({@link #acquisitionDeadline}, {@link #callDeadline}), which bounds its waits for a pooled connection (see
+ * {@link BoundedConnections}), its retries, and every read of a reply on the client through the connection's network
+ * timeout ({@link Connection#setNetworkTimeout}, the driver's socket read timeout): at most one statement timeout plus
+ * {@link #NETWORK_MARGIN_MILLIS} per statement, and never past the deadline. A server-side bound ({@code max_statement_time}) or the driver's query timeout
  * (which Connector/J enforces with {@code KILL QUERY} over another connection) ends a statement that runs too long,
  * but neither ends a read whose reply never comes (a silent peer, a dropped route); the network timeout does, the
  * driver then closes the connection and the pool evicts it. The previous network timeout is restored before the
@@ -118,33 +119,31 @@ final class JdbcLockSupport {
 	}
 
 	/**
-	 * The {@link System#nanoTime()} by which every reply of an acquisition with the given time left must have come:
-	 * its deadline plus one statement timeout plus {@link #NETWORK_MARGIN_MILLIS}. See {@link #boundReadsUntil}.
+	 * The deadline of an acquisition whose caller waits until {@code deadlineNanos} (a {@link System#nanoTime()}
+	 * value fixed when the call started): that point plus one statement timeout plus {@link #NETWORK_MARGIN_MILLIS}.
+	 * Its attempts start until {@code deadlineNanos}; the last one, its pool wait, replies and a last look for an
+	 * unacknowledged grant end by this deadline.
 	 */
-	long replyDeadlineNanos(long remainingNanos) {
-		return System.nanoTime() + Math.max(0, remainingNanos) + TimeUnit.SECONDS.toNanos(this.statementTimeoutSeconds)
-				+ TimeUnit.MILLISECONDS.toNanos(NETWORK_MARGIN_MILLIS);
+	CallDeadline acquisitionDeadline(long deadlineNanos) {
+		return new CallDeadline(deadlineNanos + statementReplyNanos(), statementReplyNanos());
+	}
+
+	/** The deadline of an acquisition for the request: see {@link #acquisitionDeadline(long)}. */
+	CallDeadline acquisitionDeadline(io.github.dblock.spi.LockRequest request) {
+		return acquisitionDeadline(request.deadlineNanos());
 	}
 
 	/**
-	 * Bounds the reads of the next statements on the connection so that their replies come by {@code replyDeadline}
-	 * (a {@link System#nanoTime()} value from {@link #replyDeadlineNanos}) and within one statement timeout plus the
-	 * margin each, whichever is sooner (at least 100 ms): the second statement of an attempt made just before the
-	 * deadline cannot push the call further past it. No round trip: the driver sets a socket option.
+	 * The deadline of a call that runs statements without waiting for a lock (a release, a renewal, a read), starting
+	 * now: one statement timeout plus {@link #NETWORK_MARGIN_MILLIS}, its pool wait and any retry included.
 	 */
-	void boundReadsUntil(Connection connection, long replyDeadline) throws SQLException {
-		long millis = Math.max(100, TimeUnit.NANOSECONDS.toMillis(replyDeadline - System.nanoTime()));
-		connection.setNetworkTimeout(DIRECT,
-				(int) Math.min(millis, networkTimeoutMillis(this.statementTimeoutSeconds)));
+	CallDeadline callDeadline() {
+		return new CallDeadline(System.nanoTime() + statementReplyNanos(), statementReplyNanos());
 	}
 
-	/**
-	 * Like {@link #boundReadsUntil(Connection, long)}, without the one-statement cap: for statements that wait in the
-	 * server's lock queue for the caller's remaining wait time (PESSIMISTIC).
-	 */
-	static void boundReadsUntilDeadline(Connection connection, long replyDeadline) throws SQLException {
-		long millis = Math.max(100, TimeUnit.NANOSECONDS.toMillis(replyDeadline - System.nanoTime()));
-		connection.setNetworkTimeout(DIRECT, (int) Math.min(millis, Integer.MAX_VALUE));
+	/** One statement timeout plus {@link #NETWORK_MARGIN_MILLIS}, in nanoseconds. */
+	private long statementReplyNanos() {
+		return TimeUnit.MILLISECONDS.toNanos(networkTimeoutMillis(this.statementTimeoutSeconds));
 	}
 
 	/** Restores the network timeout {@link #boundReads} replaced, unless the connection is closed by now. */
@@ -163,22 +162,25 @@ final class JdbcLockSupport {
 	}
 
 	/**
-	 * Runs work on a fresh connection of the lock data source, taken within one statement timeout. If the pool hands
-	 * out connections with autocommit off, each statement is committed by {@link #commitIfNeeded(Connection)}.
+	 * Runs work on a fresh connection of the lock data source within a {@link #callDeadline()} of its own. If the pool
+	 * hands out connections with autocommit off, each statement is committed by {@link #commitIfNeeded(Connection)}.
 	 */
 	<T extends @Nullable Object> T execute(String task, ConnectionWork<T> work) {
-		return execute(task, TimeUnit.SECONDS.toNanos(this.statementTimeoutSeconds), work);
+		return execute(task, callDeadline(), work);
 	}
 
 	/**
-	 * Runs work on a fresh connection of the lock data source, taken within {@code connectionTimeoutNanos} (at most the
-	 * pool's own timeout); every read on it is bounded by the statement timeout plus {@link #NETWORK_MARGIN_MILLIS}.
+	 * Runs work on a fresh connection of the lock data source, taken within the call's deadline less the reply margin
+	 * (at most the pool's own timeout); every read on it is bounded by the statement timeout plus
+	 * {@link #NETWORK_MARGIN_MILLIS} and by the deadline. A deadlock or lock wait timeout is retried on a new
+	 * connection while the deadline has not passed.
 	 */
-	<T extends @Nullable Object> T execute(String task, long connectionTimeoutNanos, ConnectionWork<T> work) {
+	<T extends @Nullable Object> T execute(String task, CallDeadline deadline, ConnectionWork<T> work) {
 		int transientFailures = 0;
 		while (true) {
-			try (Connection connection = connection(task, connectionTimeoutNanos)) {
-				int previous = boundReads(connection, this.statementTimeoutSeconds);
+			try (Connection connection = connection(task, deadline.connectionWaitNanos())) {
+				int previous = connection.getNetworkTimeout();
+				deadline.boundReads(connection);
 				try {
 					return work.run(connection);
 				}
@@ -195,7 +197,7 @@ final class JdbcLockSupport {
 				}
 			}
 			catch (SQLException ex) {
-				if (SqlErrors.isTransient(ex) && transientFailures++ < MAX_TRANSIENT_RETRIES) {
+				if (SqlErrors.isTransient(ex) && transientFailures++ < MAX_TRANSIENT_RETRIES && !deadline.passed()) {
 					pauseBeforeRetry(transientFailures);
 					continue;
 				}
@@ -228,13 +230,11 @@ final class JdbcLockSupport {
 	}
 
 	/**
-	 * The wait for a connection of an acquisition with the given time left: that time plus one statement timeout.
-	 * The replies of its statements are due by the same point plus {@link #NETWORK_MARGIN_MILLIS}
-	 * ({@link #replyDeadlineNanos}), so a connection that comes late leaves its statements less time, and the call
-	 * still ends within its wait time plus one statement timeout plus the margin.
+	 * A connection straight from the (unwrapped) lock data source, taken within the call's deadline less the reply
+	 * margin ({@link CallDeadline#connectionWaitNanos}); the caller bounds its reads, restores them and closes it.
 	 */
-	long connectionTimeoutNanos(long remainingNanos) {
-		return Math.max(0, remainingNanos) + TimeUnit.SECONDS.toNanos(this.statementTimeoutSeconds);
+	Connection rawConnection(CallDeadline deadline) throws SQLException {
+		return BoundedConnections.get(this.dataSource, deadline.connectionWaitNanos());
 	}
 
 	/**
@@ -333,25 +333,25 @@ final class JdbcLockSupport {
 	 * Runs work as one short transaction on the connection: on an autocommit connection between
 	 * {@code START TRANSACTION} and {@code COMMIT} statements (one round trip each, where switching autocommit off and
 	 * on again would cost one more), otherwise with the connection's own commit; rolled back when the work throws.
+	 * The transaction's own statements are bounded by the network timeout only (see {@link #transactionControl}).
 	 */
-	static <T extends @Nullable Object> T inShortTransaction(Connection connection, int timeoutSeconds,
-			ConnectionWork<T> work)
+	static <T extends @Nullable Object> T inShortTransaction(Connection connection, ConnectionWork<T> work)
 			throws SQLException {
 		boolean autoCommit = connection.getAutoCommit();
 		if (autoCommit) {
-			executeStatement(connection, LockStatements.START_TRANSACTION, timeoutSeconds);
+			transactionControl(connection, LockStatements.START_TRANSACTION);
 		}
 		boolean ended = false;
 		try {
 			T result = work.run(connection);
-			endTransaction(connection, autoCommit, true, timeoutSeconds);
+			endTransaction(connection, autoCommit, true);
 			ended = true;
 			return result;
 		}
 		finally {
 			if (!ended) {
 				try {
-					endTransaction(connection, autoCommit, false, timeoutSeconds);
+					endTransaction(connection, autoCommit, false);
 				}
 				catch (SQLException ignored) {
 					// the original failure is reported; the server ends the transaction with the connection
@@ -362,12 +362,12 @@ final class JdbcLockSupport {
 
 	/**
 	 * Ends a transaction begun by {@code START TRANSACTION} on an autocommit connection ({@code autoCommit} true:
-	 * a {@code COMMIT} or {@code ROLLBACK} statement), or through the connection otherwise.
+	 * a {@code COMMIT} or {@code ROLLBACK} statement, see {@link #transactionControl}), or through the connection
+	 * otherwise.
 	 */
-	static void endTransaction(Connection connection, boolean autoCommit, boolean commit, int timeoutSeconds)
-			throws SQLException {
+	static void endTransaction(Connection connection, boolean autoCommit, boolean commit) throws SQLException {
 		if (autoCommit) {
-			executeStatement(connection, commit ? LockStatements.COMMIT : LockStatements.ROLLBACK, timeoutSeconds);
+			transactionControl(connection, commit ? LockStatements.COMMIT : LockStatements.ROLLBACK);
 		}
 		else if (commit) {
 			connection.commit();
@@ -389,10 +389,15 @@ final class JdbcLockSupport {
 		return ps.getResultSet();
 	}
 
-	/** Executes a statement without parameters, with a query timeout in seconds (0: none). */
-	static void executeStatement(Connection connection, String sql, int timeoutSeconds) throws SQLException {
+	/**
+	 * Executes {@code START TRANSACTION}, {@code COMMIT} or {@code ROLLBACK}, bounded by the connection's network
+	 * timeout (the call's deadline) and by no query timeout: the server runs them at once, and Connector/J's query
+	 * timeout cancels with {@code KILL QUERY} over a new connection that the statement waits for; on a silent
+	 * network that connection's handshake waits for a network timeout of its own, so a query timeout shorter than
+	 * the reply bound would push the call past its deadline (measured: by the query timeout, 1 s).
+	 */
+	static void transactionControl(Connection connection, String sql) throws SQLException {
 		try (java.sql.Statement statement = connection.createStatement()) {
-			statement.setQueryTimeout(timeoutSeconds);
 			statement.execute(sql);
 		}
 	}

@@ -132,7 +132,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 
 	@Override
 	public AcquireResult acquire(LockRequest request) throws InterruptedException {
-		return this.waits.run(request::remainingNanos, new PermitWait(request));
+		return this.waits.run(request::remainingNanos, new PermitWait(request, this.jdbc.acquisitionDeadline(request)));
 	}
 
 	/**
@@ -145,19 +145,23 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 
 		private final String owner = UUID.randomUUID().toString();
 
+		/** The call's: bounds every pool wait and reply of the attempts and the last look. */
+		private final CallDeadline deadline;
+
 		/** Whether an earlier attempt may have committed a take without our hearing of it. */
 		private boolean uncertain;
 
-		PermitWait(LockRequest request) {
+		PermitWait(LockRequest request, CallDeadline deadline) {
 			this.request = request;
+			this.deadline = deadline;
 		}
 
 		@Override
 		public Attempt attempt(int attempt) {
 			boolean checkOwn = this.uncertain;
 			Attempt result = JdbcSemaphoreProvider.this.jdbc.execute(
-					"acquire a permit of semaphore '" + this.request.resource() + "'",
-					JdbcSemaphoreProvider.this.jdbc.connectionTimeoutNanos(this.request.remainingNanos()),
+					// the attempts leave the end of the deadline to the last look for a take whose reply was lost
+					"acquire a permit of semaphore '" + this.request.resource() + "'", this.deadline.lessLastLook(),
 					(connection) -> attemptOnce(connection, this.request, this.owner, checkOwn));
 			this.uncertain = result.outcomeUnknown;
 			if (result.permit != null && LateLeases.arrivedLate(result.permit)) {
@@ -185,7 +189,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		public AcquireResult outageAtDeadline(DataAccessException ex) {
 			// an attempt that got no connection sent nothing: no permit of ours to look for
 			Permit own = (ex instanceof CannotGetJdbcConnectionException) ? null
-					: lastLookForOwnPermit(this.request, this.owner);
+					: lastLookForOwnPermit(this.request, this.owner, this.deadline);
 			// reached, but no answer in time: not acquired, with the cause (as for locks)
 			return (own != null) ? acquired(this.request, own) : JdbcWait.timedOutUnlessUnreachable(ex);
 		}
@@ -198,7 +202,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 
 		@Override
 		public AcquireResult atDeadline(Attempt outcome) {
-			Permit own = this.uncertain ? lastLookForOwnPermit(this.request, this.owner) : null;
+			Permit own = this.uncertain ? lastLookForOwnPermit(this.request, this.owner, this.deadline) : null;
 			return (own != null) ? acquired(this.request, own) : AcquireResult.busy(outcome.busy);
 		}
 
@@ -365,17 +369,17 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	}
 
 	/**
-	 * The last look, when the deadline has passed after an attempt whose outcome is unknown: one query on a fresh
-	 * connection for this owner's live holder row.
+	 * The last look, when the wait's deadline has passed after an attempt whose outcome is unknown: one query on a
+	 * fresh connection for this owner's live holder row, within what is left of the call's deadline.
 	 * @return the permit if the row is there, else {@code null} (also if the database cannot be asked: the row, if
 	 * any, then ends with its lease, unrenewed)
 	 */
 	@Nullable
 	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
-	private Permit lastLookForOwnPermit(LockRequest request, String owner) {
+	private Permit lastLookForOwnPermit(LockRequest request, String owner, CallDeadline deadline) {
 		try {
 			Permit found = this.jdbc.execute("look for the unacknowledged permit of semaphore '" + request.resource() + "'",
-					TimeUnit.SECONDS.toNanos(1), (connection) -> {
+					deadline, (connection) -> {
 						Permit own = ownPermit(connection, request, owner, this.jdbc.queryTimeoutSeconds(0),
 								System.nanoTime());
 						JdbcLockSupport.commitIfNeeded(connection);
@@ -401,8 +405,8 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	 */
 	@Nullable
 	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
-	private Long ownRemainingMicros(Permit permit) {
-		return this.jdbc.execute("look for the holder row of a permit of semaphore '" + permit.resource + "'",
+	private Long ownRemainingMicros(Permit permit, CallDeadline deadline) {
+		return this.jdbc.execute("look for the holder row of a permit of semaphore '" + permit.resource + "'", deadline,
 				(connection) -> {
 					Long remaining = this.pools.queryLong(connection, this.sql.semOwnRemaining, this.jdbc.statementTimeoutSeconds(),
 							permit.resource, permit.ownerToken);
@@ -411,9 +415,10 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 				});
 	}
 
-	private int ownerStatement(String sql, String task, Permit permit, long leaseMicros) {
-		return OwnerStatements.execute(this.jdbc, this.sql, task + " a permit of semaphore '" + permit.resource + "'", sql,
-				leaseMicros, permit.resource, permit.ownerToken);
+	private int ownerStatement(String sql, String task, Permit permit, long leaseMicros, CallDeadline deadline) {
+		return OwnerStatements.execute(this.jdbc, deadline, this.sql,
+				task + " a permit of semaphore '" + permit.resource + "'", sql, leaseMicros, permit.resource,
+				permit.ownerToken);
 	}
 
 	/**
@@ -447,20 +452,25 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		}
 
 		@Override
-		boolean renewInDatabase() {
+		boolean renewInDatabase(CallDeadline deadline) {
 			return ownerStatement(JdbcSemaphoreProvider.this.sql.semRenew, "renew", this,
-					TimeUnit.NANOSECONDS.toMicros(this.leaseNanos)) == 1;
+					TimeUnit.NANOSECONDS.toMicros(this.leaseNanos), deadline) == 1;
 		}
 
 		@Override
-		boolean releaseStatement() {
-			return ownerStatement(JdbcSemaphoreProvider.this.sql.semRelease, "release", this, -1) == 1;
+		CallDeadline callDeadline() {
+			return JdbcSemaphoreProvider.this.jdbc.callDeadline();
+		}
+
+		@Override
+		boolean releaseStatement(CallDeadline deadline) {
+			return ownerStatement(JdbcSemaphoreProvider.this.sql.semRelease, "release", this, -1, deadline) == 1;
 		}
 
 		@Override
 		@Nullable
-		Long remainingMicrosInDatabase() {
-			return ownRemainingMicros(this);
+		Long remainingMicrosInDatabase(CallDeadline deadline) {
+			return ownRemainingMicros(this, deadline);
 		}
 
 		@Override

@@ -79,15 +79,20 @@ final class LeaseAcquisition {
 
 	}
 
-	/** Takes the lease of a resource, waiting until the request's deadline (see {@link LeaseLockProvider}). */
+	/**
+	 * Takes the lease of a resource, waiting until the request's deadline (see {@link LeaseLockProvider}); every pool
+	 * wait, reply and announcement of the call ends by its {@link JdbcLockSupport#acquisitionDeadline}.
+	 */
 	AcquireResult acquire(LockRequest request) throws InterruptedException {
-		return this.waits.run(request::remainingNanos, new Wait(request));
+		return this.waits.run(request::remainingNanos, new Wait(request, this.jdbc.acquisitionDeadline(request)));
 	}
 
 	/** One wait for a lease: its owner token, and whether it is announced as the next in line. */
 	private final class Wait implements JdbcWait<Attempt, AcquireResult> {
 
 		private final LockRequest request;
+
+		private final CallDeadline deadline;
 
 		// One owner token for the whole wait: if the connection breaks after a take committed, the next attempt
 		// matches the row by this token and takes it again instead of waiting for its own unknown lease to end.
@@ -97,8 +102,9 @@ final class LeaseAcquisition {
 
 		private boolean lookedAgain;
 
-		Wait(LockRequest request) {
+		Wait(LockRequest request, CallDeadline deadline) {
 			this.request = request;
+			this.deadline = deadline;
 		}
 
 		@Override
@@ -107,7 +113,7 @@ final class LeaseAcquisition {
 				LeaseAcquisition.this.contended.add(this.request.resource());
 			}
 			Attempt result = attemptOnce(this.request, this.owner,
-					LeaseAcquisition.this.contended.contains(this.request.resource()));
+					LeaseAcquisition.this.contended.contains(this.request.resource()), this.deadline);
 			HeldLock lock = result.lock();
 			if (lock != null && LateLeases.arrivedLate(lock)) {
 				// on the server the lease may have passed to another owner: the next take, with the same owner token,
@@ -154,7 +160,7 @@ final class LeaseAcquisition {
 			long pause = backoff.pauseNanos(young ? 0 : attempt, result.leaseRemainingNanos(), remaining);
 			if (result.leaseRemainingNanos() > 0 && pause < remaining) {
 				boolean nextInLine = result.nextInLine(this.owner, pause + backoff.initial().toNanos())
-						|| announceSuccessor(this.request, this.owner, pause);
+						|| announceSuccessor(this.request, this.owner, pause, this.deadline);
 				this.announced |= nextInLine;
 				if (!nextInLine && !this.lookedAgain) {
 					// the announcement found the row released since it was read (freed, or handed to this waiter),
@@ -180,19 +186,20 @@ final class LeaseAcquisition {
 
 	}
 
-	/** @param contended whether another node wanted the lock lately (a take then gets the short hand-off budget) */
-	private Attempt attemptOnce(LockRequest request, String owner, boolean contended) {
+	/**
+	 * @param contended whether another node wanted the lock lately (a take then gets the short hand-off budget)
+	 * @param deadline the call's: bounds the pool wait and every reply of the attempt
+	 */
+	private Attempt attemptOnce(LockRequest request, String owner, boolean contended, CallDeadline deadline) {
 		long leaseMicros = TimeUnit.NANOSECONDS.toMicros(request.leaseTime().toNanos());
-		return this.jdbc.execute("acquire lock '" + request.resource() + "'",
-				this.jdbc.connectionTimeoutNanos(request.remainingNanos()), (connection) -> {
+		return this.jdbc.execute("acquire lock '" + request.resource() + "'", deadline, (connection) -> {
 			int timeout = this.jdbc.queryTimeoutSeconds(request.remainingNanos());
-			long replyDeadline = this.jdbc.replyDeadlineNanos(request.remainingNanos());
 			Attempt last = Attempt.NONE;
 			for (int race = 0; race < MAX_RACES_PER_ATTEMPT; race++) {
 				long sentAt = System.nanoTime();
 				Long token;
 				try {
-					this.jdbc.boundReadsUntil(connection, replyDeadline);
+					deadline.boundReads(connection);
 					token = take(connection, request, owner, leaseMicros, timeout);
 				}
 				catch (SQLException ex) {
@@ -207,7 +214,7 @@ final class LeaseAcquisition {
 				if (token != null) {
 					return new Attempt(this.leases.leased(request, owner, token, sentAt, contended), null, 0);
 				}
-				this.jdbc.boundReadsUntil(connection, replyDeadline);
+				deadline.boundReads(connection);
 				LockRows.Peek peek = this.rows.peek(connection, request.resource(), timeout);
 				last = (peek != null) ? new Attempt(null, peek.holderDescription(), peek.leaseRemainingNanos(),
 						peek.heldForNanos(), peek) : null;
@@ -215,7 +222,7 @@ final class LeaseAcquisition {
 					return last;
 				}
 				if (last == null) {
-					this.jdbc.boundReadsUntil(connection, replyDeadline);
+					deadline.boundReads(connection);
 					token = insert(connection, request, owner, leaseMicros, timeout);
 					if (token != null) {
 						return new Attempt(this.leases.leased(request, owner, token, sentAt, contended), null, 0);
@@ -235,9 +242,9 @@ final class LeaseAcquisition {
 	 * to it. Only a hint: a failure is logged and the wait goes on.
 	 * @return whether this waiter is next in line
 	 */
-	private boolean announceSuccessor(LockRequest request, String owner, long pauseNanos) {
+	private boolean announceSuccessor(LockRequest request, String owner, long pauseNanos, CallDeadline deadline) {
 		try {
-			return this.jdbc.execute("announce a waiter for lock '" + request.resource() + "'",
+			return this.jdbc.execute("announce a waiter for lock '" + request.resource() + "'", deadline,
 					(connection) -> this.rows.announceSuccessor(connection, request.resource(), owner,
 							Math.max(NEXT_IN_LINE_NANOS, pauseNanos + 2 * this.waits.backoff().initial().toNanos()),
 							this.jdbc.queryTimeoutSeconds(request.remainingNanos())));

@@ -384,8 +384,8 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	}
 
 	/** Releases in the database, and records in the lock whether a waiter on another node announced itself. */
-	boolean release(ExclusiveLease lock) {
-		return this.jdbc.execute("release lock '" + lock.resource + "'", (connection) -> {
+	boolean release(ExclusiveLease lock, CallDeadline deadline) {
+		return this.jdbc.execute("release lock '" + lock.resource + "'", deadline, (connection) -> {
 			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.leaseRelease,
 					this.jdbc.statementTimeoutSeconds(), true)) {
 				for (int i = 1; i <= 4; i++) {
@@ -406,13 +406,18 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 		});
 	}
 
-	boolean renew(ExclusiveLease lock) {
-		return renewFor(lock, lock.leaseNanos, "renew");
+	boolean renew(ExclusiveLease lock, CallDeadline deadline) {
+		return renewFor(lock, lock.leaseNanos, "renew", deadline);
+	}
+
+	/** A deadline for one renewal or release of a lease starting now ({@link JdbcLockSupport#callDeadline()}). */
+	CallDeadline callDeadline() {
+		return this.jdbc.callDeadline();
 	}
 
 	/** Runs {@link LockStatements#leaseRenew}: the lease ends {@code leaseNanos} from now on the server's clock. */
-	private boolean renewFor(ExclusiveLease lock, long leaseNanos, String task) {
-		return this.jdbc.execute(task + " lock '" + lock.resource + "'", (connection) -> {
+	private boolean renewFor(ExclusiveLease lock, long leaseNanos, String task, CallDeadline deadline) {
+		return this.jdbc.execute(task + " lock '" + lock.resource + "'", deadline, (connection) -> {
 			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.leaseRenew,
 					this.jdbc.statementTimeoutSeconds(), true)) {
 				ps.setLong(1, TimeUnit.NANOSECONDS.toMicros(leaseNanos));
@@ -442,7 +447,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 			return false;
 		}
 		long sentAt = System.nanoTime();
-		boolean extended = renewFor(lock, leaseTime.toNanos(), "extend");
+		boolean extended = renewFor(lock, leaseTime.toNanos(), "extend", this.jdbc.callDeadline());
 		if (extended) {
 			// by this JVM's clock from before the statement was sent, so it errs early like the take
 			lock.validUntilNanos = sentAt + leaseTime.toNanos();

@@ -70,9 +70,11 @@ final class OwnConnectionLocks {
 	 * On a connection of its own, a broken connection ended the attempt's transaction on the server (nothing of it
 	 * is left behind), so the attempt is simply made again on a new connection while the wait time lasts: a waiter
 	 * rides out a server restart or a killed connection (the shared {@link WaitLoop}; each attempt waits on its own).
+	 * Every attempt's pool wait and replies end by the call's one {@link JdbcLockSupport#acquisitionDeadline}.
 	 */
 	AcquireResult acquire(LockRequest request) throws InterruptedException {
-		return this.waits.run(request::remainingNanos, new OwnConnectionWait(request));
+		return this.waits.run(request::remainingNanos,
+				new OwnConnectionWait(request, this.jdbc.acquisitionDeadline(request)));
 	}
 
 	/** Attempts on connections of their own; each one ends with an answer unless its connection failed. */
@@ -80,17 +82,20 @@ final class OwnConnectionLocks {
 
 		private final LockRequest request;
 
+		private final CallDeadline deadline;
+
 		/** The last failure ridden out. */
 		@Nullable
 		private DataAccessException outage;
 
-		OwnConnectionWait(LockRequest request) {
+		OwnConnectionWait(LockRequest request, CallDeadline deadline) {
 			this.request = request;
+			this.deadline = deadline;
 		}
 
 		@Override
 		public Optional<AcquireResult> attempt(int attempt) throws InterruptedException {
-			return Optional.of(acquireOnOwnConnectionOnce(this.request));
+			return Optional.of(acquireOnOwnConnectionOnce(this.request, this.deadline));
 		}
 
 		@Override
@@ -128,7 +133,8 @@ final class OwnConnectionLocks {
 	 * One attempt on a connection of its own: waits for a slot of the cap, takes a connection and locks the row on it
 	 * ({@link #lockOnOwnConnection}); the connection is kept while the lock is held, else closed.
 	 */
-	private AcquireResult acquireOnOwnConnectionOnce(LockRequest request) throws InterruptedException {
+	private AcquireResult acquireOnOwnConnectionOnce(LockRequest request, CallDeadline deadline)
+			throws InterruptedException {
 		// a caller with a wait time waits for a slot within it, instead of failing while the slots are all in use
 		if (!this.connections.tryAcquire(request.remainingNanos(), TimeUnit.NANOSECONDS)) {
 			throw new LockLimitExceededException(request.resource(), this.maxConnections);
@@ -137,14 +143,12 @@ final class OwnConnectionLocks {
 		boolean held = false;
 		int previousReads = 0;
 		try {
-			// every reply of the acquisition is due by the caller's deadline plus one statement timeout plus the margin,
-			// also when the connection itself came late
-			long replyDeadline = this.jdbc.replyDeadlineNanos(request.remainingNanos());
-			connection = this.jdbc.rawConnection(this.jdbc.connectionTimeoutNanos(request.remainingNanos()));
+			// every reply of the acquisition is due by the call's deadline, also when the connection itself came late
+			connection = this.jdbc.rawConnection(deadline);
 			previousReads = connection.getNetworkTimeout();
-			JdbcLockSupport.boundReadsUntilDeadline(connection, replyDeadline);
+			deadline.boundLockWaitReads(connection);
 			this.sessions.boundIdleSession(connection);
-			AcquireResult result = lockOnOwnConnection(connection, request, replyDeadline, previousReads);
+			AcquireResult result = lockOnOwnConnection(connection, request, deadline, previousReads);
 			held = result.lock() != null;
 			return result;
 		}
@@ -173,7 +177,7 @@ final class OwnConnectionLocks {
 	 * deadline: a row locked by a transaction is waited for in the server; one held under a lease is polled with the
 	 * back-off; a missing row is created first.
 	 */
-	private AcquireResult lockOnOwnConnection(Connection connection, LockRequest request, long replyDeadline,
+	private AcquireResult lockOnOwnConnection(Connection connection, LockRequest request, CallDeadline deadline,
 			int previousReads) throws SQLException, InterruptedException {
 		int lockedRetries = 0;
 		int freeRetries = 0;
@@ -181,7 +185,7 @@ final class OwnConnectionLocks {
 			String owner = UUID.randomUUID().toString();
 			if (attempt > 0) {
 				// a later attempt's statements, and the peek after them, reply by the call's bound
-				JdbcLockSupport.boundReadsUntilDeadline(connection, replyDeadline);
+				deadline.boundLockWaitReads(connection);
 			}
 			HolderSessions.execute(connection, LockStatements.START_TRANSACTION);
 			PessimisticFencing.Locking result = this.locking.lockRow(connection, request, owner, this.fencing.get());
@@ -199,7 +203,7 @@ final class OwnConnectionLocks {
 					TimeUnit.MILLISECONDS.sleep(1 + java.util.concurrent.ThreadLocalRandom.current().nextInt(3));
 					continue;
 				}
-				return AcquireResult.busy(this.creation.describeBusy(request));
+				return AcquireResult.busy(this.creation.describeBusy(request, deadline));
 			}
 			LockRows.Peek peek = this.rows.peek(connection, request.resource(), this.jdbc.statementTimeoutSeconds());
 			if (peek == null) {

@@ -257,7 +257,8 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 	 */
 	@Override
 	public @Nullable String prepareOutsideTransaction(LockRequest request) throws InterruptedException {
-		return this.lockRows.ensureRow(request) ? null : "other nodes creating the same new lock row";
+		return this.lockRows.ensureRow(request, this.jdbc.acquisitionDeadline(request)) ? null
+				: "other nodes creating the same new lock row";
 	}
 
 	@Override
@@ -287,18 +288,22 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 	 * cannot be told for sure, and a {@code ROLLBACK} would discard it.
 	 */
 	private AcquireResult acquireInTransaction(Connection connection, LockRequest request) throws InterruptedException {
-		if (!this.lockRows.ensureRow(request)) {
+		CallDeadline deadline = this.jdbc.acquisitionDeadline(request);
+		if (!this.lockRows.ensureRow(request, deadline)) {
 			return AcquireResult.busy("other nodes creating the same new lock row");
 		}
 		for (int attempt = 0;; attempt++) {
 			String owner = UUID.randomUUID().toString();
 			PessimisticFencing.Locking result;
 			try {
-				// the caller's connection: its reads are bounded for our statements only
-				int previousReads = JdbcLockSupport.boundReads(connection,
-						PessimisticFencing.waitSeconds(request) + this.jdbc.statementTimeoutSeconds());
+				// the caller's connection: its reads are bounded, by the call's deadline, for our statements only
+				int previousReads = connection.getNetworkTimeout();
+				deadline.boundLockWaitReads(connection);
 				try {
 					result = this.locking.lockRow(connection, request, owner, this.fencing); // ensureRow made sure the row exists
+					if (result.token() != null) {
+						this.sessions.boundIdleSessionOfTransaction(connection);
+					}
 				}
 				finally {
 					JdbcLockSupport.restoreReads(connection, previousReads);
@@ -309,14 +314,13 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 			}
 			Long token = result.token();
 			if (token != null) {
-				this.sessions.boundIdleSessionOfTransaction(connection);
 				return AcquireResult.acquired(this.sessions.rowLock(null, owner, token, 0));
 			}
 			if (result.rowLocked()) {
-				return AcquireResult.busy(this.lockRows.describeBusy(request));
+				return AcquireResult.busy(this.lockRows.describeBusy(request, deadline));
 			}
 			// no row matched: the row is missing (deleted since we saw it) or held under a lease
-			LockRows.Peek peek = this.lockRows.peek(request);
+			LockRows.Peek peek = this.lockRows.peek(request, deadline);
 			if (peek == null) {
 				this.lockRows.forget(request.resource());
 				throw new TransientDataAccessResourceException("The lock row of '" + request.resource()

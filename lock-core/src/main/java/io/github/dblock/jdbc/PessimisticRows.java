@@ -106,16 +106,16 @@ final class PessimisticRows {
 
 	/**
 	 * Makes sure a row exists before a transaction we do not own locks it (see the class comment of {@link PessimisticLockProvider}); {@code false}
-	 * when other nodes' statements kept it from being created (see {@link #createRow}).
+	 * when other nodes' statements kept it from being created (see {@link #createRow}). The pool wait and every reply
+	 * end by the call's deadline.
 	 */
-	boolean ensureRow(LockRequest request) throws InterruptedException {
+	boolean ensureRow(LockRequest request, CallDeadline deadline) throws InterruptedException {
 		if (this.knownRows.contains(request.resource())) {
 			return true;
 		}
-		try (Connection connection = this.jdbc.rawConnection(
-				this.jdbc.connectionTimeoutNanos(request.remainingNanos()))) {
-			int previousReads = JdbcLockSupport.boundReads(connection,
-					PessimisticFencing.waitSeconds(request) + this.jdbc.statementTimeoutSeconds());
+		try (Connection connection = this.jdbc.rawConnection(deadline)) {
+			int previousReads = connection.getNetworkTimeout();
+			deadline.boundLockWaitReads(connection); // the insert may wait for a row lock as long as the caller
 			try {
 				if (this.rows.peek(connection, request.resource(), this.jdbc.statementTimeoutSeconds()) == null) {
 					return createRow(connection, request);
@@ -132,28 +132,29 @@ final class PessimisticRows {
 		return true;
 	}
 
+	/** Reads the lock row on a connection of its own, within the call's deadline. */
 	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
-	LockRows.@Nullable Peek peek(LockRequest request) {
-		return this.jdbc.execute("read the lock row of '" + request.resource() + "'",
+	LockRows.@Nullable Peek peek(LockRequest request, CallDeadline deadline) {
+		return this.jdbc.execute("read the lock row of '" + request.resource() + "'", deadline,
 				(connection) -> this.rows.peek(connection, request.resource(), this.jdbc.statementTimeoutSeconds()));
 	}
 
 	/**
-	 * How long a description of a busy row waits for a pooled connection: the caller already holds one (its
-	 * transaction's, or its own), so on an exhausted pool the description is left out rather than waited for.
+	 * How long a description of a busy row may take: the caller already holds a connection (its transaction's, or
+	 * its own), so on an exhausted pool the description is left out after half of this rather than waited for.
 	 */
-	private static final long DESCRIPTION_CONNECTION_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+	private static final long DESCRIPTION_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
 
 	/**
-	 * The row is locked by another transaction, whose holder is not committed yet: say who held it last, if a pooled
-	 * connection is free within {@link #DESCRIPTION_CONNECTION_WAIT_NANOS}.
+	 * The row is locked by another transaction, whose holder is not committed yet: say who held it last, if the
+	 * call's deadline, and at most {@link #DESCRIPTION_NANOS}, leave time to read it.
 	 */
-	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
-	String describeBusy(LockRequest request) {
+	String describeBusy(LockRequest request, CallDeadline deadline) {
+		if (deadline.passed()) {
+			return "an open transaction holding the row lock";
+		}
 		try {
-			LockRows.Peek peek = this.jdbc.execute("read the lock row of '" + request.resource() + "'",
-					DESCRIPTION_CONNECTION_WAIT_NANOS,
-					(connection) -> this.rows.peek(connection, request.resource(), this.jdbc.statementTimeoutSeconds()));
+			LockRows.Peek peek = peek(request, deadline.within(DESCRIPTION_NANOS));
 			String last = (peek != null && peek.holder() != null) ? "; last committed holder: " + peek.holder() : "";
 			return "an open transaction holding the row lock" + last;
 		}

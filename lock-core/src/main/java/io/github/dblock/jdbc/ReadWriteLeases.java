@@ -134,7 +134,7 @@ final class ReadWriteLeases {
 		if (type != LockType.READ && type != LockType.WRITE) {
 			throw new IllegalArgumentException("Read/write leases are READ or WRITE, not " + type);
 		}
-		return this.waits.run(request::remainingNanos, new Wait(request, type));
+		return this.waits.run(request::remainingNanos, new Wait(request, type, this.jdbc.acquisitionDeadline(request)));
 	}
 
 	/** One wait for a read or write lease: its owner token, its writer intent, whether an outcome is unknown. */
@@ -148,14 +148,18 @@ final class ReadWriteLeases {
 
 		private final String owner = UUID.randomUUID().toString();
 
+		/** The call's: bounds every pool wait and reply of the attempts, the last look and the intent's clearing. */
+		private final CallDeadline deadline;
+
 		/** Whether this owner's writer intent may be set (and is to be cleared if the wait gives up). */
 		private boolean intentSet;
 
 		/** Whether an earlier attempt may have committed a grant without our hearing of it. */
 		private boolean recovering;
 
-		Wait(LockRequest request, LockType type) {
+		Wait(LockRequest request, LockType type, CallDeadline deadline) {
 			this.request = request;
+			this.deadline = deadline;
 			this.type = type;
 			this.kind = (type == LockType.READ) ? READ : WRITE;
 		}
@@ -166,7 +170,9 @@ final class ReadWriteLeases {
 			// set before the attempt: an intent whose commit reply is lost must still be cleared (clearing one
 			// that was never set matches nothing)
 			this.intentSet |= mayWait;
-			Attempt result = attemptOnce(this.request, this.kind, this.owner, this.recovering, mayWait);
+			// the attempts leave the end of the deadline to the last look for a grant whose reply was lost
+			Attempt result = attemptOnce(this.request, this.kind, this.owner, this.recovering, mayWait,
+					this.deadline.lessLastLook());
 			this.recovering = result.outcomeUnknown;
 			this.intentSet |= result.intentSet;
 			if (result.lock != null && LateLeases.arrivedLate(result.lock)) {
@@ -197,7 +203,7 @@ final class ReadWriteLeases {
 		public AcquireResult outageAtDeadline(DataAccessException ex) {
 			// an attempt that got no connection sent nothing: no grant of ours to look for
 			HeldLock own = (ex instanceof org.springframework.jdbc.CannotGetJdbcConnectionException) ? null
-					: lastLookForOwnHold(this.request, this.kind, this.owner);
+					: lastLookForOwnHold(this.request, this.kind, this.owner, this.deadline);
 			if (own != null) {
 				return acquired(this.request, own); // any intent of ours is cleared at the end (a no-op if granted)
 			}
@@ -216,7 +222,7 @@ final class ReadWriteLeases {
 
 		@Override
 		public AcquireResult atDeadline(Attempt outcome) {
-			HeldLock own = this.recovering ? lastLookForOwnHold(this.request, this.kind, this.owner) : null;
+			HeldLock own = this.recovering ? lastLookForOwnHold(this.request, this.kind, this.owner, this.deadline) : null;
 			if (own != null) {
 				return acquired(this.request, own); // any intent of ours is cleared at the end (a no-op if granted)
 			}
@@ -238,20 +244,21 @@ final class ReadWriteLeases {
 		@Override
 		public void ended(@Nullable AcquireResult answer) {
 			if (this.intentSet) {
-				// at once, so that readers are not held back by a writer that gave up (one statement, bounded like
-				// every other: the connection within one statement timeout, the reply within it plus the margin)
-				clearIntentQuietly(this.request.resource(), this.owner);
+				// at once, so that readers are not held back by a writer that gave up: within the call's deadline, or on a
+				// background thread once it has passed
+				clearIntentQuietly(this.request.resource(), this.owner, this.deadline);
 			}
 		}
 
 	}
 
 	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
-	private Attempt attemptOnce(LockRequest request, String kind, String owner, boolean recovering, boolean mayWait) {
+	private Attempt attemptOnce(LockRequest request, String kind, String owner, boolean recovering, boolean mayWait,
+			CallDeadline deadline) {
 		long leaseMicros = TimeUnit.NANOSECONDS.toMicros(request.leaseTime().toNanos());
 		byte[] key = LockRows.bytes(request.resource());
 		return this.jdbc.execute("acquire " + (kind.equals(READ) ? "read" : "write") + " lock '" + request.resource()
-				+ "'", this.jdbc.connectionTimeoutNanos(request.remainingNanos()), (connection) -> {
+				+ "'", deadline, (connection) -> {
 					int timeout = this.jdbc.queryTimeoutSeconds(request.remainingNanos());
 					long sentAt = System.nanoTime();
 					if (recovering) {
@@ -263,7 +270,7 @@ final class ReadWriteLeases {
 					for (int race = 0; race < MAX_RACES_PER_ATTEMPT; race++) {
 						Attempt attempt;
 						try {
-							attempt = JdbcLockSupport.inShortTransaction(connection, timeout,
+							attempt = JdbcLockSupport.inShortTransaction(connection,
 									(c) -> decide(c, request, key, kind, owner, leaseMicros, mayWait, timeout, sentAt));
 						}
 						catch (SQLException ex) {
@@ -408,10 +415,27 @@ final class ReadWriteLeases {
 		}
 	}
 
-	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
-	private void clearIntentQuietly(String resource, String owner) {
+	/**
+	 * Clears a writer's intent: within the call's deadline on the caller's thread, or on a background thread with a
+	 * deadline of its own once the call's has passed. Quiet: a failure is logged, and the intent then runs out.
+	 */
+	private void clearIntentQuietly(String resource, String owner, CallDeadline deadline) {
+		if (!deadline.passed()) {
+			clearIntentNow(resource, owner, deadline);
+			return;
+		}
 		try {
-			this.jdbc.execute("clear the writer intent of '" + resource + "'", (connection) -> {
+			RenewableLease.BACKGROUND.execute(() -> clearIntentNow(resource, owner, this.jdbc.callDeadline()));
+		}
+		catch (java.util.concurrent.RejectedExecutionException ex) {
+			clearIntentNow(resource, owner, this.jdbc.callDeadline());
+		}
+	}
+
+	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
+	private void clearIntentNow(String resource, String owner, CallDeadline deadline) {
+		try {
+			this.jdbc.execute("clear the writer intent of '" + resource + "'", deadline, (connection) -> {
 				try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwClearIntent, this.jdbc.statementTimeoutSeconds(), false)) {
 					ps.setBytes(1, LockRows.bytes(resource));
 					ps.setString(2, owner);
@@ -428,17 +452,17 @@ final class ReadWriteLeases {
 	}
 
 	/**
-	 * The last look, when the deadline has passed after an attempt whose outcome is unknown: one query on a fresh
-	 * connection for this owner's live holder row.
+	 * The last look, when the wait's deadline has passed after an attempt whose outcome is unknown: one query on a
+	 * fresh connection for this owner's live holder row, within what is left of the call's deadline.
 	 * @return the lock if the row is there, else {@code null} (also if the database cannot be asked: the row, if
 	 * any, then ends with its lease, unrenewed)
 	 */
 	@Nullable
 	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
-	private HeldLock lastLookForOwnHold(LockRequest request, String kind, String owner) {
+	private HeldLock lastLookForOwnHold(LockRequest request, String kind, String owner, CallDeadline deadline) {
 		try {
 			Attempt own = this.jdbc.execute("look for the unacknowledged " + (kind.equals(READ) ? "read" : "write")
-					+ " lock '" + request.resource() + "'", TimeUnit.SECONDS.toNanos(1), (connection) -> ownHold(connection, request,
+					+ " lock '" + request.resource() + "'", deadline, (connection) -> ownHold(connection, request,
 							LockRows.bytes(request.resource()), owner, kind, this.jdbc.queryTimeoutSeconds(0),
 							System.nanoTime()));
 			HeldLock found = (own != null) ? own.lock : null;

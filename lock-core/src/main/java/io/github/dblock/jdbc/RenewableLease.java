@@ -29,11 +29,11 @@ import org.springframework.dao.DataAccessException;
  * renewal that still lands after the release was sent, and that finds the lease ours again (a release that keeps the
  * row and its owner for a minimum hold, {@link #releaseKeepsOwner()}), is followed by the release once more, so it
  * cannot extend a released lease. A release
- * whose connection broke is retried for at most {@link #RELEASE_RETRY_NANOS} while the lease is still valid; finding
+ * whose connection broke is retried while the lease is still valid and the release's deadline has not passed; finding
  * the row no longer ours then means the first release did commit.</li>
  * </ul>
- * Every statement is bounded on the client by the connection's network timeout (see {@link JdbcLockSupport}), so a
- * renewal or a release ends within one statement timeout plus the margin whatever the network does.
+ * Each renewal and each release has one {@link CallDeadline}, made by {@link #callDeadline()} when it starts (the
+ * statement timeout plus the margin): its pool waits, replies and retries all end by it, whatever the network does.
  * <p>
  * Thread-safe: renewal runs on the scheduler's and the background threads, release on the owner's.
  */
@@ -43,9 +43,6 @@ abstract class RenewableLease {
 
 	/** Re-attempts of a release whose connection broke, while the lease is still valid. */
 	private static final int MAX_RELEASE_RETRIES = 5;
-
-	/** How long after its first attempt a release whose connection broke is attempted again: 2 s. */
-	static final long RELEASE_RETRY_NANOS = TimeUnit.SECONDS.toNanos(2);
 
 	/**
 	 * Runs the renewal statements (and other clean-up that no caller waits for): daemon threads, created as needed and
@@ -100,15 +97,23 @@ abstract class RenewableLease {
 	/**
 	 * One renewal statement, extending the lease by {@link #leaseNanos} on the server's clock if this owner still
 	 * holds it.
+	 * @param deadline the renewal's: its pool wait and reply end by it
 	 * @return whether the database showed this owner's lease still running (and now extended)
 	 */
-	abstract boolean renewInDatabase();
+	abstract boolean renewInDatabase(CallDeadline deadline);
 
 	/**
 	 * One release statement, owner-checked.
+	 * @param deadline the release's (shared by its retries): every pool wait and reply ends by it
 	 * @return whether the database showed this owner's lease still running (and now released)
 	 */
-	abstract boolean releaseInDatabase();
+	abstract boolean releaseInDatabase(CallDeadline deadline);
+
+	/**
+	 * A new deadline for one renewal or release starting now: the provider's statement timeout plus
+	 * {@link JdbcLockSupport#NETWORK_MARGIN_MILLIS} ({@link JdbcLockSupport#callDeadline()}).
+	 */
+	abstract CallDeadline callDeadline();
 
 	/** Told once, on a scheduler or background thread, when the lease is found lost; renewal has stopped. */
 	abstract void onLost(String reason);
@@ -165,7 +170,7 @@ abstract class RenewableLease {
 	/** One renewal statement, on a background thread. */
 	private void renewNow(long sentAt) {
 		try {
-			boolean renewed = renewInDatabase();
+			boolean renewed = renewInDatabase(callDeadline());
 			if (this.releaseSent) {
 				if (renewed && releaseKeepsOwner()) {
 					releaseAgainQuietly(); // may have landed after the release: the release must have the last word
@@ -232,7 +237,7 @@ abstract class RenewableLease {
 
 	private void releaseAgainQuietly() {
 		try {
-			releaseInDatabase();
+			releaseInDatabase(callDeadline());
 		}
 		catch (RuntimeException ex) {
 			logger.warn("Could not release " + describe() + " again after a late renewal; it ends with its lease: "
@@ -271,30 +276,30 @@ abstract class RenewableLease {
 			return false; // known lost: another owner may hold it now, so change nothing
 		}
 		this.releaseSent = true;
-		return releaseWithRetries();
+		return releaseWithRetries(callDeadline());
 	}
 
-	private boolean releaseWithRetries() {
+	/** The release statement, retried after a broken connection while the lease is valid and the deadline allows. */
+	private boolean releaseWithRetries(CallDeadline deadline) {
 		boolean retried = false;
-		long firstSentAt = System.nanoTime();
 		for (int failures = 0;; failures++) {
 			long sentAt = System.nanoTime();
 			try {
-				boolean released = releaseInDatabase();
+				boolean released = releaseInDatabase(deadline);
 				// After a broken connection the first release may have committed without our hearing of it: then
 				// the row no longer names us. While the lease is still valid by this JVM's clock nobody else can
 				// have taken it, so that means released, not lost.
 				return released || (retried && sentAt - this.validUntilNanos < 0);
 			}
 			catch (DataAccessException ex) {
-				long now = System.nanoTime();
-				if (!SqlErrors.isConnectionFailure(ex) || now - this.validUntilNanos >= 0
-						|| failures >= MAX_RELEASE_RETRIES || now - firstSentAt >= RELEASE_RETRY_NANOS) {
+				long pause = TimeUnit.MILLISECONDS.toNanos(Math.min(200, 50L << failures));
+				if (!SqlErrors.isConnectionFailure(ex) || System.nanoTime() - this.validUntilNanos >= 0
+						|| failures >= MAX_RELEASE_RETRIES || deadline.remainingNanos() <= pause) {
 					throw ex;
 				}
 				retried = true;
 				try {
-					TimeUnit.MILLISECONDS.sleep(Math.min(200, 50L << failures));
+					TimeUnit.NANOSECONDS.sleep(pause);
 				}
 				catch (InterruptedException interrupted) {
 					Thread.currentThread().interrupt();

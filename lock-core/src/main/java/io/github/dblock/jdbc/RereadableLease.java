@@ -30,34 +30,35 @@ abstract class RereadableLease extends OwnedLease {
 	 * @throws DataAccessException if it failed otherwise
 	 */
 	@Override
-	final boolean releaseInDatabase() {
+	final boolean releaseInDatabase(CallDeadline deadline) {
 		long sentAt = System.nanoTime();
 		if (this.releaseStartedNanos == 0) {
 			this.releaseStartedNanos = sentAt;
 		}
 		try {
-			return releaseStatement();
+			return releaseStatement(deadline);
 		}
 		catch (DataAccessException ex) {
 			if (SqlErrors.isConnectionFailure(ex) && System.nanoTime() - this.validUntilNanos < 0) {
 				throw ex; // retried by release() while the lease is valid
 			}
-			return afterFailedRelease(ex);
+			return afterFailedRelease(ex, deadline);
 		}
 	}
 
 	/**
 	 * The owner-checked release statement.
+	 * @param deadline the release's: the pool wait and the reply end by it
 	 * @return whether the database showed this owner's lease still running (and now released)
 	 */
-	abstract boolean releaseStatement();
+	abstract boolean releaseStatement(CallDeadline deadline);
 
 	/**
 	 * The microseconds this owner's row still runs on the server's clock, 0 or less once it ended, {@code null} if the
-	 * row is gone; a plain read.
+	 * row is gone; a plain read, within the release's deadline.
 	 */
 	@Nullable
-	abstract Long remainingMicrosInDatabase();
+	abstract Long remainingMicrosInDatabase(CallDeadline deadline);
 
 	/** What a holder that lost its lease may have let in, for the {@code LockLostException} message. */
 	String lostConsequence() {
@@ -69,10 +70,13 @@ abstract class RereadableLease extends OwnedLease {
 	 * time, it counts as released (by the failed statement after all, or by the lease's end); over before the release
 	 * began, the lease was lost.
 	 */
-	private boolean afterFailedRelease(DataAccessException failure) {
+	private boolean afterFailedRelease(DataAccessException failure, CallDeadline deadline) {
+		if (deadline.passed()) {
+			throw failure; // no time left to look: the failure stands, and the lease ends on its own
+		}
 		Long remainingMicros;
 		try {
-			remainingMicros = remainingMicrosInDatabase();
+			remainingMicros = remainingMicrosInDatabase(deadline);
 		}
 		catch (RuntimeException checkFailed) {
 			failure.addSuppressed(checkFailed);

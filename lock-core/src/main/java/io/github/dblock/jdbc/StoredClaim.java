@@ -47,14 +47,19 @@ final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldCl
 	}
 
 	@Override
-	boolean renewInDatabase() {
-		return this.store.renew(this);
+	boolean renewInDatabase(CallDeadline deadline) {
+		return this.store.renew(this, deadline);
 	}
 
 	/** Giving the key back without an outcome ({@link #release()}) marks it {@code FAILED}. */
 	@Override
-	boolean releaseInDatabase() {
-		return markFailed("released without an outcome");
+	boolean releaseInDatabase(CallDeadline deadline) {
+		return markFailed("released without an outcome", deadline);
+	}
+
+	@Override
+	CallDeadline callDeadline() {
+		return this.store.jdbc.callDeadline();
 	}
 
 	/**
@@ -77,7 +82,7 @@ final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldCl
 	@Override
 	public void succeed(@Nullable String outcome, @Nullable String outcomeType, @Nullable String note) {
 		finish();
-		if (!record(this.store.boundTransactionalConnection(), outcome, outcomeType, note)) {
+		if (!record(this.store.boundTransactionalConnection(), outcome, outcomeType, note, callDeadline())) {
 			throw lost(null);
 		}
 	}
@@ -101,10 +106,13 @@ final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldCl
 	 * read
 	 */
 	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
-	private boolean afterFailedCompletion(IdempotencyStatus status, DataAccessException failure) {
+	private boolean afterFailedCompletion(IdempotencyStatus status, DataAccessException failure, CallDeadline deadline) {
+		if (deadline.passed()) {
+			throw failure; // no time left to look: the failure stands
+		}
 		IdempotencyStore.Snapshot row;
 		try {
-			row = this.store.jdbc.execute("read idempotency key '" + this.resource + "'",
+			row = this.store.jdbc.execute("read idempotency key '" + this.resource + "'", deadline,
 					(connection) -> this.store.select(connection, this.resource, LockRows.bytes(this.resource),
 							this.store.jdbc.statementTimeoutSeconds()));
 		}
@@ -130,11 +138,11 @@ final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldCl
 	 * @return whether the record still belonged to this claim
 	 */
 	private boolean record(@Nullable Connection transactional, @Nullable String outcome, @Nullable String outcomeType,
-			@Nullable String note) {
+			@Nullable String note, CallDeadline deadline) {
 		if (transactional == null) {
 			try {
 				return this.store.jdbc.execute("record the outcome of idempotency key '" + this.resource
-						+ "'", (connection) -> {
+						+ "'", deadline, (connection) -> {
 							int rows = this.store.complete(connection, this.store.sql.idemSucceed, this, outcome, outcomeType,
 									note);
 							JdbcLockSupport.commitIfNeeded(connection);
@@ -142,7 +150,7 @@ final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldCl
 						});
 			}
 			catch (DataAccessException ex) {
-				if (!afterFailedCompletion(IdempotencyStatus.SUCCEEDED, ex)) {
+				if (!afterFailedCompletion(IdempotencyStatus.SUCCEEDED, ex, deadline)) {
 					throw lost(ex);
 				}
 				return true;
@@ -150,7 +158,15 @@ final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldCl
 		}
 		int matched;
 		try {
-			matched = this.store.complete(transactional, this.store.sql.idemSucceed, this, outcome, outcomeType, note);
+			// the caller's connection: its reads are bounded, by this call's deadline, for our statement only
+			int previousReads = transactional.getNetworkTimeout();
+			deadline.boundReads(transactional);
+			try {
+				matched = this.store.complete(transactional, this.store.sql.idemSucceed, this, outcome, outcomeType, note);
+			}
+			finally {
+				JdbcLockSupport.restoreReads(transactional, previousReads);
+			}
 		}
 		catch (SQLException ex) {
 			throw this.store.jdbc.translate("record the outcome of idempotency key '" + this.resource + "'", ex);
@@ -190,7 +206,8 @@ final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldCl
 			return fail(error);
 		}
 		finish();
-		return record(transactional, null, null, "the work threw, and its transaction was left to decide: " + error);
+		return record(transactional, null, null, "the work threw, and its transaction was left to decide: " + error,
+				callDeadline());
 	}
 
 	/**
@@ -205,12 +222,12 @@ final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldCl
 	 */
 	public boolean fail(String error) {
 		finish();
-		return markFailed(error);
+		return markFailed(error, callDeadline());
 	}
 
-	private boolean markFailed(String error) {
+	private boolean markFailed(String error, CallDeadline deadline) {
 		try {
-			return this.store.jdbc.execute("record the failure of idempotency key '" + this.resource + "'",
+			return this.store.jdbc.execute("record the failure of idempotency key '" + this.resource + "'", deadline,
 					(connection) -> {
 						int rows = this.store.complete(connection, this.store.sql.idemFail, this, null, null, error);
 						JdbcLockSupport.commitIfNeeded(connection);
@@ -218,7 +235,7 @@ final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldCl
 					});
 		}
 		catch (DataAccessException ex) {
-			return afterFailedCompletion(IdempotencyStatus.FAILED, ex);
+			return afterFailedCompletion(IdempotencyStatus.FAILED, ex, deadline);
 		}
 	}
 

@@ -30,6 +30,11 @@ import org.springframework.core.NestedExceptionUtils;
  * </ol>
  * {@link Wait#ended} runs last whichever way the wait ended.
  * <p>
+ * The loop starts attempts until the caller's deadline and never restarts a time bound: an attempt (and the answer
+ * at the deadline) must itself end by one bound fixed when the call started; the JDBC providers give each wait one
+ * call deadline (the caller's deadline plus the statement timeout plus 2 s) that bounds every pool wait and reply of
+ * every attempt.
+ * <p>
  * Immutable and thread-safe: one instance serves every wait of a provider; a {@link Wait} holds one wait's state,
  * and its methods run on the waiting thread only.
  */
