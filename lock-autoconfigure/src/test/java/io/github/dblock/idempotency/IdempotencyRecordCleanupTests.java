@@ -69,7 +69,8 @@ class IdempotencyRecordCleanupTests {
 		assertThat(deleted).isGreaterThanOrEqualTo(3);
 		assertThat(remaining(p)).containsExactly(p + "2-succeeded-retained", p + "5-running-lease-goes-on");
 		assertThat(counting.executed().get(0)).startsWith("SELECT idem_key FROM `distributed_lock_idem` WHERE "
-				+ "retain_until < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND AND (status <> 'RUNNING' OR expires_at < "
+				+ "retain_until < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND AND fencing_token < TIMESTAMPDIFF(MICROSECOND,"
+				+ " '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - ? AND (status <> 'RUNNING' OR expires_at < "
 				+ "UTC_TIMESTAMP(6)) ORDER BY retain_until LIMIT ?");
 		assertThat(counting.executed()).filteredOn((sql) -> sql.contains("FOR UPDATE SKIP LOCKED"))
 			.allSatisfy((sql) -> assertThat(sql).contains("FORCE INDEX (PRIMARY) WHERE idem_key IN ("));
