@@ -234,8 +234,10 @@ class LateGrantRenewalTests {
 	 * The take waits behind another session's row lock for most of its lease (as a LEASE caller does behind a
 	 * PESSIMISTIC holder), then the node's network stops passing its requests, so no renewal gets through: the loss
 	 * must be told when the lease ends by this JVM's clock, before another node is granted the lock. The proxy delays
-	 * every request by {@code 150 ms}, the time between sending the take and its start on the server, by which the
-	 * JVM's lease end comes before the server's.
+	 * every packet by {@code 200 ms}: the time between sending the take and its start on the server, by which the
+	 * JVM's lease end comes before the server's. The row lock is let go 2.2 s after the take was sent, so its reply
+	 * arrives about 2.4 s after, with 0.6 s of the 3 s lease left: a first renewal a third of the lease after that
+	 * (the old schedule) would come 0.2 s after the server's lease end.
 	 */
 	@Test
 	void theLossOfALeaseTakenLateIsToldBeforeAnotherNodeIsGranted() throws Exception {
@@ -244,7 +246,7 @@ class LateGrantRenewalTests {
 		String resource = "late-grant-lost-" + UUID.randomUUID();
 		other.acquire(explicit(resource, Duration.ofSeconds(1))).lock().release(); // creates the row
 		node.acquire(explicit(resource, Duration.ofSeconds(1))).lock().release(); // opens the node's connection
-		this.proxy.delay(Duration.ofMillis(150));
+		this.proxy.delay(Duration.ofMillis(200));
 		AtomicLong lostAt = new AtomicLong();
 		HeldLock lock;
 		try (Connection blocker = this.direct.getConnection()) {
@@ -254,11 +256,12 @@ class LateGrantRenewalTests {
 				ps.setBytes(1, LockRows.bytes(resource));
 				ps.executeQuery().close();
 			}
+			long submitted = System.nanoTime();
 			Future<HeldLock> taking = this.executor
 				.submit(() -> node.acquire(renewed(resource, Duration.ofSeconds(10))).lock());
 			awaitRunningStatementNaming(resource, "fencing_token + 1024");
 			this.proxy.blackhole(FaultProxy.Direction.UPSTREAM); // the take has reached the server: nothing more does
-			Thread.sleep(LATE_MILLIS);
+			Thread.sleep(Math.max(0, TimeUnit.NANOSECONDS.toMillis(submitted - System.nanoTime()) + 2_200));
 			blocker.commit();
 			lock = taking.get(30, TimeUnit.SECONDS);
 		}
