@@ -56,8 +56,8 @@ import org.springframework.dao.DataAccessException;
  * Renewal: when the caller gave no lease time of its own ({@link LockRequest#renew()}), a shared scheduler renews
  * the lease every third of the lease time with {@code UPDATE ... SET expires_at = UTC_TIMESTAMP(6) + lease WHERE
  * resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)}, the first time when two thirds of the lease
- * are left (at once for a take that waited behind a row lock or got its reply late). If that matches nothing (the lease had
- * expired, or another owner took it), or if the database stays unreachable until the lease must be presumed
+ * are left (at once for a take that waited behind a row lock or got its reply late). If that matches nothing (the
+ * lease had expired, or another owner took it), or if the database stays unreachable until the lease must be presumed
  * expired by this JVM's clock, the lock is marked lost: {@link HeldLock#isLost()} turns true, the
  * {@link HeldLock#onLost(Runnable) callbacks} run, renewal stops, and release changes nothing in the database.
  * Renewal stops when the lock is released. Call {@link #close()} to stop the scheduler.

@@ -56,8 +56,8 @@ import org.jspecify.annotations.Nullable;
  * <li>{@code START TRANSACTION} (on a pool that hands out connections with autocommit off, the transaction
  * starts implicitly);</li>
  * <li>{@code SELECT resource FROM t FORCE INDEX (PRIMARY) WHERE resource IN (?, ...) AND expires_at < <cutoff> AND
- * fencing_token < <token cutoff> FOR UPDATE SKIP LOCKED}: locks the candidates by primary key, re-checking the condition on the latest committed
- * version, and <em>skips</em> every row another transaction has locked (a PESSIMISTIC holder, or a lock
+ * fencing_token < <token cutoff> FOR UPDATE SKIP LOCKED}: locks the candidates by primary key, re-checking the
+ * conditions on the latest committed version, and <em>skips</em> every row another transaction has locked (a PESSIMISTIC holder, or a lock
  * statement running right now) instead of waiting for it;</li>
  * <li>{@code DELETE t FROM t FORCE INDEX (PRIMARY) WHERE resource IN (?, ...) AND expires_at < <cutoff> AND
  * fencing_token < <token cutoff>} on the
