@@ -16,7 +16,9 @@ public class DistributedLockCleanupProperties {
 	private boolean enabled = true;
 
 	/**
-	 * How long after its lease ended a row is kept (at least 1h; keep it far above any server clock step).
+	 * How long after its lease ended a row is kept, and how far the server clock must have passed its fencing token,
+	 * so that tokens keep increasing when the resource is taken again (at least 1h; keep it far above any server
+	 * clock step).
 	 */
 	private Duration retention = Duration.ofDays(7);
 

@@ -50,8 +50,10 @@ class LockTableCleanupJobTests {
 		String resource = "cleanup-job-" + UUID.randomUUID();
 		LockTemplate nodeA = LockNodes.node(LockMode.LEASE, "cleaner-a", pool);
 		nodeA.acquire(resource).close();
+		// a row last used two days ago: its lease and its fencing token (which follows the server clock in µs)
 		new JdbcTemplate(pool).update("UPDATE distributed_lock SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 2 DAY, "
-				+ "acquired_at = UTC_TIMESTAMP(6) - INTERVAL 2 DAY WHERE resource = ?",
+				+ "fencing_token = fencing_token - 172800000000, acquired_at = UTC_TIMESTAMP(6) - INTERVAL 2 DAY "
+				+ "WHERE resource = ?",
 				(Object) resource.getBytes(java.nio.charset.StandardCharsets.UTF_8));
 
 		Optional<Integer> first = job(nodeA).runOnce();

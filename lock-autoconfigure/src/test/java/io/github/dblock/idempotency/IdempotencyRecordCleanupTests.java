@@ -20,7 +20,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The cleanup of idempotency records ({@link LockTableCleaner#forIdempotencyRecords}) on the real database: records
- * past their retention go, except a running claim whose lease has not ended; the statements are the lock table
+ * past their retention go, except a running claim whose lease has not ended and one whose fencing token is ahead of
+ * the server clock; the statements are the lock table
  * cleaner's (candidates on the {@code retain_until} index, then primary-key locks with {@code SKIP LOCKED}).
  */
 class IdempotencyRecordCleanupTests {
@@ -69,7 +70,8 @@ class IdempotencyRecordCleanupTests {
 		assertThat(deleted).isGreaterThanOrEqualTo(3);
 		assertThat(remaining(p)).containsExactly(p + "2-succeeded-retained", p + "5-running-lease-goes-on");
 		assertThat(counting.executed().get(0)).startsWith("SELECT idem_key FROM `distributed_lock_idem` WHERE "
-				+ "retain_until < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND AND (status <> 'RUNNING' OR expires_at < "
+				+ "retain_until < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND AND fencing_token < TIMESTAMPDIFF(MICROSECOND,"
+				+ " '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - ? AND (status <> 'RUNNING' OR expires_at < "
 				+ "UTC_TIMESTAMP(6)) ORDER BY retain_until LIMIT ?");
 		assertThat(counting.executed()).filteredOn((sql) -> sql.contains("FOR UPDATE SKIP LOCKED"))
 			.allSatisfy((sql) -> assertThat(sql).contains("FORCE INDEX (PRIMARY) WHERE idem_key IN ("));
@@ -78,6 +80,19 @@ class IdempotencyRecordCleanupTests {
 			.allSatisfy((sql) -> assertThat(sql).contains("FORCE INDEX (PRIMARY) WHERE idem_key IN ("));
 		assertThat(counting.warnings()).isEmpty();
 		jdbc.update("DELETE FROM distributed_lock_idem WHERE idem_key LIKE ?", p + "%");
+	}
+
+	@Test
+	void aRecordWhoseTokenIsAheadOfTheClockIsKeptUntilTheClockHasPassedIt() {
+		String key = "cleanup-ahead-" + UUID.randomUUID();
+		String past = "UTC_TIMESTAMP(6) - INTERVAL 1 HOUR";
+		insert(key, "FAILED", past, past);
+		// a token ahead of the server clock (a clock step back): a claim after a delete would start below it
+		jdbc.update("UPDATE distributed_lock_idem SET fencing_token = TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00',"
+				+ " UTC_TIMESTAMP(6)) + 3600000000 WHERE idem_key = ?", key.getBytes(StandardCharsets.UTF_8));
+		LockTableCleaner.forIdempotencyRecords(pool, LockNodes.TABLE, 500, Duration.ofSeconds(5)).deleteExpired();
+		assertThat(remaining(key)).as("kept while its token is ahead of the clock").containsExactly(key);
+		jdbc.update("DELETE FROM distributed_lock_idem WHERE idem_key = ?", key.getBytes(StandardCharsets.UTF_8));
 	}
 
 	@Test

@@ -39,7 +39,8 @@ class LockStatementsTests {
 	void cleanupStatementsGetOneParameterPerKey() {
 		LockStatements sql = LockStatements.of(TABLE, null);
 		assertThat(LockStatements.withKeys(sql.lockCleanup.delete(), 3)).isEqualTo("DELETE `my_locks` FROM `my_locks`"
-				+ " FORCE INDEX (PRIMARY) WHERE resource IN (?, ?, ?) AND expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND");
+				+ " FORCE INDEX (PRIMARY) WHERE resource IN (?, ?, ?) AND expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND"
+				+ " AND fencing_token < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - ?");
 	}
 
 	@Test

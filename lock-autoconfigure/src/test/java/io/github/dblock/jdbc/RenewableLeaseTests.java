@@ -47,8 +47,13 @@ class RenewableLeaseTests {
 		volatile String lostReason;
 
 		StandIn(long leaseMillis, boolean stuck) {
+			this(leaseMillis, leaseMillis, stuck);
+		}
+
+		/** A lease of {@code leaseMillis} of which only {@code leftMillis} are left (a late grant). */
+		StandIn(long leaseMillis, long leftMillis, boolean stuck) {
 			super("r", "owner", TimeUnit.MILLISECONDS.toNanos(leaseMillis),
-					System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(leaseMillis));
+					System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(leftMillis));
 			this.stuck = stuck;
 		}
 
@@ -106,6 +111,41 @@ class RenewableLeaseTests {
 		assertThat(lease.lost).isTrue();
 		assertThat(lease.release()).as("a lost lease changes nothing at release").isFalse();
 		assertThat(lease.releases).hasValue(0);
+	}
+
+	@Test
+	void aLeaseGrantedWithLessThanTwoThirdsOfItLeftIsRenewedAtOnceAndKept() throws Exception {
+		long start = System.nanoTime();
+		StandIn lease = new StandIn(3_000, 600, false); // its take waited, or its reply came late
+		lease.startRenewal(this.scheduler);
+		assertThat(lease.renewalSent.await(10, TimeUnit.SECONDS)).isTrue();
+		assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start))
+			.as("renewed before the 600 ms left ran out, not a third of the lease after the grant").isLessThan(500);
+		Thread.sleep(1_000);
+		assertThat(lease.lost).as("renewed in time").isFalse();
+	}
+
+	@Test
+	void aLeaseGrantedAtOnceIsRenewedAThirdOfItsLeaseAfterItsTake() throws Exception {
+		long start = System.nanoTime();
+		StandIn lease = new StandIn(1_500, false); // a third of the lease is 500 ms
+		lease.startRenewal(this.scheduler);
+		assertThat(lease.renewalSent.await(10, TimeUnit.SECONDS)).isTrue();
+		long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+		assertThat(millis).as("when a third of the lease has passed since its take was sent").isGreaterThanOrEqualTo(450)
+			.isLessThan(1_000);
+	}
+
+	@Test
+	void theLossOfALeaseGrantedWithLittleLeftIsDeclaredWhenThatRunsOutWhileItsRenewalIsStuck() throws Exception {
+		long start = System.nanoTime();
+		StandIn lease = new StandIn(3_000, 300, true);
+		lease.startRenewal(this.scheduler);
+		assertThat(lease.lostSignal.await(10, TimeUnit.SECONDS)).as("told of the loss").isTrue();
+		long millis = TimeUnit.NANOSECONDS.toMillis(lease.lostAt.get() - start);
+		assertThat(millis).as("not before the 300 ms left ran out").isGreaterThanOrEqualTo(300)
+			.as("when they ran out, not at a tick a third of the lease after the grant").isLessThan(800);
+		assertThat(lease.lostReason).contains("renewal still waited");
 	}
 
 	@Test

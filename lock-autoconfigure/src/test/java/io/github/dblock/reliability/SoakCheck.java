@@ -7,7 +7,6 @@ import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.Set;
 
 import org.jspecify.annotations.Nullable;
@@ -53,7 +52,11 @@ import org.jspecify.annotations.Nullable;
  */
 final class SoakCheck {
 
-	/** LEASE takes reserve blocks of this many tokens, the row keeping the last ({@code LeaseLockProvider.TOKEN_BLOCK}). */
+	/**
+	 * LEASE takes reserve blocks of this many tokens, the row keeping the last while the lease runs
+	 * ({@code LeaseLockProvider.TOKEN_BLOCK}); the taker's token is the first. The release sets the row back to the last
+	 * token handed out, so the next block starts right after it: blocks are told apart by their first token.
+	 */
 	static final long LEASE_TOKEN_BLOCK = 1024;
 
 	static final LocalDateTime NEVER = LocalDateTime.MAX;
@@ -203,9 +206,10 @@ final class SoakCheck {
 	static Result check(boolean lease, List<Section> sections, List<RowChange> history, List<Fault> faults) {
 		Result result = new Result();
 		result.sections = sections.size();
-		java.util.TreeMap<Long, Lease> byBlockEnd = new java.util.TreeMap<>();
+		java.util.TreeMap<Long, Lease> byBlockStart = new java.util.TreeMap<>();
 		if (lease) {
-			leases(history, result).forEach((l) -> byBlockEnd.putIfAbsent(l.blockEnd(), l));
+			leases(history, result)
+				.forEach((l) -> byBlockStart.putIfAbsent(l.blockEnd() - (LEASE_TOKEN_BLOCK - 1), l));
 		}
 		// the end of each section (recorded, or from the faults) and of its lock's validity
 		Map<Long, LocalDateTime> end = new LinkedHashMap<>();
@@ -246,8 +250,8 @@ final class SoakCheck {
 			end.put(s.id(), exited);
 			LocalDateTime previous = previousEnd.put(s.holder(), exited);
 			if (lease) {
-				Map.Entry<Long, Lease> block = byBlockEnd.ceilingEntry(s.token());
-				Lease own = (block != null && s.token() > block.getKey() - LEASE_TOKEN_BLOCK) ? block.getValue() : null;
+				Map.Entry<Long, Lease> block = byBlockStart.floorEntry(s.token());
+				Lease own = (block != null && s.token() <= block.getValue().blockEnd()) ? block.getValue() : null;
 				if (own == null) {
 					result.withoutLease++;
 					result.findings.add("no lease holds the token of " + s);
@@ -401,8 +405,9 @@ final class SoakCheck {
 				continue;
 			}
 			boolean ownerChanged = c.oldOwner() != null && !c.oldOwner().equals(c.newOwner());
+			// a release that hands the lease to the waiter next in line, setting the token back to the last one handed out
 			boolean handOver = c.newOwner() != null && c.newOwner().equals(c.oldWaitingOwner())
-					&& Objects.equals(c.oldToken(), c.newToken());
+					&& c.oldToken() != null && c.newToken() <= c.oldToken();
 			boolean released = c.newOwner() == null;
 			if (ownerChanged && !handOver && !released && c.oldExpires() != null && c.oldExpires().isAfter(c.at())) {
 				result.liveTakes++;
@@ -412,7 +417,8 @@ final class SoakCheck {
 				leases.add(new Lease(owner, block, start, min(expires, c.at())));
 			}
 			owner = c.newOwner();
-			block = c.newToken();
+			// handed over, the waiter owns the row until its take reserves its own block: no token of its own yet
+			block = handOver ? block : c.newToken();
 			start = c.at();
 			expires = c.newExpires();
 		}

@@ -60,6 +60,21 @@ class SoakCheckTests {
 	}
 
 	@Test
+	void aReleaseThatHandsTheLeaseOverAndSetsTheTokenBackIsNoTakeAndTheNextBlockStartsAfterIt() {
+		// A takes block 1024 (tokens from 1) at 0 and hands out 1 and 2; its release at 10 hands the lease to B, the
+		// waiter next in line, setting the token back to 2; B takes its own row at 12: block 1026, its token 3
+		List<RowChange> history = List.of(new RowChange(1, "r", at(0), null, null, null, null, A, 1024, at(2_000)),
+				new RowChange(2, "r", at(10), A, 1024L, at(2_000), B, B, 2, at(1_010)),
+				new RowChange(3, "r", at(12), B, 2L, at(1_010), null, B, 1026, at(2_012)));
+		Result result = SoakCheck.check(true, List.of(section(1, "process-1/0", 1, 1, 4L, 1),
+				section(2, "process-1/1", 2, 5, 9L, 1), section(3, "process-2/0", 3, 13, 20L, 1)), history, List.of());
+		assertThat(result.failures()).isEmpty();
+		assertThat(result.liveTakes).isZero();
+		assertThat(result.withoutLease).isZero();
+		assertThat(result.staleSections).as("each section within its own lease").isZero();
+	}
+
+	@Test
 	void aTakeOfARunningLeaseFailsEvenThoughTheIntervalsLookStale() {
 		// B takes the row at 20 while A's lease runs to 2,000 and A is inside to 30: the history's own order would end
 		// A's lease at B's take, so the take itself must be caught

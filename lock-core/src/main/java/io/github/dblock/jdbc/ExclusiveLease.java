@@ -79,6 +79,15 @@ final class ExclusiveLease extends RenewableLease {
 		hold.lostCallbacks.runAll(this.resource);
 	}
 
+	/**
+	 * The largest fencing token this lease has handed out: the current hold's (a local successor gets the token after
+	 * its predecessor's). Once the lease is released or lost no hold is added, so the release writes it back as the
+	 * row's token ({@link LockStatements#leaseRelease}): the rest of the block the take reserved was never handed out.
+	 */
+	long lastHandedOut() {
+		return this.current.fencingToken;
+	}
+
 	/** The next local owner's hold, or {@code null} when the lease must go back to the database now. */
 	@Nullable
 	synchronized Hold handOff(Hold from) {

@@ -48,13 +48,16 @@ import org.springframework.dao.DataAccessException;
  * <p>
  * Between attempts the provider sleeps with exponential backoff and jitter, never past the holder's lease end
  * (as read in step 2) nor past the caller's deadline. An uncontended acquisition of a known resource costs one
- * statement; release is one owner-checked {@code UPDATE} that clears the owner and ends the lease (rows are
- * never deleted by a release, so the fencing token keeps increasing).
+ * statement; release is one owner-checked {@code UPDATE} that clears the owner, ends the lease and sets the row's
+ * fencing token back from the end of the reserved block to the last token the lease handed out (never lower), so
+ * that takes faster than one per 1,024 µs do not push the counter ahead of the server clock, on which PESSIMISTIC
+ * tokens and a re-created row's tokens rely. Rows are never deleted by a release.
  * <p>
  * Renewal: when the caller gave no lease time of its own ({@link LockRequest#renew()}), a shared scheduler renews
  * the lease every third of the lease time with {@code UPDATE ... SET expires_at = UTC_TIMESTAMP(6) + lease WHERE
- * resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)}. If that matches nothing (the lease had
- * expired, or another owner took it), or if the database stays unreachable until the lease must be presumed
+ * resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)}, the first time when two thirds of the lease
+ * are left (at once for a take that waited behind a row lock or got its reply late). If that matches nothing (the
+ * lease had expired, or another owner took it), or if the database stays unreachable until the lease must be presumed
  * expired by this JVM's clock, the lock is marked lost: {@link HeldLock#isLost()} turns true, the
  * {@link HeldLock#onLost(Runnable) callbacks} run, renewal stops, and release changes nothing in the database.
  * Renewal stops when the lock is released. Call {@link #close()} to stop the scheduler.
@@ -388,11 +391,12 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 		return this.jdbc.execute("release lock '" + lock.resource + "'", deadline, (connection) -> {
 			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.leaseRelease,
 					this.jdbc.statementTimeoutSeconds(), true)) {
-				for (int i = 1; i <= 4; i++) {
+				ps.setLong(1, lock.lastHandedOut());
+				for (int i = 2; i <= 5; i++) {
 					ps.setLong(i, lock.minHoldMicros);
 				}
-				ps.setBytes(5, LockRows.bytes(lock.resource));
-				ps.setString(6, lock.ownerToken);
+				ps.setBytes(6, LockRows.bytes(lock.resource));
+				ps.setString(7, lock.ownerToken);
 				int matched = ps.executeUpdate();
 				JdbcLockSupport.commitIfNeeded(connection);
 				if (matched == 1) {

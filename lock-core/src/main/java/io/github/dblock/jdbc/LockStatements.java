@@ -58,10 +58,12 @@ abstract sealed class LockStatements extends LockTableSql
 	 * microseconds until the attempt a waiter announced (at least 2), or 0 if none did. Assignments run left to
 	 * right and later ones see earlier results (MySQL, and MariaDB without SIMULTANEOUS_ASSIGNMENT; with it every
 	 * one reads the old row, which gives the same result): each column is read only by assignments before its own.
-	 * Parameters: minHold µs (four times), resource, owner.
+	 * The fencing token goes back from the end of the block the take reserved to the last token this lease handed out
+	 * (LEAST: never up), so that a counter taken faster than once per 1,024 µs does not run ahead of the server clock
+	 * (ExclusiveLease#lastHandedOut). Parameters: last token handed out, minHold µs (four times), resource, owner.
 	 */
 	final String leaseRelease = sql("""
-			UPDATE {lock} SET
+			UPDATE {lock} SET fencing_token = LEAST(fencing_token, ?),
 			expires_at = IF((waiting_owner IS NOT NULL AND waiting_until > UTC_TIMESTAMP(6) AND acquired_at + INTERVAL ? MICROSECOND <= UTC_TIMESTAMP(6)),
 			waiting_until + INTERVAL 1 SECOND, GREATEST(UTC_TIMESTAMP(6), acquired_at + INTERVAL ? MICROSECOND)),
 			owner_token = IF((waiting_owner IS NOT NULL AND waiting_until > UTC_TIMESTAMP(6) AND acquired_at + INTERVAL ? MICROSECOND <= UTC_TIMESTAMP(6)),
@@ -367,30 +369,46 @@ abstract sealed class LockStatements extends LockTableSql
 
 	// ---- clean-up (LockTableCleaner) ----
 
-	/** Expired lock rows, beyond the retention. */
+	/**
+	 * Expired lock rows, beyond the retention, whose fencing token the server clock (in µs) has passed by the retention
+	 * too: a row re-created later starts its token at the clock, so it must never be deleted while its counter is
+	 * ahead. Parameters (each statement): retention µs twice (after the keys, if any); the candidates then the batch
+	 * size.
+	 */
 	final Cleanup lockCleanup = new Cleanup(
 			sql("""
 					SELECT resource FROM {lock} WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+					AND fencing_token < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - ?
 					ORDER BY expires_at LIMIT ?"""),
 			sql("""
 					SELECT resource FROM {lock} FORCE INDEX (PRIMARY) WHERE resource IN ({keys})
-					AND expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND FOR UPDATE SKIP LOCKED"""),
+					AND expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+					AND fencing_token < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - ?
+					FOR UPDATE SKIP LOCKED"""),
 			sql("""
 					DELETE {lock} FROM {lock} FORCE INDEX (PRIMARY) WHERE resource IN ({keys})
-					AND expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND"""));
+					AND expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+					AND fencing_token < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - ?"""));
 
-	/** Idempotency records whose retention ended, unless running. */
+	/**
+	 * Idempotency records whose retention ended, unless running, and whose fencing token the server clock has passed
+	 * (by the cleaner's retention parameter, 0 here): a claim of the key after the delete starts its token at the
+	 * clock. Parameters as {@link #lockCleanup}.
+	 */
 	final Cleanup idempotencyCleanup = new Cleanup(
 			sql("""
 					SELECT idem_key FROM {idem} WHERE retain_until < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+					AND fencing_token < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - ?
 					AND (status <> 'RUNNING' OR expires_at < UTC_TIMESTAMP(6)) ORDER BY retain_until LIMIT ?"""),
 			sql("""
 					SELECT idem_key FROM {idem} FORCE INDEX (PRIMARY) WHERE idem_key IN ({keys})
 					AND retain_until < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+					AND fencing_token < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - ?
 					AND (status <> 'RUNNING' OR expires_at < UTC_TIMESTAMP(6)) FOR UPDATE SKIP LOCKED"""),
 			sql("""
 					DELETE {idem} FROM {idem} FORCE INDEX (PRIMARY) WHERE idem_key IN ({keys})
 					AND retain_until < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+					AND fencing_token < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - ?
 					AND (status <> 'RUNNING' OR expires_at < UTC_TIMESTAMP(6))"""));
 
 	/** Expired read/write holder rows, and the delete of one (parameters: resource, owner). */

@@ -21,35 +21,46 @@ import org.jspecify.annotations.Nullable;
  * numbers, idempotency keys) does not grow without bound.
  * <p>
  * A row is deleted only if its {@code expires_at} lies more than the retention before the database server's
- * {@code UTC_TIMESTAMP(6)}, checked again by the deleting statement itself, and only if no other transaction
- * holds its row lock at that moment. So a running lease (its {@code expires_at} is in the future), a
+ * {@code UTC_TIMESTAMP(6)}, and its {@code fencing_token} lies more than the retention below that clock in
+ * microseconds, both checked again by the deleting statement itself, and only if no other transaction holds its row
+ * lock at that moment. So a running lease (its {@code expires_at} is in the future), a
  * {@link io.github.dblock.LockMode#PESSIMISTIC PESSIMISTIC} holder's open transaction (it has the row locked,
  * and its uncommitted {@code expires_at} is recent) and an {@link io.github.dblock.LockMode#OPTIMISTIC
  * OPTIMISTIC} compare-and-set in flight are never affected.
  * <p>
  * Deleting a row does not break the fencing tokens: a row created again later starts its token at the server
- * time in microseconds ({@link LockTableSql#NEXT_TOKEN} and the insert statements), which is above every token the
- * deleted row handed out as long as the server clock never steps back by more than the retention. Hence the
- * retention's lower bound of {@linkplain #MIN_RETENTION one hour}: far above any realistic clock step, and far
- * above the minute for which a {@code PESSIMISTIC} provider remembers that a row exists.
+ * time in microseconds ({@link LockTableSql#NEXT_TOKEN} and the insert statements; a LEASE take hands out the first of
+ * a block of 1,024 that ends there). The token condition makes that start above every token the deleted row handed
+ * out, at any rate of acquisitions, as long as the server clock never steps back by more than the retention (less
+ * the 1,024 µs of a block): a counter that acquisitions pushed ahead of the clock keeps its row until the clock has
+ * passed it by the retention. Tokens handed out without being written (PESSIMISTIC with
+ * {@code Fencing.SERVER_CLOCK}) are clock readings from before the deletion, so they are below the new row's too
+ * while the clock does not step back at all, which that setting assumes anyway.
+ * <p>
+ * The retention can be as short as {@linkplain #MIN_RETENTION a second}. Keep it far above any clock step back the
+ * server may take, and above the minute for which a {@code PESSIMISTIC} or {@code OPTIMISTIC} provider remembers that
+ * a row exists: a row deleted while remembered fails that provider's next acquisition inside a transaction with a
+ * {@code TransientDataAccessResourceException} (retry the transaction). Spring Boot's
+ * {@code distributed-lock.cleanup.retention} accepts one hour and more.
  * <p>
  * One call of {@link #deleteExpired()} runs at most {@value #MAX_BATCHES_PER_RUN} batches. Each batch:
  * <ol>
- * <li>{@code SELECT resource FROM t WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND ORDER BY
- * expires_at LIMIT ?} ({@code batchSize}): a plain (non-locking) read in autocommit, served from the
- * {@code expires_at} index alone (InnoDB secondary indexes carry the primary key). It locks nothing, so it
- * cannot block lock operations. If it finds nothing, the call ends: a run over an empty table costs this one
- * statement.</li>
+ * <li>{@code SELECT resource FROM t WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND AND fencing_token <
+ * <server µs> - ? ORDER BY expires_at LIMIT ?} ({@code batchSize}): a plain (non-locking) read in autocommit, a range
+ * of the {@code expires_at} index (InnoDB secondary indexes carry the primary key) with a primary-key lookup per row
+ * in it for the token. It locks nothing, so it cannot block lock operations. If it finds nothing, the call ends: a
+ * run over a table with no stale row costs this one statement.</li>
  * <li>Then, for each chunk of at most {@value #MAX_KEYS_PER_STATEMENT} of these candidates, one short
  * transaction:
  * <ol type="a">
  * <li>{@code START TRANSACTION} (on a pool that hands out connections with autocommit off, the transaction
  * starts implicitly);</li>
- * <li>{@code SELECT resource FROM t FORCE INDEX (PRIMARY) WHERE resource IN (?, ...) AND expires_at < <cutoff>
- * FOR UPDATE SKIP LOCKED}: locks the candidates by primary key, re-checking the condition on the latest committed
- * version, and <em>skips</em> every row another transaction has locked (a PESSIMISTIC holder, or a lock
+ * <li>{@code SELECT resource FROM t FORCE INDEX (PRIMARY) WHERE resource IN (?, ...) AND expires_at < <cutoff> AND
+ * fencing_token < <token cutoff> FOR UPDATE SKIP LOCKED}: locks the candidates by primary key, re-checking the
+ * conditions on the latest committed version, and <em>skips</em> every row another transaction has locked (a PESSIMISTIC holder, or a lock
  * statement running right now) instead of waiting for it;</li>
- * <li>{@code DELETE t FROM t FORCE INDEX (PRIMARY) WHERE resource IN (?, ...) AND expires_at < <cutoff>} on the
+ * <li>{@code DELETE t FROM t FORCE INDEX (PRIMARY) WHERE resource IN (?, ...) AND expires_at < <cutoff> AND
+ * fencing_token < <token cutoff>} on the
  * rows locked in step b, re-checked once more (those rows are ours, so this never waits); left out if step b
  * locked nothing;</li>
  * <li>{@code COMMIT}. The transaction lasts for steps b and c only: a few milliseconds.</li>
@@ -95,8 +106,12 @@ import org.jspecify.annotations.Nullable;
  */
 public class LockTableCleaner {
 
-	/** The shortest accepted retention. */
-	public static final Duration MIN_RETENTION = Duration.ofHours(1);
+	/**
+	 * The shortest accepted retention: one second. Fencing tokens stay increasing at any retention (see the class
+	 * comment); a short one narrows the server clock step back they tolerate, and below a minute it can delete a row
+	 * a provider still remembers.
+	 */
+	public static final Duration MIN_RETENTION = Duration.ofSeconds(1);
 
 	/** The longest accepted retention: a cutoff before year 1000 would be outside {@code DATETIME}'s range. */
 	public static final Duration MAX_RETENTION = Duration.ofDays(36_500);
@@ -138,8 +153,9 @@ public class LockTableCleaner {
 	 * @param dataSource the data source holding the lock table; a {@code TransactionAwareDataSourceProxy} is
 	 * unwrapped
 	 * @param table the lock table
-	 * @param retention how long after its lease ended (its {@code expires_at}, server clock) a row may be deleted;
-	 * at least {@link #MIN_RETENTION one hour}, at most {@link #MAX_RETENTION}; microsecond resolution
+	 * @param retention how long after its lease ended (its {@code expires_at}, server clock) a row may be deleted,
+	 * and how far below the server clock in µs its fencing token must be; at least {@link #MIN_RETENTION one second},
+	 * at most {@link #MAX_RETENTION}; microsecond resolution
 	 * @param batchSize how many rows one batch deletes at most, 1 to {@value #MAX_BATCH_SIZE}
 	 * @param statementTimeout the query timeout of every statement, positive (JDBC resolution: whole seconds,
 	 * rounded up)
@@ -160,11 +176,11 @@ public class LockTableCleaner {
 		}
 		if (retention == null || retention.compareTo(MIN_RETENTION) < 0) {
 			throw new IllegalArgumentException("lock table cleanup retention must be at least " + MIN_RETENTION
-					+ ", was " + retention + ": a row may only be deleted long after its lease ended, because lock "
-					+ "providers remember that a row exists for up to "
-					+ TimeUnit.NANOSECONDS.toMinutes(KnownRows.TTL_NANOS) + " minute, and because a row created "
-					+ "again starts its fencing token at the server's clock, so the retention must be far longer "
-					+ "than any step the database server's clock may take backwards");
+					+ ", was " + retention + ": a row is deleted once its lease ended and its fencing token is behind "
+					+ "the server's clock by the retention, because a row created again starts its token at the clock; "
+					+ "keep it far longer than any step the database server's clock may take backwards, and than the "
+					+ TimeUnit.NANOSECONDS.toMinutes(KnownRows.TTL_NANOS) + " minute for which lock providers "
+					+ "remember that a row exists");
 		}
 		if (retention.compareTo(MAX_RETENTION) > 0) {
 			throw new IllegalArgumentException("lock table cleanup retention must be at most " + MAX_RETENTION
@@ -196,7 +212,9 @@ public class LockTableCleaner {
 	/**
 	 * A cleaner of the idempotency records of a lock table ({@code <table>_idem}, see {@link IdempotencyStore}): it
 	 * deletes records past their {@code retain_until} (each record's own retention, server clock), except a
-	 * {@code RUNNING} one whose running lease has not ended, with the same algorithm as the lock table's cleaner, on
+	 * {@code RUNNING} one whose running lease has not ended and one whose fencing token is not below the server clock
+	 * in µs (a claim after the delete starts its token at the clock), with the same algorithm as the lock table's
+	 * cleaner, on
 	 * the {@code retain_until} index. A missing records table (migrations switched off and V4 not applied) is
 	 * skipped with a debug log.
 	 * @param batchSize how many records one batch deletes at most, 1 to {@value #MAX_BATCH_SIZE}
@@ -356,7 +374,8 @@ public class LockTableCleaner {
 		try (PreparedStatement ps = connection.prepareStatement(this.cleanup.candidates())) {
 			ps.setQueryTimeout(timeout);
 			ps.setLong(1, this.retentionMicros);
-			ps.setInt(2, this.batchSize);
+			ps.setLong(2, this.retentionMicros);
+			ps.setInt(3, this.batchSize);
 			List<byte[]> keys = new ArrayList<>();
 			try (ResultSet rs = ps.executeQuery()) {
 				while (rs.next()) {
@@ -376,6 +395,7 @@ public class LockTableCleaner {
 			ps.setQueryTimeout(timeout);
 			int index = bindKeys(ps, candidates);
 			ps.setLong(index, this.retentionMicros);
+			ps.setLong(index + 1, this.retentionMicros);
 			List<byte[]> keys = new ArrayList<>(candidates.size());
 			try (ResultSet rs = ps.executeQuery()) {
 				while (rs.next()) {
@@ -393,6 +413,7 @@ public class LockTableCleaner {
 			ps.setQueryTimeout(timeout);
 			int index = bindKeys(ps, locked);
 			ps.setLong(index, this.retentionMicros);
+			ps.setLong(index + 1, this.retentionMicros);
 			return ps.executeUpdate();
 		}
 	}

@@ -289,8 +289,11 @@ final class PessimisticFencing {
 
 	/**
 	 * How far the stored token may be ahead of the server clock for an acquisition to wait, holding the row, until
-	 * the clock passes it (see {@link #awaitClockPast}). A LEASE take leaves the token up to about a millisecond
-	 * ahead; more means that the server clock stepped back, and the acquisition then writes the stored token + 1.
+	 * the clock passes it (see {@link #awaitClockPast}). A LEASE take leaves the token up to a block (1,024 µs) ahead
+	 * of the clock while its lease runs, and its release writes back the last token it handed out, so that LEASE takes
+	 * at any rate keep the counter within about a millisecond of the clock (one token per take or hand-off, the clock
+	 * a microsecond per microsecond); more means that the server clock stepped back, and the acquisition then writes
+	 * the stored token + 1.
 	 */
 	static final long MAX_CLOCK_CATCH_UP_MICROS = 100_000;
 

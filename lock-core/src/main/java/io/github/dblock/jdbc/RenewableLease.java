@@ -16,6 +16,10 @@ import org.springframework.dao.DataAccessException;
  * permits and the idempotency claims: renewal every third of the lease, loss detection, and a release that is retried
  * after a broken connection.
  * <ul>
+ * <li>Renewal and the loss check count from the lease's own end by this JVM's clock ({@link #validUntilNanos}), not
+ * from the grant: a hold granted with little of its lease left (a take that waited behind another session's row lock,
+ * a late reply, a hold found again by reading its row) is renewed at once, and if that renewal is not confirmed the
+ * loss is declared when the lease ends, before the server can give the lock to another owner.</li>
  * <li>The scheduler's threads never wait for the database: each renewal runs on a background thread
  * ({@link #BACKGROUND}), at most one per lease at a time, so a renewal stuck on a silent connection delays neither
  * another lease's renewal nor this lease's release.</li>
@@ -128,11 +132,33 @@ abstract class RenewableLease {
 		return false;
 	}
 
-	/** Renews every third of the lease on the given scheduler until released or lost. */
+	/**
+	 * Renews on the given scheduler until released or lost, every third of the lease, the first time when two thirds of
+	 * the lease are left by {@link #validUntilNanos}: a third of the lease after the take was sent for a hold granted
+	 * at once, at once for one granted with less left (a take that waited behind another session's row lock, a late
+	 * reply, a hold found again by reading its row). Counting from the grant instead would let the first renewal come
+	 * after such a hold's lease had ended.
+	 */
 	final void startRenewal(ScheduledExecutorService scheduler) {
-		long period = Math.max(1, this.leaseNanos / 3);
+		long period = renewalPeriodNanos();
 		this.scheduler = scheduler;
-		this.renewal = scheduler.scheduleWithFixedDelay(this::renew, period, period, TimeUnit.NANOSECONDS);
+		this.renewal = scheduler.scheduleWithFixedDelay(this::renew, firstRenewalDelayNanos(System.nanoTime()), period,
+				TimeUnit.NANOSECONDS);
+	}
+
+	/** The time between renewals: a third of the lease. */
+	private long renewalPeriodNanos() {
+		return Math.max(1, this.leaseNanos / 3);
+	}
+
+	/**
+	 * The delay from {@code now} until the first renewal: until two thirds of the lease are left by
+	 * {@link #validUntilNanos}, 0 if less is left already, at most one period.
+	 */
+	private long firstRenewalDelayNanos(long now) {
+		long period = renewalPeriodNanos();
+		long untilTwoThirdsLeft = (this.validUntilNanos - now) - (this.leaseNanos - period);
+		return Math.max(0, Math.min(period, untilTwoThirdsLeft));
 	}
 
 	/** What is leased, for log messages: {@code lock 'x'}, {@code a permit of semaphore 'x'}. */
@@ -157,6 +183,11 @@ abstract class RenewableLease {
 		if (!this.renewing.compareAndSet(false, true)) {
 			checkLossAtLeaseEnd(); // the previous renewal still waits for its reply
 			return;
+		}
+		if (this.validUntilNanos - sentAt <= renewalPeriodNanos()) {
+			// the lease ends before the next tick (a hold granted late): if this renewal is not confirmed by then, the
+			// loss must be declared when the lease ends, not at the next tick
+			checkLossAtLeaseEnd();
 		}
 		try {
 			BACKGROUND.execute(() -> renewNow(sentAt));

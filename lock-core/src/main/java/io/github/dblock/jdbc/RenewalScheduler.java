@@ -17,8 +17,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * to sleep. With one lock held at a time, every acquisition's renewal is such a head, so every acquisition paid a
  * thread wake-up (and its context switches) on top of its statements; on a 2-core machine that was about a tenth of
  * the uncontended acquire-and-release time. The pacer runs every {@link #PACE_NANOS} (250 ms) and so is almost always due
- * before any renewal (a renewal's first run is a third of its lease away, at least 333 ms for the shortest renewed
- * lease, 1 s; a shorter lease only gets the old behavior). Renewals themselves are scheduled, run and cancelled
+ * before any renewal (a renewal's first run is a third of its lease after its take was sent, at least 333 ms for the
+ * shortest renewed lease, 1 s; a shorter lease, and a hold granted late, whose first renewal is due at once, only get
+ * the old behavior). Renewals themselves are scheduled, run and cancelled
  * exactly as by the plain executor: their timing does not change.
  * <p>
  * The pacer stops when no renewal was scheduled for {@link #IDLE_NANOS}, so an idle application's scheduler thread
