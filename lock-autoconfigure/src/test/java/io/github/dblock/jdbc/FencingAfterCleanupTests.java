@@ -11,9 +11,12 @@ import io.github.dblock.LockTemplate;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
 import io.github.dblock.test.LockNodes;
+import io.github.dblock.test.ServerClockControl;
 import io.github.dblock.test.TestDatabase;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -27,29 +30,50 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Issue 29, part 4: fencing tokens of a resource keep increasing when LEASE takes come faster than one per
  * millisecond (each take reserves a block of 1,024 tokens for the in-JVM hand-off), across the cleanup's deletion and
  * re-creation of the row, and for PESSIMISTIC holders that die before their commit.
+ * <p>
+ * The lock statements read a server clock the test controls ({@link ServerClockControl}), so the take rate is chosen
+ * by the test, not by the machine: many takes at one frozen server instant are takes infinitely faster than the
+ * clock, and the clock then moves on exactly as far as each test says.
  */
 class FencingAfterCleanupTests {
 
-	/** The cleanup's retention here: short, so that a test can wait for it (the cleaner accepts down to 1 s). */
+	/** The cleanup's retention here (the cleaner accepts down to 1 s). */
 	private static final Duration RETENTION = Duration.ofSeconds(1);
 
 	/**
-	 * How long the fast takes run before the cleanup: at the 1,667 takes a second measured in the issue, the old code
-	 * left the counter 2.8 s ahead of the clock, beyond the retention. (Below 977 takes a second, as on a busy
-	 * machine, no counter runs ahead; the deterministic case is {@link #theCleanupKeepsARowWhoseTokenIsAheadOfTheClockUntilTheClockHasPassedItByTheRetention}.)
+	 * LEASE takes at one frozen server instant before the cleanup: a counter that gained a block (1,024) per take
+	 * would end {@value} × 1,024 µs (1.23 s) ahead of the clock, beyond the retention and the
+	 * {@link #PAST_THE_RETENTION} by which the clock then passes it; one that gains a token per take, 1.2 ms.
 	 */
-	private static final Duration FAST_TAKES = Duration.ofSeconds(4);
+	private static final int FAST_TAKES = 1_200;
 
-	/** The same before a PESSIMISTIC holder: more than 100 ms ahead sent it to the counter on the old code. */
-	private static final Duration FAST_TAKES_BEFORE_PESSIMISTIC = Duration.ofSeconds(2);
+	/** How far the clock passes the retention after the fast takes, before the cleanup runs. */
+	private static final Duration PAST_THE_RETENTION = Duration.ofMillis(100);
 
+	/**
+	 * LEASE takes at one frozen instant before a PESSIMISTIC holder: a block per take would leave the counter
+	 * {@value} × 1,024 µs (205 ms) ahead of the clock, beyond the 100 ms a PESSIMISTIC acquisition waits for the clock
+	 * to catch up ({@code PessimisticFencing.MAX_CLOCK_CATCH_UP_MICROS}).
+	 */
+	private static final int FAST_TAKES_BEFORE_PESSIMISTIC = 200;
+
+	/** Takes in each of the tests of the counter's lead on the clock. */
+	private static final int TAKES = 200;
+
+	/** A microsecond, the server clock's resolution. */
+	private static final Duration MICROSECOND = Duration.ofNanos(1_000);
+
+	/** For reading rows only; it is never given to code whose statements read the clock. */
 	private static HikariDataSource pool;
 
 	private static JdbcTemplate jdbc;
 
+	/** The data source of every lock operation and cleanup: its sessions read the controlled clock. */
+	private ServerClockControl clock;
+
 	@BeforeAll
 	static void setUp() {
-		pool = TestDatabase.get().newDataSource(8);
+		pool = TestDatabase.get().newDataSource(2);
 		LockNodes.migrateOnce(pool);
 		jdbc = new JdbcTemplate(pool);
 	}
@@ -59,39 +83,48 @@ class FencingAfterCleanupTests {
 		pool.close();
 	}
 
+	@BeforeEach
+	void freezeTheClock() {
+		this.clock = ServerClockControl.frozenAt(ServerClockControl.aDayBeforeNow(), 8);
+	}
+
+	@AfterEach
+	void closeTheClock() {
+		this.clock.close();
+	}
+
 	private static LockRequest explicit(String resource) {
 		return new LockRequest(resource, Duration.ofSeconds(30), false, Duration.ZERO, System.nanoTime(),
 				"fencing-cleanup-test");
 	}
 
 	/**
-	 * One thread takes and releases the LEASE lock of {@code resource} as fast as it can for {@code duration}.
+	 * Takes and releases the LEASE lock of {@code resource} {@code takes} times at the clock's current instant, which
+	 * stands still meanwhile.
 	 * @return the largest fencing token handed out
 	 */
-	private static long takeFast(LeaseLockProvider provider, String resource, Duration duration)
-			throws InterruptedException {
+	private long takeAtOneInstant(String resource, int takes) throws InterruptedException {
+		long instant = this.clock.micros();
 		long largest = 0;
-		int takes = 0;
-		long until = System.nanoTime() + duration.toNanos();
-		while (System.nanoTime() - until < 0) {
-			HeldLock lock = provider.acquire(explicit(resource)).lock();
-			assertThat(lock).as("an uncontended take").isNotNull();
-			largest = Math.max(largest, lock.fencingToken());
-			assertThat(lock.release()).isTrue();
-			takes++;
+		try (LeaseLockProvider provider = leaseProvider()) {
+			for (int i = 0; i < takes; i++) {
+				HeldLock lock = provider.acquire(explicit(resource)).lock();
+				assertThat(lock).as("an uncontended take").isNotNull();
+				largest = Math.max(largest, lock.fencingToken());
+				assertThat(lock.release()).isTrue();
+			}
 		}
-		System.out.println("[fencing] " + takes + " takes in " + duration.toMillis() + " ms; stored token ahead of the server clock by " + aheadMicros(resource) + " µs");
+		assertThat(this.clock.micros()).as("the clock stood still").isEqualTo(instant);
 		return largest;
 	}
 
-	private static long serverMicros() {
-		return jdbc.queryForObject("SELECT " + LockTableSql.SERVER_MICROS, Long.class);
+	private static long storedToken(String resource) {
+		return jdbc.queryForObject("SELECT fencing_token FROM distributed_lock WHERE resource = ?", Long.class,
+				(Object) LockRows.bytes(resource));
 	}
 
-	/** How far the row's stored token is ahead of the server clock, in µs (negative: behind). */
-	private static long aheadMicros(String resource) {
-		return jdbc.queryForObject("SELECT fencing_token - " + LockTableSql.SERVER_MICROS
-				+ " FROM distributed_lock WHERE resource = ?", Long.class, (Object) LockRows.bytes(resource));
+	private static void setStoredToken(String resource, long token) {
+		jdbc.update("UPDATE distributed_lock SET fencing_token = ? WHERE resource = ?", token, LockRows.bytes(resource));
 	}
 
 	private static boolean rowExists(String resource) {
@@ -99,32 +132,22 @@ class FencingAfterCleanupTests {
 				(Object) LockRows.bytes(resource)) == 1;
 	}
 
-	private static LeaseLockProvider leaseProvider() {
-		return (LeaseLockProvider) LockNodes.provider(LockMode.LEASE, pool);
+	private LeaseLockProvider leaseProvider() {
+		return (LeaseLockProvider) LockNodes.provider(LockMode.LEASE, this.clock);
 	}
 
-	private static LockTableCleaner cleaner() {
-		return new LockTableCleaner(pool, LockNodes.TABLE, RETENTION, 100, Duration.ofSeconds(5));
+	private LockTableCleaner cleaner() {
+		return new LockTableCleaner(this.clock, LockNodes.TABLE, RETENTION, 100, Duration.ofSeconds(5));
 	}
 
-	/**
-	 * Runs the cleanup every 100 ms until it has deleted the row of {@code resource}; the row must go within
-	 * {@code patience} (its lease ended when it was released, so once the retention has passed it is stale).
-	 */
-	private static void cleanUntilDeleted(String resource, Duration patience) throws InterruptedException {
-		LockTableCleaner cleaner = cleaner();
-		long until = System.nanoTime() + patience.toNanos();
-		while (rowExists(resource)) {
-			assertThat(System.nanoTime() - until).as("the stale row of '%s' deleted by the cleanup within %s",
-					resource, patience).isNegative();
-			Thread.sleep(100);
-			cleaner.deleteExpired();
-		}
+	/** Sets the clock to {@code micros} (µs since the epoch), which must not be before it. */
+	private void moveClockTo(long micros) {
+		assertThat(micros).as("the clock moves forward").isGreaterThanOrEqualTo(this.clock.micros());
+		this.clock.advance(Duration.ofNanos(TimeUnit.MICROSECONDS.toNanos(micros - this.clock.micros())));
 	}
 
-	/** The fencing token of one acquisition of {@code resource} in {@code mode} by a new node. */
-	private static long nextToken(LockMode mode, String resource) {
-		LockTemplate node = LockNodes.node(mode, "after-cleanup", pool);
+	/** The fencing token of one acquisition (and release) of {@code resource} in {@code mode} by {@code node}. */
+	private static long take(LockTemplate node, LockMode mode, String resource) {
 		if (mode == LockMode.OPTIMISTIC) {
 			return node.execute(resource, (lock) -> lock.fencingToken());
 		}
@@ -133,20 +156,27 @@ class FencingAfterCleanupTests {
 		}
 	}
 
+	/** The fencing token of one acquisition of {@code resource} in {@code mode} by a new node. */
+	private long nextToken(LockMode mode, String resource) {
+		return take(LockNodes.node(mode, "after-cleanup", this.clock), mode, resource);
+	}
+
+	/**
+	 * Takes at one frozen instant, then the clock passes the row's lease end (its last release) and its tokens by
+	 * the retention: the cleanup deletes the row, and the first token of the row created again, in any mode, is
+	 * above every token the deleted row handed out.
+	 */
 	@ParameterizedTest
 	@EnumSource(LockMode.class)
 	void tokensKeepIncreasingWhenTheCleanupDeletesARowTakenFasterThanTheClockAndItIsTakenAgain(LockMode next)
 			throws Exception {
 		String resource = "fencing-cleanup-" + next + "-" + UUID.randomUUID();
-		LeaseLockProvider provider = leaseProvider();
-		long largest;
-		try {
-			largest = takeFast(provider, resource, FAST_TAKES);
-		}
-		finally {
-			provider.close();
-		}
-		cleanUntilDeleted(resource, Duration.ofSeconds(30));
+		long largest = takeAtOneInstant(resource, FAST_TAKES);
+		this.clock.advance(RETENTION.plus(PAST_THE_RETENTION));
+		this.clock.setTickPerStatement(MICROSECOND);
+		cleaner().deleteExpired();
+		assertThat(rowExists(resource)).as("the row deleted by the cleanup, its lease and its tokens more than the"
+				+ " retention behind the clock").isFalse();
 		long token = nextToken(next, resource);
 		assertThat(token).as("the first %s token of the re-created row, after every token the deleted row handed out",
 				next).isGreaterThan(largest);
@@ -155,21 +185,22 @@ class FencingAfterCleanupTests {
 	@Test
 	void theCleanupKeepsARowWhoseTokenIsAheadOfTheClockUntilTheClockHasPassedItByTheRetention() throws Exception {
 		String resource = "fencing-cleanup-ahead-" + UUID.randomUUID();
-		LeaseLockProvider provider = leaseProvider();
-		HeldLock lock = provider.acquire(explicit(resource)).lock();
-		assertThat(lock.release()).isTrue();
-		provider.close();
+		takeAtOneInstant(resource, 1);
 		// a counter ahead of the clock, as an earlier version's fast LEASE takes left it (or a clock step back)
-		long ahead = serverMicros() + TimeUnit.SECONDS.toMicros(3);
-		jdbc.update("UPDATE distributed_lock SET fencing_token = ? WHERE resource = ?", ahead,
-				LockRows.bytes(resource));
-		Thread.sleep(RETENTION.toMillis() + 500); // its lease ended more than the retention ago
+		long ahead = this.clock.micros() + TimeUnit.SECONDS.toMicros(3);
+		setStoredToken(resource, ahead);
+		this.clock.advance(RETENTION.plusSeconds(1)); // its lease ended more than the retention ago
 		cleaner().deleteExpired();
-		assertThat(rowExists(resource)).as("a row whose token the server clock has not passed by the retention")
-			.isTrue();
-		cleanUntilDeleted(resource, Duration.ofSeconds(30));
-		assertThat(serverMicros()).as("deleted only once the clock passed the token by the retention")
-			.isGreaterThan(ahead + RETENTION.toNanos() / 1_000);
+		assertThat(rowExists(resource)).as("a row whose token is ahead of the clock").isTrue();
+		moveClockTo(ahead + RETENTION.toNanos() / 1_000 - 1);
+		cleaner().deleteExpired();
+		assertThat(rowExists(resource)).as("a row whose token the clock has passed by a microsecond less than the"
+				+ " retention").isTrue();
+		this.clock.advance(MICROSECOND.multipliedBy(2));
+		cleaner().deleteExpired();
+		assertThat(rowExists(resource)).as("a row whose token the clock has passed by more than the retention")
+			.isFalse();
+		this.clock.setTickPerStatement(MICROSECOND);
 		assertThat(nextToken(LockMode.LEASE, resource)).isGreaterThan(ahead);
 	}
 
@@ -177,25 +208,23 @@ class FencingAfterCleanupTests {
 	 * PESSIMISTIC's guarantee for holders that die before their commit (their token write rolls back with them) rests on
 	 * the clock: the next holder's token comes from a later clock reading. Fast LEASE takes on the same resource must
 	 * not leave the counter so far ahead of the clock that a PESSIMISTIC holder's token comes from the counter
-	 * instead, where the next holder would be handed the same token again.
+	 * instead, where the next holder would be handed the same token again. The takes run at one frozen instant; the
+	 * PESSIMISTIC holder comes as much later as they take at one per microsecond, the clock's resolution (a real
+	 * take needs a round trip to the server, tens of microseconds at least).
 	 */
 	@ParameterizedTest
 	@EnumSource(PessimisticLockProvider.Fencing.class)
 	void afterFastLeaseTakesAPessimisticHolderWhoseTransactionRollsBackIsFollowedByAGreaterToken(
 			PessimisticLockProvider.Fencing fencing) throws Exception {
 		String resource = "fencing-fast-then-pessimistic-" + fencing + "-" + UUID.randomUUID();
-		LeaseLockProvider lease = leaseProvider();
-		long largest;
-		try {
-			largest = takeFast(lease, resource, FAST_TAKES_BEFORE_PESSIMISTIC);
-		}
-		finally {
-			lease.close();
-		}
-		PessimisticLockProvider provider = (PessimisticLockProvider) LockNodes.provider(LockMode.PESSIMISTIC, pool);
+		long largest = takeAtOneInstant(resource, FAST_TAKES_BEFORE_PESSIMISTIC);
+		this.clock.advance(MICROSECOND.multipliedBy(FAST_TAKES_BEFORE_PESSIMISTIC));
+		this.clock.setTickPerStatement(MICROSECOND);
+		PessimisticLockProvider provider = (PessimisticLockProvider) LockNodes.provider(LockMode.PESSIMISTIC,
+				this.clock);
 		provider.setFencing(fencing);
 		LockTemplate node = LockNodes.node(provider, "pessimistic-after-fast-takes");
-		TransactionTemplate transactions = new TransactionTemplate(new DataSourceTransactionManager(pool));
+		TransactionTemplate transactions = new TransactionTemplate(new DataSourceTransactionManager(this.clock));
 		// a holder whose transaction ends without its commit (as a holder that dies): its token write is rolled back
 		long dead = transactions.execute((status) -> {
 			status.setRollbackOnly();
@@ -210,6 +239,53 @@ class FencingAfterCleanupTests {
 			}
 		});
 		assertThat(next).as("the token after a holder whose transaction rolled back").isGreaterThan(dead);
+	}
+
+	/**
+	 * What PESSIMISTIC's wait for the clock relies on ({@code PessimisticFencing.MAX_CLOCK_CATCH_UP_MICROS}): takes in
+	 * any mode keep the counter within about a millisecond of the server clock. At one frozen instant, takes
+	 * infinitely faster than the clock, each take moves the counter on by one token, not by a block. (PESSIMISTIC is
+	 * not in this test: at a clock that stands still its acquisition waits, holding the row, for the clock to pass the
+	 * stored token, and after 100 ms it takes the stored token + 1.)
+	 */
+	@ParameterizedTest
+	@EnumSource(names = { "LEASE", "OPTIMISTIC" })
+	void atOneFrozenInstantEachTakeMovesTheCounterOnByOneToken(LockMode mode) {
+		String resource = "fencing-frozen-" + mode + "-" + UUID.randomUUID();
+		LockTemplate node = LockNodes.node(mode, "frozen", this.clock);
+		long instant = this.clock.micros();
+		long previous = 0;
+		for (int i = 1; i <= TAKES; i++) {
+			long token = take(node, mode, resource);
+			assertThat(token).as("token #%d", i).isGreaterThan(previous);
+			assertThat(storedToken(resource) - instant).as("the counter's lead on the clock after %d takes", i)
+				.isLessThanOrEqualTo(i);
+			previous = token;
+		}
+		assertThat(this.clock.micros()).as("the clock stood still").isEqualTo(instant);
+	}
+
+	/**
+	 * The same at a clock that moves one microsecond per statement (two per LEASE take and release: half a million
+	 * takes a second, several hundred times what a server serves): in every mode, every token handed out and the
+	 * counter stay within a millisecond of the clock.
+	 */
+	@ParameterizedTest
+	@EnumSource(LockMode.class)
+	void atAMicrosecondPerStatementTheCounterStaysWithinAMillisecondOfTheClock(LockMode mode) {
+		String resource = "fencing-microsecond-" + mode + "-" + UUID.randomUUID();
+		this.clock.setTickPerStatement(MICROSECOND);
+		LockTemplate node = LockNodes.node(mode, "microsecond", this.clock);
+		long previous = 0;
+		for (int i = 1; i <= TAKES; i++) {
+			long token = take(node, mode, resource);
+			assertThat(token).as("token #%d", i).isGreaterThan(previous);
+			assertThat(token - this.clock.micros()).as("token #%d's lead on the clock (µs)", i)
+				.isLessThanOrEqualTo(1_000);
+			assertThat(storedToken(resource) - this.clock.micros()).as("the counter's lead on the clock after %d takes"
+					+ " (µs)", i).isLessThanOrEqualTo(1_000);
+			previous = token;
+		}
 	}
 
 }
