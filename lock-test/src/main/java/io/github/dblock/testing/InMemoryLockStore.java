@@ -397,7 +397,7 @@ public final class InMemoryLockStore implements LockFaults {
 				}
 				long remaining = deadline - System.nanoTime();
 				if (remaining <= 0) {
-					return AcquireResult.busy(row.describeBusy());
+					return AcquireResult.busy(row.describeBusy(now));
 				}
 				TimeUnit.NANOSECONDS.timedWait(this, Math.min(remaining, nanosUntil(row.endsAt())));
 			}
@@ -444,7 +444,9 @@ public final class InMemoryLockStore implements LockFaults {
 					}
 					long remaining = request.deadlineNanos() - System.nanoTime();
 					if (remaining <= 0) {
-						return AcquireResult.busy((blocking != null) ? blocking.holder
+						return AcquireResult.busy((blocking != null) ? blocking.holder + " ("
+								+ ((blocking.type == LockType.WRITE) ? "write" : "read") + " lock, lease ends in "
+								+ TimeUnit.NANOSECONDS.toMillis(Math.max(0, blocking.serverEnd - now)) + " ms)"
 								: "a writer waiting for the lock: " + row.intentHolder);
 					}
 					if (type == LockType.WRITE && row.intentOwner == null) {
@@ -661,12 +663,14 @@ public final class InMemoryLockStore implements LockFaults {
 			return Math.max(end, this.keptUntil);
 		}
 
-		String describeBusy() {
+		/** The holder as the lock table's busy answer names it: with the rest of its lease, as the real table's. */
+		String describeBusy(long now) {
 			Hold current = this.owner;
 			if (current != null && current.rowLock && !current.lost && !current.released) {
 				return "an open transaction holding the row lock (holder: " + current.holder + ")";
 			}
-			return (this.lastHolder != null) ? this.lastHolder : "another owner";
+			return ((this.lastHolder != null) ? this.lastHolder : "another owner") + " (lease ends in "
+					+ TimeUnit.NANOSECONDS.toMillis(Math.max(0, endsAt() - now)) + " ms)";
 		}
 
 	}
