@@ -84,7 +84,7 @@ public interface LockFaults {
 	 * Makes the store slow for one resource: for {@code duration} from now, acquisitions of the resource wait before
 	 * their attempt, whatever their wait time (as a statement waits for a row lock until the statement timeout). On
 	 * the real table another transaction holds the resource's rows locked meanwhile, so the holders' renewals and
-	 * releases wait too; in memory acquisitions and releases wait. Returns once the stall is in place.
+	 * releases wait too; in memory only acquisitions wait. Returns once the stall is in place.
 	 * @param resource the resource name
 	 * @param duration how long, positive; on the real table at most the statement timeout is useful (a longer wait
 	 * fails the waiting statement with a lock wait timeout, which the library treats as a busy attempt)
