@@ -3,7 +3,7 @@ package io.github.dblock.testing;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
-import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ConcurrentLinkedQueue;
 
 import io.github.dblock.CurrentLock;
 import io.github.dblock.LockHandle;
@@ -32,7 +32,8 @@ public final class LockRecorder {
 
 	private static final String ACQUIRE = "distributed.lock.acquire";
 
-	private final List<RecordedLock> acquisitions = new CopyOnWriteArrayList<>();
+	/** In the order the acquisitions ended; appended by the acquiring threads. */
+	private final ConcurrentLinkedQueue<RecordedLock> acquisitions = new ConcurrentLinkedQueue<>();
 
 	/**
 	 * Starts recording the acquisitions of a template: adds an observation handler to its observation registry, or,
@@ -107,7 +108,13 @@ public final class LockRecorder {
 			if (resource == null || mode == null) {
 				return;
 			}
-			LockMode lockMode = LockMode.valueOf(mode.toUpperCase(Locale.ROOT));
+			LockMode lockMode;
+			try {
+				lockMode = LockMode.valueOf(mode.toUpperCase(Locale.ROOT));
+			}
+			catch (IllegalArgumentException ex) {
+				return; // not a lock mode of this library: not one of its acquisitions
+			}
 			String outcome = value(context, "outcome");
 			RecordedLock.Outcome recorded;
 			LockHandle handle = null;
