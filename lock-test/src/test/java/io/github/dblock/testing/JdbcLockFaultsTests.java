@@ -63,7 +63,7 @@ class JdbcLockFaultsTests {
 		this.nodeB = LockNodes.node(LockMode.LEASE, "node-b", this.dataSource);
 		this.fast = new LockTemplate(List.of(LockNodes.provider(LockMode.LEASE, this.dataSource)), LockMode.LEASE,
 				Duration.ZERO, Duration.ofSeconds(1), "node-fast");
-		TestDatabase.get().execute("CREATE TABLE IF NOT EXISTS lock_test_account (id VARCHAR(64) PRIMARY KEY,"
+		TestDatabase.get().execute("CREATE TABLE IF NOT EXISTS lock_kit_account (id VARCHAR(64) PRIMARY KEY,"
 				+ " balance BIGINT NOT NULL, fencing_token BIGINT NOT NULL)");
 	}
 
@@ -120,7 +120,7 @@ class JdbcLockFaultsTests {
 	@Test
 	void takeOverMakesTheLockBusyWithAGreaterTokenAndFencesTheFormerHoldersWrites() {
 		String resource = newResource();
-		new JdbcTemplate(this.dataSource).update("INSERT INTO lock_test_account VALUES (?, 0, 0)", resource);
+		new JdbcTemplate(this.dataSource).update("INSERT INTO lock_kit_account VALUES (?, 0, 0)", resource);
 		LockHandle held = this.nodeA.acquire(resource, ownLease());
 		long token = this.faults.takeOver(resource, Duration.ofSeconds(2));
 		assertThat(token).isGreaterThan(held.fencingToken());
@@ -133,14 +133,14 @@ class JdbcLockFaultsTests {
 			.isThrownBy(() -> Fencing.requireApplied(fencedWrite(resource, 99, held.fencingToken()), held));
 		assertThatExceptionOfType(LockLostException.class).isThrownBy(held::close);
 		assertThat(new JdbcTemplate(this.dataSource).queryForObject(
-				"SELECT balance FROM lock_test_account WHERE id = ?", Long.class, resource)).isEqualTo(10);
+				"SELECT balance FROM lock_kit_account WHERE id = ?", Long.class, resource)).isEqualTo(10);
 		try (LockHandle next = this.nodeB.acquire(resource, LockOptions.defaults().withWaitTime(Duration.ofSeconds(10)))) {
 			assertThat(next.fencingToken()).as("after the other owner's lease").isGreaterThan(token);
 		}
 	}
 
 	private int fencedWrite(String id, long balance, long token) {
-		return new JdbcTemplate(this.dataSource).update("UPDATE lock_test_account SET balance = ?, fencing_token = ?"
+		return new JdbcTemplate(this.dataSource).update("UPDATE lock_kit_account SET balance = ?, fencing_token = ?"
 				+ " WHERE id = ? AND fencing_token <= ?", balance, token, id, token);
 	}
 
@@ -163,12 +163,12 @@ class JdbcLockFaultsTests {
 		long start = System.nanoTime();
 		assertThatExceptionOfType(LockLostException.class).isThrownBy(() -> transaction.executeWithoutResult(
 				(status) -> this.nodeA.executeWithoutResult(resource, ownLease(), (lock) -> {
-					new JdbcTemplate(this.dataSource).update("INSERT INTO lock_test_account VALUES (?, 1, ?)", resource,
+					new JdbcTemplate(this.dataSource).update("INSERT INTO lock_kit_account VALUES (?, 1, ?)", resource,
 							lock.fencingToken());
 					this.faults.takeOver(resource, Duration.ofMillis(200));
 				})));
 		assertThat(new JdbcTemplate(this.dataSource).queryForObject(
-				"SELECT COUNT(*) FROM lock_test_account WHERE id = ?", Long.class, resource)).isZero();
+				"SELECT COUNT(*) FROM lock_kit_account WHERE id = ?", Long.class, resource)).isZero();
 		assertThat(millisSince(start)).isLessThan(1_000);
 	}
 
