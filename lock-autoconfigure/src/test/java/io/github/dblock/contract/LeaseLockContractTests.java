@@ -42,7 +42,7 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 
 /** The lock contract for {@link LockMode#LEASE}, plus what leases add: expiry on the server's clock. */
-class LeaseLockContractTests extends HeldLockContractTests {
+public class LeaseLockContractTests extends HeldLockContractTests {
 
 	@Override
 	protected LockMode mode() {
@@ -73,16 +73,13 @@ class LeaseLockContractTests extends HeldLockContractTests {
 		String resource = newResource();
 		Duration lease = Duration.ofSeconds(7);
 		try (LockHandle lock = this.nodeA.acquire(resource, LockOptions.defaults().withLeaseTime(lease))) {
-			try (Connection c = this.nodes.dataSource().getConnection();
-					PreparedStatement ps = c.prepareStatement("SELECT TIMESTAMPDIFF(MICROSECOND, acquired_at, expires_at),"
-							+ " TIMESTAMPDIFF(MICROSECOND, acquired_at, UTC_TIMESTAMP(6)) FROM distributed_lock WHERE resource = ?")) {
-				ps.setBytes(1, resource.getBytes(java.nio.charset.StandardCharsets.UTF_8));
-				try (ResultSet rs = ps.executeQuery()) {
-					assertThat(rs.next()).isTrue();
-					assertThat(rs.getLong(1)).isEqualTo(lease.toNanos() / 1000);
-					assertThat(rs.getLong(2)).as("acquired_at is the server's UTC now").isBetween(0L, 5_000_000L);
-				}
-			}
+			io.github.dblock.jdbc.LockTableAdmin.LockRow row = this.store.row(resource).orElseThrow();
+			assertThat(Duration.between(row.acquiredAt(), row.expiresAt())).isEqualTo(lease);
+			assertThat(Duration.between(row.acquiredAt(), this.store.now()))
+				.as("acquired_at is the store's (the server's UTC) now")
+				.isBetween(Duration.ZERO, Duration.ofSeconds(5));
+			assertThat(row.held()).isTrue();
+			assertThat(row.fencingToken()).isGreaterThanOrEqualTo(lock.fencingToken());
 		}
 	}
 

@@ -52,7 +52,10 @@ import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 public abstract class LockContractTests {
 
+	/** The test database's nodes; {@code null} when {@link #newStore()} is not the test database. */
 	protected LockNodes nodes;
+
+	protected ContractStore store;
 
 	protected LockTemplate nodeA;
 
@@ -71,22 +74,31 @@ public abstract class LockContractTests {
 	}
 
 	protected LockTemplate node(String name) {
-		return LockNodes.node(provider(this.nodes.dataSource()), name);
+		return this.store.node(name);
+	}
+
+	/**
+	 * Where the nodes meet: the test database (and {@link #nodes} on it). lock-test runs the same tests against its
+	 * in-memory store by overriding this.
+	 */
+	protected ContractStore newStore() {
+		this.nodes = new LockNodes(24);
+		TestDatabase.get().execute("CREATE TABLE IF NOT EXISTS lock_test_counter (name VARCHAR(100) PRIMARY KEY, "
+				+ "value BIGINT NOT NULL)", "CREATE TABLE IF NOT EXISTS lock_test_token (seq BIGINT AUTO_INCREMENT PRIMARY KEY, "
+						+ "name VARCHAR(100) NOT NULL, token BIGINT NOT NULL, KEY (name))");
+		return new DatabaseStore();
 	}
 
 	@BeforeAll
 	void startNodes() {
-		this.nodes = new LockNodes(24);
+		this.store = newStore();
 		this.nodeA = node("node-a");
 		this.nodeB = node("node-b");
-		TestDatabase.get().execute("CREATE TABLE IF NOT EXISTS lock_test_counter (name VARCHAR(100) PRIMARY KEY, "
-				+ "value BIGINT NOT NULL)", "CREATE TABLE IF NOT EXISTS lock_test_token (seq BIGINT AUTO_INCREMENT PRIMARY KEY, "
-						+ "name VARCHAR(100) NOT NULL, token BIGINT NOT NULL, KEY (name))");
 	}
 
 	@AfterAll
 	void stopNodes() {
-		this.nodes.close();
+		this.store.close();
 	}
 
 	protected static String newResource() {
@@ -194,97 +206,153 @@ public abstract class LockContractTests {
 		}
 	}
 
-	protected String currentOwner(String resource) throws SQLException {
-		try (Connection c = this.nodes.dataSource().getConnection();
-				PreparedStatement ps = c.prepareStatement("SELECT owner_token FROM distributed_lock WHERE resource = ?")) {
-			ps.setBytes(1, resource.getBytes(java.nio.charset.StandardCharsets.UTF_8));
-			try (ResultSet rs = ps.executeQuery()) {
-				assertThat(rs.next()).isTrue();
-				return rs.getString(1);
-			}
-		}
+	protected String currentOwner(String resource) throws Exception {
+		return this.store.currentOwner(resource);
 	}
 
-	protected void createCounter(String name) throws SQLException {
-		try (Connection c = this.nodes.dataSource().getConnection();
-				PreparedStatement ps = c.prepareStatement("INSERT INTO lock_test_counter (name, value) VALUES (?, 0)")) {
-			ps.setString(1, name);
-			ps.executeUpdate();
-		}
+	protected void createCounter(String name) throws Exception {
+		this.store.createCounter(name);
 	}
 
-	/** Read, then write: loses updates unless callers are mutually excluded. */
 	/**
 	 * Read, then write: loses updates unless units of work take effect one at a time. Runs on the work's
 	 * transaction when there is one (PESSIMISTIC, OPTIMISTIC), else on its own connection.
 	 */
 	protected void incrementCounterNonAtomically(String name) {
-		DataSource dataSource = this.nodes.dataSource();
-		Connection c = DataSourceUtils.getConnection(dataSource);
-		try {
-			long value;
-			try (PreparedStatement read = c.prepareStatement("SELECT value FROM lock_test_counter WHERE name = ?")) {
-				read.setString(1, name);
-				try (ResultSet rs = read.executeQuery()) {
-					rs.next();
-					value = rs.getLong(1);
-				}
-			}
-			Thread.yield();
-			try (PreparedStatement write = c.prepareStatement("UPDATE lock_test_counter SET value = ? WHERE name = ?")) {
-				write.setLong(1, value + 1);
-				write.setString(2, name);
-				write.executeUpdate();
-			}
-		}
-		catch (SQLException ex) {
-			throw new IllegalStateException(ex);
-		}
-		finally {
-			DataSourceUtils.releaseConnection(c, dataSource);
-		}
+		this.store.incrementCounterNonAtomically(name);
 	}
 
 	/** Records a token in the work's transaction (rolled back with it), in database order. */
 	protected void recordToken(String name, long token) {
-		DataSource dataSource = this.nodes.dataSource();
-		Connection c = DataSourceUtils.getConnection(dataSource);
-		try (PreparedStatement ps = c.prepareStatement("INSERT INTO lock_test_token (name, token) VALUES (?, ?)")) {
-			ps.setString(1, name);
-			ps.setLong(2, token);
-			ps.executeUpdate();
-		}
-		catch (SQLException ex) {
-			throw new IllegalStateException(ex);
-		}
-		finally {
-			DataSourceUtils.releaseConnection(c, dataSource);
-		}
+		this.store.recordToken(name, token);
 	}
 
-	protected List<Long> recordedTokens(String name) throws SQLException {
-		List<Long> tokens = new ArrayList<>();
-		try (Connection c = this.nodes.dataSource().getConnection();
-				PreparedStatement ps = c.prepareStatement("SELECT token FROM lock_test_token WHERE name = ? ORDER BY seq")) {
-			ps.setString(1, name);
-			try (ResultSet rs = ps.executeQuery()) {
-				while (rs.next()) {
-					tokens.add(rs.getLong(1));
+	protected List<Long> recordedTokens(String name) throws Exception {
+		return this.store.recordedTokens(name);
+	}
+
+	protected long readCounter(String name) throws Exception {
+		return this.store.readCounter(name);
+	}
+
+	/** The test database as the {@link ContractStore}. */
+	private final class DatabaseStore implements ContractStore {
+
+		@Override
+		public LockTemplate node(String name) {
+			return LockNodes.node(provider(LockContractTests.this.nodes.dataSource()), name);
+		}
+
+		@Override
+		public String currentOwner(String resource) throws SQLException {
+			try (Connection c = LockContractTests.this.nodes.dataSource().getConnection();
+					PreparedStatement ps = c.prepareStatement("SELECT owner_token FROM distributed_lock WHERE resource = ?")) {
+				ps.setBytes(1, resource.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+				try (ResultSet rs = ps.executeQuery()) {
+					assertThat(rs.next()).isTrue();
+					return rs.getString(1);
 				}
 			}
 		}
-		return tokens;
-	}
 
-	protected long readCounter(String name) throws SQLException {
-		try (Connection c = this.nodes.dataSource().getConnection();
-				PreparedStatement ps = c.prepareStatement("SELECT value FROM lock_test_counter WHERE name = ?")) {
-			ps.setString(1, name);
-			try (ResultSet rs = ps.executeQuery()) {
-				rs.next();
-				return rs.getLong(1);
+		@Override
+		public java.util.Optional<io.github.dblock.jdbc.LockTableAdmin.LockRow> row(String resource) {
+			return new io.github.dblock.jdbc.LockTableAdmin(LockContractTests.this.nodes.dataSource(), LockNodes.TABLE,
+					Duration.ofSeconds(5)).find(resource);
+		}
+
+		@Override
+		public java.time.Instant now() {
+			return new io.github.dblock.jdbc.LockTableAdmin(LockContractTests.this.nodes.dataSource(), LockNodes.TABLE,
+					Duration.ofSeconds(5)).serverTime();
+		}
+
+		@Override
+		public void createCounter(String name) throws SQLException {
+			try (Connection c = LockContractTests.this.nodes.dataSource().getConnection();
+					PreparedStatement ps = c.prepareStatement("INSERT INTO lock_test_counter (name, value) VALUES (?, 0)")) {
+				ps.setString(1, name);
+				ps.executeUpdate();
 			}
 		}
+
+		@Override
+		public void incrementCounterNonAtomically(String name) {
+			DataSource dataSource = LockContractTests.this.nodes.dataSource();
+			Connection c = DataSourceUtils.getConnection(dataSource);
+			try {
+				long value;
+				try (PreparedStatement read = c.prepareStatement("SELECT value FROM lock_test_counter WHERE name = ?")) {
+					read.setString(1, name);
+					try (ResultSet rs = read.executeQuery()) {
+						rs.next();
+						value = rs.getLong(1);
+					}
+				}
+				Thread.yield();
+				try (PreparedStatement write = c.prepareStatement("UPDATE lock_test_counter SET value = ? WHERE name = ?")) {
+					write.setLong(1, value + 1);
+					write.setString(2, name);
+					write.executeUpdate();
+				}
+			}
+			catch (SQLException ex) {
+				throw new IllegalStateException(ex);
+			}
+			finally {
+				DataSourceUtils.releaseConnection(c, dataSource);
+			}
+		}
+
+		@Override
+		public void recordToken(String name, long token) {
+			DataSource dataSource = LockContractTests.this.nodes.dataSource();
+			Connection c = DataSourceUtils.getConnection(dataSource);
+			try (PreparedStatement ps = c.prepareStatement("INSERT INTO lock_test_token (name, token) VALUES (?, ?)")) {
+				ps.setString(1, name);
+				ps.setLong(2, token);
+				ps.executeUpdate();
+			}
+			catch (SQLException ex) {
+				throw new IllegalStateException(ex);
+			}
+			finally {
+				DataSourceUtils.releaseConnection(c, dataSource);
+			}
+		}
+
+		@Override
+		public List<Long> recordedTokens(String name) throws SQLException {
+			List<Long> tokens = new ArrayList<>();
+			try (Connection c = LockContractTests.this.nodes.dataSource().getConnection();
+					PreparedStatement ps = c.prepareStatement("SELECT token FROM lock_test_token WHERE name = ? ORDER BY seq")) {
+				ps.setString(1, name);
+				try (ResultSet rs = ps.executeQuery()) {
+					while (rs.next()) {
+						tokens.add(rs.getLong(1));
+					}
+				}
+			}
+			return tokens;
+		}
+
+		@Override
+		public long readCounter(String name) throws SQLException {
+			try (Connection c = LockContractTests.this.nodes.dataSource().getConnection();
+					PreparedStatement ps = c.prepareStatement("SELECT value FROM lock_test_counter WHERE name = ?")) {
+				ps.setString(1, name);
+				try (ResultSet rs = ps.executeQuery()) {
+					rs.next();
+					return rs.getLong(1);
+				}
+			}
+		}
+
+		@Override
+		public void close() {
+			LockContractTests.this.nodes.close();
+		}
+
 	}
 
 }

@@ -6,7 +6,7 @@ import io.github.dblock.LockMode;
  * The lock contract for {@link LockMode#OPTIMISTIC}: work may overlap in time, but its effects commit one at a
  * time, so the counter still ends exact and tokens still increase in commit order.
  */
-class OptimisticLockContractTests extends LockContractTests {
+public class OptimisticLockContractTests extends LockContractTests {
 
 	@Override
 	protected LockMode mode() {

@@ -3,7 +3,7 @@ package io.github.dblock.contract;
 import io.github.dblock.LockMode;
 
 /** The lock contract for {@link LockMode#PESSIMISTIC}, in the dialect of the test server. */
-class PessimisticLockContractTests extends HeldLockContractTests {
+public class PessimisticLockContractTests extends HeldLockContractTests {
 
 	@Override
 	protected LockMode mode() {

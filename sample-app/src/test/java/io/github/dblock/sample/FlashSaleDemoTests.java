@@ -5,9 +5,14 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
+import io.github.dblock.LockMode;
+import io.github.dblock.LockType;
 import io.github.dblock.sample.demo.FlashSaleDemo;
 import io.github.dblock.sample.demo.FlashSaleDemo.SaleResult;
 import io.github.dblock.sample.stock.StockService;
+import io.github.dblock.testing.LockFaults;
+import io.github.dblock.testing.LockRecorder;
+import io.github.dblock.testing.autoconfigure.AutoConfigureDistributedLocks;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
@@ -22,15 +27,18 @@ import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.web.client.RestClient;
 
+import static io.github.dblock.testing.LockAssertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The flash-sale demonstration and the stock endpoints, on the shared test database.
+ * The flash-sale demonstration and the stock endpoints, on the shared test database, with the test kit
+ * ({@link AutoConfigureDistributedLocks}): the recorder shows the locks each sale ran under.
  */
 @SpringBootTest(webEnvironment = WebEnvironment.RANDOM_PORT,
 		properties = { "sample.demo.enabled=false", "sample.report.enabled=false", "sample.stock.think-time=2ms",
 				"sample.demo.sku=demo-sku-tests", "sample.demo.stock=10", "sample.demo.buyers=30",
 				"sample.demo.threads=4" })
+@AutoConfigureDistributedLocks
 class FlashSaleDemoTests {
 
 	@DynamicPropertySource
@@ -46,6 +54,12 @@ class FlashSaleDemoTests {
 
 	@Autowired
 	private JdbcTemplate jdbc;
+
+	@Autowired
+	private LockRecorder locks;
+
+	@Autowired
+	private LockFaults faults;
 
 	@Value("${local.server.port}")
 	private int port;
@@ -73,6 +87,14 @@ class FlashSaleDemoTests {
 		assertThat(result.rejected()).isEqualTo(40);
 		assertThat(result.failed()).isZero();
 		assertThat(this.stockService.countPurchases(sku)).isEqualTo(20);
+		// every buyer, and the reset before them, ran under the product's lock, each with a token of its own
+		assertThat(this.locks).hasAcquired("stock:" + sku, 61)
+			.hasMode(LockMode.LEASE)
+			.hasType(LockType.EXCLUSIVE)
+			.isNoLongerHeld();
+		assertThat(this.locks.acquisitions("stock:" + sku)).extracting((recorded) -> recorded.fencingToken().orElseThrow())
+			.doesNotHaveDuplicates();
+		assertThat(this.faults).isFree("stock:" + sku);
 	}
 
 	@Test
@@ -84,6 +106,7 @@ class FlashSaleDemoTests {
 		assertThat(result.bought() + result.rejected() + result.failed()).isEqualTo(60);
 		assertThat(result.purchaseRows()).isEqualTo(result.bought());
 		assertThat(result.bought()).isGreaterThanOrEqualTo(20);
+		assertThat(this.locks).as("only the reset locks").hasAcquired("stock:" + sku, 1);
 	}
 
 	@Test
