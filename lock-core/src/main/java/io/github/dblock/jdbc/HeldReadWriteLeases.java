@@ -46,13 +46,13 @@ final class HeldReadWriteLeases {
 				(connection, timeout) -> {
 					byte[] key = LockRows.bytes(lease.resource);
 					if (this.transactions.isMultiPrimary()) {
-						try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwTouchResource,
+						try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.rwTouchResource,
 								timeout, false)) {
 							ps.setBytes(1, key);
 							ps.executeUpdate(); // if the lease is not ours any more, the transaction rolls back anyway
 						}
 					}
-					try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwLockHold, timeout,
+					try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.rwLockHold, timeout,
 							false)) {
 						ps.setBytes(1, key);
 						ps.setString(2, lease.ownerToken);

@@ -463,11 +463,25 @@ abstract sealed class LockStatements extends LockTableSql
 	}
 
 	/**
+	 * Prepares a statement that may run in a transaction that read before it: the application's transaction (commit
+	 * checks, a PESSIMISTIC lock that joins it, the record of an idempotent call's outcome) or OPTIMISTIC's work
+	 * transaction. Bounded as {@link #prepareBounded}; on a MariaDB server that has {@code innodb_snapshot_isolation}
+	 * (from 10.6.18 and the releases of later series since; ON by default from 11.6.2) the statement runs with it OFF ({@code SET STATEMENT ...,
+	 * innodb_snapshot_isolation=OFF FOR}), so that it locks and reads the latest committed row, as on MySQL, instead of
+	 * failing with error 1020 (the whole transaction rolled back) because the row changed after the transaction's read
+	 * view was created. The application's own statements keep the session's setting. See docs/DESIGN.md, "Snapshot
+	 * isolation".
+	 */
+	abstract PreparedStatement prepareInTransaction(Connection connection, String sql, int timeoutSeconds,
+			boolean generatedKeys) throws SQLException;
+
+	/**
 	 * Runs one statement that may wait for a row lock, with the server's lock wait ({@code innodb_lock_wait_timeout})
 	 * limited to {@code waitSeconds}: MariaDB's {@code SET STATEMENT ... FOR} prefix; on MySQL the session variable set
 	 * before and reset after, or {@code NOWAIT} for a zero wait where {@code noWait} allows. The statement is registered
-	 * with {@link InterruptibleWaits} so that an interrupt cancels the wait. Failures with the lock unavailable:
-	 * {@link SqlErrors#isLockUnavailable}.
+	 * with {@link InterruptibleWaits} so that an interrupt cancels the wait. It may run in the application's
+	 * transaction (PESSIMISTIC), so on MariaDB it runs without snapshot isolation as {@link #prepareInTransaction}
+	 * says. Failures with the lock unavailable: {@link SqlErrors#isLockUnavailable}.
 	 * @param waitSeconds the wait in whole seconds, 0 for none
 	 * @param noWait whether the statement is a locking read that takes {@code NOWAIT}
 	 */

@@ -136,7 +136,7 @@ final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldCl
 				return this.store.jdbc.execute("record the outcome of idempotency key '" + this.resource
 						+ "'", (connection) -> {
 							int rows = this.store.complete(connection, this.store.sql.idemSucceed, this, outcome, outcomeType,
-									note);
+									note, false);
 							JdbcLockSupport.commitIfNeeded(connection);
 							return rows == 1;
 						});
@@ -150,7 +150,8 @@ final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldCl
 		}
 		int matched;
 		try {
-			matched = this.store.complete(transactional, this.store.sql.idemSucceed, this, outcome, outcomeType, note);
+			matched = this.store.complete(transactional, this.store.sql.idemSucceed, this, outcome, outcomeType, note,
+					true);
 		}
 		catch (SQLException ex) {
 			throw this.store.jdbc.translate("record the outcome of idempotency key '" + this.resource + "'", ex);
@@ -212,7 +213,7 @@ final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldCl
 		try {
 			return this.store.jdbc.execute("record the failure of idempotency key '" + this.resource + "'",
 					(connection) -> {
-						int rows = this.store.complete(connection, this.store.sql.idemFail, this, null, null, error);
+						int rows = this.store.complete(connection, this.store.sql.idemFail, this, null, null, error, false);
 						JdbcLockSupport.commitIfNeeded(connection);
 						return rows == 1;
 					});
