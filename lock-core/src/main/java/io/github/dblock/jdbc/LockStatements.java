@@ -191,12 +191,23 @@ abstract sealed class LockStatements extends LockTableSql
 			SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM {rw_hold}
 			WHERE resource = ? AND owner_token = ?""");
 
-	/** Commit check of a write lock: a locking read of the holder row. Parameters: resource, owner. */
+	/**
+	 * Commit check of a write lock, first statement on one primary: a locking read of the resource's row by primary
+	 * key, the row every acquisition of the resource locks first (rwLockRow), so that no reader or writer can be
+	 * granted before the checked transaction ends, whichever holder rows its holder query visits. Parameter: resource.
+	 */
+	final String rwLockResource = sql("SELECT fencing_token FROM {rw} WHERE resource = ? FOR UPDATE");
+
+	/** Commit check of a write lock, then: a locking read of the holder row. Parameters: resource, owner. */
 	final String rwLockHold = sql("""
 			SELECT fencing_token FROM {rw_hold}
 			WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6) FOR UPDATE""");
 
-	/** Commit check on a multi-primary cluster: a write to the resource row. Parameter: resource. */
+	/**
+	 * Commit check of a write lock on a multi-primary cluster, first statement: a write to the resource's row, which
+	 * certification orders against a grant on another node (and which locks the row, as rwLockResource does).
+	 * Parameter: resource.
+	 */
 	final String rwTouchResource = sql("UPDATE {rw} SET fencing_token = fencing_token + 1 WHERE resource = ?");
 
 	// ---- semaphores (JdbcSemaphoreProvider) ----
