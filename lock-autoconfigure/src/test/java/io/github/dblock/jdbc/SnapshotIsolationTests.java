@@ -29,6 +29,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.springframework.dao.PessimisticLockingFailureException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
@@ -184,12 +185,16 @@ class SnapshotIsolationTests {
 
 	/**
 	 * A PESSIMISTIC lock that joins a transaction which read first, granted behind a holder whose durable write
-	 * committed after that read.
+	 * committed after that read; with either fencing setting of the caller.
 	 */
-	@Test
-	void aPessimisticLockJoiningATransactionThatReadFirstIsGrantedBehindADurableHolder() throws Exception {
+	@ParameterizedTest
+	@EnumSource(PessimisticLockProvider.Fencing.class)
+	void aPessimisticLockJoiningATransactionThatReadFirstIsGrantedBehindADurableHolder(
+			PessimisticLockProvider.Fencing fencing) throws Exception {
 		LockTemplate holderNode = LockNodes.node(LockMode.PESSIMISTIC, "pessimistic-holder", otherPool);
-		LockTemplate callerNode = LockNodes.node(LockMode.PESSIMISTIC, "pessimistic-caller", pool);
+		PessimisticLockProvider callerProvider = (PessimisticLockProvider) LockNodes.provider(LockMode.PESSIMISTIC, pool);
+		callerProvider.setFencing(fencing);
+		LockTemplate callerNode = LockNodes.node(callerProvider, "pessimistic-caller");
 		String resource = "snapshot-pessimistic-" + UUID.randomUUID();
 		LockHandle holder = holderNode.acquire(resource);
 		long holderToken = holder.fencingToken();

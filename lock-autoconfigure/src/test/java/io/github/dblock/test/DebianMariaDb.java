@@ -33,7 +33,7 @@ import java.util.stream.Stream;
  * {@code mvn clean} keeps them; packages come from {@code lock.test.debian-mirror} (default
  * {@code http://deb.debian.org/debian}). Building one needs root (the JVM runs as root, as in CI) and
  * {@code debootstrap} on this machine; this class installs nothing on the machine itself ({@code .ci/run} installs
- * {@code debootstrap}). A build takes a few minutes and about 400 MB; concurrent JVMs wait for one another's build
+ * {@code debootstrap}). A build takes about five minutes and 600 MB; concurrent JVMs wait for one another's build
  * through a file lock. The data directories are under the chroot's {@code /var/tmp}, deleted at {@link #close()}, and
  * those of crashed runs after a day.
  * <p>
@@ -316,7 +316,7 @@ public final class DebianMariaDb implements AutoCloseable {
 
 	@Override
 	public String toString() {
-		return "MariaDB " + this.version + " from Debian " + this.release.suite() + " (chroot) on port "
+		return "MariaDB " + this.version + " (Debian " + this.release.suite() + ", chroot) on port "
 				+ this.process.port();
 	}
 
