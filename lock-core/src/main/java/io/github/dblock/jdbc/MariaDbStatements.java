@@ -15,8 +15,8 @@ import org.jspecify.annotations.Nullable;
  * by {@code SET STATEMENT innodb_lock_wait_timeout = n FOR ...} ({@code n = 0} fails at once), and the replication
  * sources are read with {@code SHOW ALL SLAVES STATUS}. A statement that may run in a transaction that read before it
  * ({@link #prepareInTransaction}, {@link #runWithLockWait}) also sets {@code innodb_snapshot_isolation=OFF} in its
- * {@code SET STATEMENT} on a server that has that variable (from 10.6.18 and the releases of later series since), which is asked once per server
- * version. Thread-safe; the answer is cached.
+ * {@code SET STATEMENT} on a server that has that variable (from 10.6.18 and the releases of later series since),
+ * which is asked once per server version. Thread-safe; the answer is cached.
  */
 final class MariaDbStatements extends LockStatements {
 
