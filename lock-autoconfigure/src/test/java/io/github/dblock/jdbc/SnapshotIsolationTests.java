@@ -127,31 +127,27 @@ class SnapshotIsolationTests {
 		assertThat(held).isInstanceOf(TransactionCheckedLock.class);
 		TransactionCheckedLock lock = (TransactionCheckedLock) held;
 		CompletableFuture<HeldLock> waiter = new CompletableFuture<>();
-		try {
-			Boolean checked = transactions(isolation).execute((status) -> {
-				readSomething();
-				CompletableFuture.runAsync(() -> {
-					try {
-						waiter.complete(otherNode.acquire(request(resource, Duration.ofSeconds(30), Duration.ofSeconds(20)))
-							.lock());
-					}
-					catch (Throwable ex) {
-						waiter.completeExceptionally(ex);
-					}
-				}, threads);
-				assertThat(Pauses.await(Duration.ofSeconds(10), () -> waitingOwner(resource) != null))
-					.as("the waiter announced itself on the lock row").isTrue();
-				boolean valid = lock.lockRowInTransaction();
-				jdbc.update("INSERT INTO snapshot_test_item (id, note) VALUES (?, 'checked')", resource);
-				return valid;
-			});
-			assertThat(checked).as("the commit check of a held lock").isTrue();
-			assertThat(jdbc.queryForObject("SELECT note FROM snapshot_test_item WHERE id = ?", String.class, resource))
-				.isEqualTo("checked");
-		}
-		finally {
-			assertThat(lock.release()).isTrue();
-		}
+		Boolean checked = transactions(isolation).execute((status) -> {
+			readSomething();
+			CompletableFuture.runAsync(() -> {
+				try {
+					waiter.complete(otherNode.acquire(request(resource, Duration.ofSeconds(30), Duration.ofSeconds(20)))
+						.lock());
+				}
+				catch (Throwable ex) {
+					waiter.completeExceptionally(ex);
+				}
+			}, threads);
+			assertThat(Pauses.await(Duration.ofSeconds(10), () -> waitingOwner(resource) != null))
+				.as("the waiter announced itself on the lock row").isTrue();
+			boolean valid = lock.lockRowInTransaction();
+			jdbc.update("INSERT INTO snapshot_test_item (id, note) VALUES (?, 'checked')", resource);
+			return valid;
+		});
+		assertThat(checked).as("the commit check of a held lock").isTrue();
+		assertThat(jdbc.queryForObject("SELECT note FROM snapshot_test_item WHERE id = ?", String.class, resource))
+			.isEqualTo("checked");
+		assertThat(lock.release()).isTrue();
 		HeldLock next = waiter.get(20, TimeUnit.SECONDS);
 		assertThat(next).as("the waiter takes the lock once it is released").isNotNull();
 		assertThat(next.release()).isTrue();
