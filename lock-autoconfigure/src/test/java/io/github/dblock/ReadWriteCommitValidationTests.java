@@ -195,15 +195,17 @@ class ReadWriteCommitValidationTests extends CommitValidationTestSupport {
 
 	/**
 	 * The write lease's own release and renewal, on other connections, while a transaction holds its holder row
-	 * locked by the check: they wait for the commit and then succeed (no deadlock). The check is a locking read that
-	 * changes nothing on one primary; a released lease fails it.
+	 * locked by the check: they wait for the commit and then succeed (no deadlock). On one primary the check is two
+	 * locking reads that change nothing, of the resource's row (which every acquisition locks first) and of the
+	 * holder row; a released lease fails it.
 	 */
 	@Test
 	void theWriteLeasesOwnRenewalAndReleaseWaitForTheValidatedCommit() throws Exception {
 		LeaseLockProvider provider = (LeaseLockProvider) LockNodes.provider(LockMode.LEASE, this.poolA);
-		assertThat(readWriteCommitCheckSql(provider)).containsExactly("SELECT fencing_token FROM"
-				+ " `distributed_lock_rw_hold` WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)"
-				+ " FOR UPDATE");
+		assertThat(readWriteCommitCheckSql(provider)).containsExactly(
+				"SELECT fencing_token FROM `distributed_lock_rw` WHERE resource = ? FOR UPDATE",
+				"SELECT fencing_token FROM `distributed_lock_rw_hold` WHERE resource = ? AND owner_token = ? AND"
+						+ " expires_at > UTC_TIMESTAMP(6) FOR UPDATE");
 		HeldLock held = provider.acquire(new LockRequest(this.resource, Duration.ofMillis(1500), true, Duration.ZERO,
 				System.nanoTime(), "node-a"), LockType.WRITE).lock();
 		assertThat(held).isInstanceOf(TransactionCheckedLock.class);

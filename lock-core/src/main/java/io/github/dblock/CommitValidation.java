@@ -18,8 +18,9 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * For every such hold, a {@link TransactionSynchronization} is registered in the transaction; its
  * {@link TransactionSynchronization#beforeCommit beforeCommit} checks the lock row on the transaction's own connection
  * ({@link TransactionCheckedLock#lockRowInTransaction()}: a {@code SELECT ... FOR UPDATE} of the row by owner token
- * and unexpired lease, for a WRITE lock its holder row, or on a multi-primary cluster a write that certification
- * orders against a take on another node). If the lock is no longer this hold's, it throws
+ * and unexpired lease, for a WRITE lock the resource's row and then its holder row, or on a multi-primary cluster a
+ * write that certification orders against a take on another node; on MariaDB without its snapshot isolation, so that
+ * a row changed since the transaction's first read does not fail the check). If the lock is no longer this hold's, it throws
  * {@link LockLostException} and the transaction rolls back; if it is, the row stays locked until the commit, so no
  * other owner can take the lock between the check and the commit. Read-only transactions are not checked.
  * <p>

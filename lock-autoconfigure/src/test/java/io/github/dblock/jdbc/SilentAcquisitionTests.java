@@ -49,7 +49,7 @@ class SilentAcquisitionTests {
 		LockNodes.migrateOnce(this.direct);
 		this.proxy = FaultProxy.forJdbcUrl(db.jdbcUrl());
 		String idleBound = db.isMariaDb() ? "idle_transaction_timeout=2" : "wait_timeout=2";
-		String url = this.proxy.jdbcUrl(db.jdbcUrl()) + "&sessionVariables=" + idleBound;
+		String url = TestDatabase.withSessionVariables(this.proxy.jdbcUrl(db.jdbcUrl()), idleBound);
 		this.silentPool = db.newDataSource(4, (config) -> {
 			config.setJdbcUrl(url);
 			config.setPoolName("silent-node");

@@ -26,6 +26,8 @@ class SqlErrorsTests {
 		assertThat(SqlErrors.classify(new SQLException("deadlock", "40001", 1213))).isEqualTo(SqlErrors.Kind.DEADLOCK);
 		assertThat(SqlErrors.classify(new SQLTransactionRollbackException("certification", "40001", 0)))
 			.isEqualTo(SqlErrors.Kind.DEADLOCK);
+		assertThat(SqlErrors.classify(new SQLException("Record has changed since last read", "HY000", 1020)))
+			.isEqualTo(SqlErrors.Kind.SNAPSHOT_CONFLICT);
 		assertThat(SqlErrors.classify(new SQLException("dup", "23000", 1062))).isEqualTo(SqlErrors.Kind.DUPLICATE_KEY);
 		assertThat(SqlErrors.classify(new SQLException("no table", "42S02", 1146))).isEqualTo(SqlErrors.Kind.NO_TABLE);
 		assertThat(SqlErrors.classify(new SQLException("denied", "42000", 1142))).isEqualTo(SqlErrors.Kind.NO_TABLE);
@@ -63,6 +65,13 @@ class SqlErrorsTests {
 		assertThat(SqlErrors.isTransient(wrappedDeadlock)).isTrue();
 		assertThat(SqlErrors.isRolledBackConflict(wrappedDeadlock)).isTrue();
 		assertThat(SqlErrors.isTooSlow(wrappedDeadlock)).isFalse();
+		// MariaDB's snapshot isolation rolled the whole transaction back: like a deadlock, run it again
+		org.springframework.jdbc.UncategorizedSQLException wrappedSnapshotConflict = new org.springframework.jdbc.UncategorizedSQLException(
+				"x", null, new SQLException("Record has changed since last read", "HY000", 1020));
+		assertThat(SqlErrors.isTransient(wrappedSnapshotConflict)).isTrue();
+		assertThat(SqlErrors.isRolledBackConflict(wrappedSnapshotConflict)).isTrue();
+		assertThat(SqlErrors.isTooSlow(wrappedSnapshotConflict)).isFalse();
+		assertThat(SqlErrors.isBusy(new SQLException("Record has changed since last read", "HY000", 1020))).isFalse();
 		CannotGetJdbcConnectionException refused = new CannotGetJdbcConnectionException("x",
 				new SQLException("refused", "08001", 0, new java.net.ConnectException()));
 		assertThat(SqlErrors.isConnectionFailure(refused)).isTrue();

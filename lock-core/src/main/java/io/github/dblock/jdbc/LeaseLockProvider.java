@@ -243,7 +243,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	boolean lockRowInTransaction(ExclusiveLease lock) {
 		return inTransaction("check lock '" + lock.resource + "' at commit", (connection, timeout) -> {
 			boolean write = this.multiPrimary;
-			try (PreparedStatement ps = this.sql.prepareBounded(connection,
+			try (PreparedStatement ps = this.sql.prepareInTransaction(connection,
 					write ? this.sql.leaseTouchRow : this.sql.leaseLockRow, timeout, true)) {
 				ps.setBytes(1, LockRows.bytes(lock.resource));
 				ps.setString(2, lock.ownerToken);

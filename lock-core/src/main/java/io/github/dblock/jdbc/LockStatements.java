@@ -193,12 +193,23 @@ abstract sealed class LockStatements extends LockTableSql
 			SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM {rw_hold}
 			WHERE resource = ? AND owner_token = ?""");
 
-	/** Commit check of a write lock: a locking read of the holder row. Parameters: resource, owner. */
+	/**
+	 * Commit check of a write lock, first statement on one primary: a locking read of the resource's row by primary
+	 * key, the row every acquisition of the resource locks first (rwLockRow), so that no reader or writer can be
+	 * granted before the checked transaction ends, whichever holder rows its holder query visits. Parameter: resource.
+	 */
+	final String rwLockResource = sql("SELECT fencing_token FROM {rw} WHERE resource = ? FOR UPDATE");
+
+	/** Commit check of a write lock, then: a locking read of the holder row. Parameters: resource, owner. */
 	final String rwLockHold = sql("""
 			SELECT fencing_token FROM {rw_hold}
 			WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6) FOR UPDATE""");
 
-	/** Commit check on a multi-primary cluster: a write to the resource row. Parameter: resource. */
+	/**
+	 * Commit check of a write lock on a multi-primary cluster, first statement: a write to the resource's row, which
+	 * certification orders against a grant on another node (and which locks the row, as rwLockResource does).
+	 * Parameter: resource.
+	 */
 	final String rwTouchResource = sql("UPDATE {rw} SET fencing_token = fencing_token + 1 WHERE resource = ?");
 
 	// ---- semaphores (JdbcSemaphoreProvider) ----
@@ -481,11 +492,25 @@ abstract sealed class LockStatements extends LockTableSql
 	}
 
 	/**
+	 * Prepares a statement that may run in a transaction that read before it: the application's transaction (commit
+	 * checks, a PESSIMISTIC lock that joins it, the record of an idempotent call's outcome) or OPTIMISTIC's work
+	 * transaction. Bounded as {@link #prepareBounded}; on a MariaDB server that has {@code innodb_snapshot_isolation}
+	 * (from 10.6.18 and the releases of later series since; ON by default from 11.6.2) the statement runs with it OFF ({@code SET STATEMENT ...,
+	 * innodb_snapshot_isolation=OFF FOR}), so that it locks and reads the latest committed row, as on MySQL, instead of
+	 * failing with error 1020 (the whole transaction rolled back) because the row changed after the transaction's read
+	 * view was created. The application's own statements keep the session's setting. See docs/DESIGN.md, "Snapshot
+	 * isolation".
+	 */
+	abstract PreparedStatement prepareInTransaction(Connection connection, String sql, int timeoutSeconds,
+			boolean generatedKeys) throws SQLException;
+
+	/**
 	 * Runs one statement that may wait for a row lock, with the server's lock wait ({@code innodb_lock_wait_timeout})
 	 * limited to {@code waitSeconds}: MariaDB's {@code SET STATEMENT ... FOR} prefix; on MySQL the session variable set
 	 * before and reset after, or {@code NOWAIT} for a zero wait where {@code noWait} allows. The statement is registered
-	 * with {@link InterruptibleWaits} so that an interrupt cancels the wait. Failures with the lock unavailable:
-	 * {@link SqlErrors#isLockUnavailable}.
+	 * with {@link InterruptibleWaits} so that an interrupt cancels the wait. It may run in the application's
+	 * transaction (PESSIMISTIC), so on MariaDB it runs without snapshot isolation as {@link #prepareInTransaction}
+	 * says. Failures with the lock unavailable: {@link SqlErrors#isLockUnavailable}.
 	 * @param waitSeconds the wait in whole seconds, 0 for none
 	 * @param noWait whether the statement is a locking read that takes {@code NOWAIT}
 	 */

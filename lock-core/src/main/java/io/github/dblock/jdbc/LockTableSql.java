@@ -36,6 +36,12 @@ abstract class LockTableSql {
 
 	static final String ROLLBACK = "ROLLBACK";
 
+	/**
+	 * Whether the server has MariaDB's {@code innodb_snapshot_isolation} (a row if it has): asked once per server
+	 * version by {@link MariaDbStatements}.
+	 */
+	static final String SNAPSHOT_ISOLATION_VARIABLE = "SHOW SESSION VARIABLES LIKE 'innodb_snapshot_isolation'";
+
 	/** The server's version string: the start-up detection of the server family ({@link DatabaseServer}). */
 	static final String SERVER_VERSION = "SELECT VERSION()";
 

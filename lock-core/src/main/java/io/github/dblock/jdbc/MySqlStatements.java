@@ -48,6 +48,13 @@ final class MySqlStatements extends LockStatements {
 		return ps;
 	}
 
+	/** MySQL has no snapshot isolation of that kind: its locking reads and writes read the latest committed row. */
+	@Override
+	PreparedStatement prepareInTransaction(Connection connection, String sql, int timeoutSeconds, boolean generatedKeys)
+			throws SQLException {
+		return prepareBounded(connection, sql, timeoutSeconds, generatedKeys);
+	}
+
 	@Override
 	<T extends @Nullable Object> T runWithLockWait(Connection connection, int waitSeconds, String sql, boolean noWait,
 			boolean generatedKeys, BoundedStatement<T> action) throws SQLException {

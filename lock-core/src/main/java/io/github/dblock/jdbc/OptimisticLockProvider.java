@@ -5,7 +5,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.UUID;
 import java.util.function.Function;
@@ -235,8 +234,7 @@ public class OptimisticLockProvider implements WorkLockProvider {
 			}
 			String owner = UUID.randomUUID().toString();
 			T value = work.apply(new WorkInProgress(owner, version));
-			try (PreparedStatement cas = connection.prepareStatement(this.sql.optimisticTake, Statement.RETURN_GENERATED_KEYS)) {
-				cas.setQueryTimeout(timeout);
+			try (PreparedStatement cas = this.sql.prepareInTransaction(connection, this.sql.optimisticTake, timeout, true)) {
 				cas.setString(1, owner);
 				cas.setString(2, request.holder());
 				cas.setBytes(3, LockRows.bytes(request.resource()));

@@ -3,7 +3,6 @@ package io.github.dblock.jdbc;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
@@ -152,8 +151,8 @@ final class PessimisticFencing {
 	private Locking writeToken(Connection connection, LockRequest request, String owner, int timeout, long stored)
 			throws SQLException, InterruptedException {
 		long token;
-		try (PreparedStatement ps = connection.prepareStatement(this.sql.pessimisticLock, Statement.RETURN_GENERATED_KEYS)) {
-			if (!lock(ps, request, owner, timeout)) {
+		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimisticLock, timeout, true)) {
+			if (!lock(ps, request, owner)) {
 				return Locking.NOT_MATCHED; // held under a lease, judged by a clock read after the grant
 			}
 			token = this.rows.fencingToken(connection, ps, request.resource(), owner, timeout);
@@ -174,8 +173,8 @@ final class PessimisticFencing {
 	private Locking clockToken(Connection connection, LockRequest request, String owner, int timeout)
 			throws SQLException, InterruptedException {
 		long stored;
-		try (PreparedStatement ps = connection.prepareStatement(this.sql.pessimisticClockRead)) {
-			ps.setQueryTimeout(timeout);
+		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimisticClockRead, timeout,
+				false)) {
 			ps.setBytes(1, LockRows.bytes(request.resource()));
 			try (java.sql.ResultSet granted = JdbcLockSupport.query(ps)) {
 				if (!granted.next() || !granted.getBoolean(2)) {
@@ -199,9 +198,7 @@ final class PessimisticFencing {
 	 * Runs the durable write ({@link LockStatements#pessimisticLock}) on the row this transaction holds.
 	 * @return whether it matched (else the row is held under a lease, judged by a clock read after the grant)
 	 */
-	private static boolean lock(PreparedStatement ps, LockRequest request, String owner, int timeout)
-			throws SQLException {
-		ps.setQueryTimeout(timeout);
+	private static boolean lock(PreparedStatement ps, LockRequest request, String owner) throws SQLException {
 		ps.setString(1, owner);
 		ps.setString(2, request.holder());
 		ps.setLong(3, request.minHoldMicros());
@@ -212,8 +209,8 @@ final class PessimisticFencing {
 	/** {@link Fencing#SERVER_CLOCK} with the clock far behind the stored token: the durable write of stored + 1. */
 	private Locking writeTokenAfterAStepBack(Connection connection, LockRequest request, String owner, int timeout)
 			throws SQLException {
-		try (PreparedStatement ps = connection.prepareStatement(this.sql.pessimisticLock)) {
-			if (!lock(ps, request, owner, timeout)) {
+		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimisticLock, timeout, false)) {
+			if (!lock(ps, request, owner)) {
 				return Locking.NOT_MATCHED;
 			}
 		}
@@ -230,8 +227,8 @@ final class PessimisticFencing {
 	private long awaitClockPast(Connection connection, LockRequest request, int timeout)
 			throws SQLException, InterruptedException {
 		long deadline = System.nanoTime() + TimeUnit.MICROSECONDS.toNanos(MAX_CLOCK_CATCH_UP_MICROS);
-		try (PreparedStatement ps = connection.prepareStatement(this.sql.pessimisticClockRead)) {
-			ps.setQueryTimeout(timeout);
+		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimisticClockRead, timeout,
+				false)) {
 			ps.setBytes(1, LockRows.bytes(request.resource()));
 			while (true) {
 				long stored;
@@ -263,8 +260,7 @@ final class PessimisticFencing {
 	 * @param increment 0 once the clock has passed the stored token (the token is then the clock), 1 after a step back
 	 */
 	private long retoken(Connection connection, LockRequest request, int timeout, int increment) throws SQLException {
-		try (PreparedStatement ps = connection.prepareStatement(this.sql.pessimisticRetoken, Statement.RETURN_GENERATED_KEYS)) {
-			ps.setQueryTimeout(timeout);
+		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimisticRetoken, timeout, true)) {
 			ps.setInt(1, increment);
 			ps.setBytes(2, LockRows.bytes(request.resource()));
 			if (ps.executeUpdate() != 1) {

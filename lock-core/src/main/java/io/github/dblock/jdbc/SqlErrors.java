@@ -23,6 +23,13 @@ final class SqlErrors {
 	/** ER_LOCK_DEADLOCK: the server rolled the whole transaction back. */
 	static final int DEADLOCK = 1213;
 
+	/**
+	 * ER_CHECKREAD, as MariaDB's snapshot isolation ({@code innodb_snapshot_isolation}, ON by default from 11.6.2)
+	 * raises it: a locking read or write in a REPEATABLE READ or SERIALIZABLE transaction met a row changed after the
+	 * transaction's read view was created; the server rolled the whole transaction back.
+	 */
+	static final int SNAPSHOT_CONFLICT = 1020;
+
 	/** MariaDB's ER_STATEMENT_TIMEOUT: a statement ended by {@code max_statement_time} (SQLSTATE 70100). */
 	static final int MARIADB_STATEMENT_TIMEOUT = 1969;
 
@@ -63,6 +70,12 @@ final class SqlErrors {
 		/** A deadlock or serialization failure (1213, SQLSTATE 40001): the whole transaction was rolled back. */
 		DEADLOCK,
 
+		/**
+		 * MariaDB's snapshot isolation found a row changed since the transaction's read view was created (1020): the
+		 * whole transaction was rolled back, as after a deadlock; running it again reads the new row.
+		 */
+		SNAPSHOT_CONFLICT,
+
 		/** A duplicate key (1062): another session inserted the row first. */
 		DUPLICATE_KEY,
 
@@ -94,6 +107,9 @@ final class SqlErrors {
 		}
 		if (isDeadlock(ex)) {
 			return Kind.DEADLOCK;
+		}
+		if (isSnapshotConflict(ex)) {
+			return Kind.SNAPSHOT_CONFLICT;
 		}
 		if (isDuplicateKey(ex)) {
 			return Kind.DUPLICATE_KEY;
@@ -142,6 +158,11 @@ final class SqlErrors {
 		return ex.getErrorCode() == DEADLOCK || SERIALIZATION_FAILURE.equals(ex.getSQLState());
 	}
 
+	/** MariaDB's snapshot isolation rolled the transaction back (1020). */
+	static boolean isSnapshotConflict(SQLException ex) {
+		return ex.getErrorCode() == SNAPSHOT_CONFLICT;
+	}
+
 	/** Duplicate entry for a unique key (1062). */
 	static boolean isDuplicateKey(SQLException ex) {
 		return ex.getErrorCode() == DUPLICATE_KEY;
@@ -159,12 +180,13 @@ final class SqlErrors {
 	}
 
 	/**
-	 * A deadlock (1213) or serialization failure (SQLSTATE 40001) anywhere in the cause chain: the server rolled the
-	 * whole transaction back. Not a lock wait timeout, which rolls back only the statement.
+	 * A deadlock (1213), serialization failure (SQLSTATE 40001) or snapshot-isolation conflict (1020) anywhere in the
+	 * cause chain: the server rolled the whole transaction back. Not a lock wait timeout, which rolls back only the
+	 * statement.
 	 */
 	static boolean isRolledBackConflict(Throwable ex) {
 		for (Throwable t = ex; t != null && t.getCause() != t; t = t.getCause()) {
-			if (t instanceof SQLException sql && isDeadlock(sql)) {
+			if (t instanceof SQLException sql && (isDeadlock(sql) || isSnapshotConflict(sql))) {
 				return true;
 			}
 		}
@@ -172,12 +194,12 @@ final class SqlErrors {
 	}
 
 	/**
-	 * Deadlock (1213), lock wait timeout (1205) or any serialization failure (SQLSTATE 40001) anywhere in the cause
-	 * chain: worth running the same short transaction again.
+	 * Deadlock (1213), lock wait timeout (1205), snapshot-isolation conflict (1020) or any serialization failure
+	 * (SQLSTATE 40001) anywhere in the cause chain: worth running the same short transaction again.
 	 */
 	static boolean isTransient(Throwable ex) {
 		for (Throwable t = ex; t != null && t.getCause() != t; t = t.getCause()) {
-			if (t instanceof SQLException sql && (isDeadlock(sql) || isLockWaitTimeout(sql))) {
+			if (t instanceof SQLException sql && (isDeadlock(sql) || isLockWaitTimeout(sql) || isSnapshotConflict(sql))) {
 				return true;
 			}
 		}
