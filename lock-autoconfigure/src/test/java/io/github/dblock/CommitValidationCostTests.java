@@ -22,6 +22,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * forms ({@code FOR UPDATE}, {@code LOCK IN SHARE MODE}). Printed and appended to
  * {@code target/commit-validation-measurements.txt}; timings are not asserted (the machine is shared).
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class CommitValidationCostTests {
 
 	private static final int ROUNDS = 4;

@@ -32,6 +32,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * which "stalls" by waiting on a latch past its explicit lease; each node records its writes in
  * {@code commit_check_write}, and {@link #committedWriters()} reads back those that committed.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 abstract class CommitValidationTestSupport {
 
 	/** The explicit lease of A's stalled holders. */

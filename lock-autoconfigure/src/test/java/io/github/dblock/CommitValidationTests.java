@@ -30,6 +30,7 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
  * commits only while the lock is held. Node A, node B and the "stalled" holders are
  * {@link CommitValidationTestSupport}'s.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class CommitValidationTests extends CommitValidationTestSupport {
 
 	CommitValidationTests() {

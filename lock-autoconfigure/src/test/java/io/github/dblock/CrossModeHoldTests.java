@@ -32,6 +32,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * gets {@link LockModeConflictException} at once (never a hold of the other mode, never a wait for itself). Checked
  * against the real server, with a second node and a second connection probing the row.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class CrossModeHoldTests {
 
 	private HikariDataSource pool;

@@ -27,6 +27,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * new holder only. The database sees the release when nobody local waits, when the block is used up or after a
  * short time budget.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class LocalHandOffTests {
 
 	private HikariDataSource pool;

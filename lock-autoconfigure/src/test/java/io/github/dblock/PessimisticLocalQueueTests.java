@@ -35,6 +35,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * transactions), fencing tokens in the order of the holds, at most one local thread waiting in the database, hold
  * observations that all stop, reentrancy, and a LEASE caller of the same resource in the same JVM.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class PessimisticLocalQueueTests {
 
 	private static final int THREADS = 6;

@@ -30,6 +30,7 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
  * "stalled" holders are {@link CommitValidationTestSupport}'s.
  * READ holds are not validated (readers share the lock).
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class ReadWriteCommitValidationTests extends CommitValidationTestSupport {
 
 	ReadWriteCommitValidationTests() {

@@ -321,6 +321,7 @@ final class LockEngine {
 		return ex instanceof TransactionSystemException rollback && rollback.getApplicationException() instanceof Error;
 	}
 
+	@SuppressWarnings("try") // the observation's scope is open for the try block, not used in it
 	private <T> @Nullable T executeWork(WorkLockProvider provider, LockCall call,
 			LockCallback<T> action) {
 		this.exclusive.refuseWorkUnderHold(call.resource());

@@ -19,6 +19,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * {@link InMemoryLockProvider}, without a database: what it asks of the provider is counted exactly. The same
  * behaviours run against MariaDB/MySQL in lock-autoconfigure's tests (ExpiredLeaseTests, LocalHandOffTests).
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class LockEngineTests {
 
 	private final InMemoryLockProvider provider = new InMemoryLockProvider();

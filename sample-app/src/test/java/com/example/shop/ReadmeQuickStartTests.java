@@ -25,6 +25,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * four spaces), and the application they make must start on a real database and lock as the README says, with the
  * README's Actuator exposure line. Runs on the shared test database ({@link TestDatabase}), never skipped.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class ReadmeQuickStartTests {
 
 	private static final List<String> CLASSES = List.of("ShopApplication.java", "StockService.java",

@@ -188,6 +188,7 @@ public final class Contenders {
 			}
 
 			@Override
+			@SuppressWarnings("try") // the lock is held for the section, not used in it
 			public void cycle(String resource, Runnable section) {
 				if (hold) {
 					try (LockHandle lock = template.acquire(resource, options)) {

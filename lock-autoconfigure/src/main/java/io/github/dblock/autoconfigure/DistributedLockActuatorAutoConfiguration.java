@@ -1,7 +1,6 @@
 package io.github.dblock.autoconfigure;
 
 import io.github.dblock.actuate.ForceReleasingLocksEndpoint;
-import io.github.dblock.actuate.LockTableHealthIndicator;
 import io.github.dblock.actuate.LocksEndpoint;
 import io.github.dblock.jdbc.LockTableAdmin;
 
@@ -13,17 +12,14 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProp
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
-import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
-import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
 /**
  * Actuator support for distributed locks: the {@code locks} endpoint ({@link LocksEndpoint}, or
- * {@link ForceReleasingLocksEndpoint} when {@code distributed-lock.endpoint.force-release.enabled=true}) and the
- * {@code distributedLock} health indicator ({@link LockTableHealthIndicator}; {@code
- * management.health.distributed-lock.enabled=false} turns it off). Only with Actuator on the classpath
- * and the lock auto-configuration active.
+ * {@link ForceReleasingLocksEndpoint} when {@code distributed-lock.endpoint.force-release.enabled=true}). Only with
+ * Actuator on the classpath and the lock auto-configuration active. The health indicator needs only
+ * {@code spring-boot-health} ({@link DistributedLockHealthContributorAutoConfiguration}).
  */
 @AutoConfiguration(after = DistributedLockAutoConfiguration.class)
 @ConditionalOnClass(Endpoint.class)
@@ -57,19 +53,6 @@ public final class DistributedLockActuatorAutoConfiguration {
 		ForceReleasingLocksEndpoint forceReleasingLocksEndpoint(LockTableAdmin admin,
 				org.springframework.beans.factory.ObjectProvider<io.github.dblock.LockTemplate> locks) {
 			return new ForceReleasingLocksEndpoint(admin, locks.getIfAvailable());
-		}
-
-	}
-
-	@Configuration(proxyBeanMethods = false)
-	@ConditionalOnClass(HealthIndicator.class)
-	@ConditionalOnEnabledHealthIndicator("distributed-lock")
-	static class LockTableHealthConfiguration {
-
-		@Bean
-		@ConditionalOnMissingBean(name = "distributedLockHealthIndicator")
-		LockTableHealthIndicator distributedLockHealthIndicator(LockTableAdmin admin, LockSchemaInitializer schema) {
-			return new LockTableHealthIndicator(admin, schema.getServer());
 		}
 
 	}

@@ -118,6 +118,19 @@ class LockInterceptorConfiguration {
 	}
 
 	/**
+	 * Says once at start-up which calls of annotated methods bypass the proxy (self-invocation) and which annotated
+	 * classes are no bean's class, so that such methods never run unlocked without a word.
+	 */
+	@Bean
+	@Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+	static UnproxiedCallsWarning distributedLockUnproxiedCallsWarning(
+			org.springframework.beans.factory.ListableBeanFactory beanFactory) {
+		ClassLoader classLoader = (beanFactory instanceof org.springframework.beans.factory.config.ConfigurableBeanFactory configurable)
+				? configurable.getBeanClassLoader() : null;
+		return new UnproxiedCallsWarning(beanFactory, classLoader);
+	}
+
+	/**
 	 * Registers Spring's infrastructure auto-proxy creator if no (stronger) one is registered yet, using class
 	 * proxies unless {@code spring.aop.proxy-target-class=false}, as Spring Boot does.
 	 */

@@ -98,8 +98,8 @@ public class LockSchemaInitializer implements InitializingBean {
 	/**
 	 * Checks the server and its topology, then migrates or validates the lock table.
 	 * @throws IllegalStateException if the server is neither MySQL nor MariaDB, is read-only, a replica, or hands
-	 * out read-only connections (with enforcement on); if the migration lacks a privilege; or if the table is missing
-	 * or incomplete with migrations off
+	 * out read-only connections (with enforcement on); or if the table is missing or incomplete with migrations off
+	 * @throws LockTableMigrationDeniedException if the migration lacks a privilege
 	 * @throws LockDatabaseUnavailableException if the database cannot be reached, naming its URL
 	 * @throws FlywayException if a migration fails for another reason
 	 */
@@ -268,6 +268,10 @@ public class LockSchemaInitializer implements InitializingBean {
 	}
 
 	private void migrate() {
+		DatabaseServer server = getServer();
+		logger.info("Migrating lock table '" + this.table + "' to v" + LATEST_VERSION + " on " + server
+				+ ((server.product() == DatabaseServer.Product.MARIADB) ? " (Flyway's own log line names the server as "
+						+ "the JDBC driver reports it: 'MySQL 5.5' is this MariaDB through MySQL Connector/J)" : ""));
 		try {
 			if (this.migrationUser != null) {
 				String url = (this.migrationUrl != null) ? this.migrationUrl : dataSourceUrl();
@@ -285,12 +289,7 @@ public class LockSchemaInitializer implements InitializingBean {
 			}
 			String who = (this.migrationUser != null) ? "The migration user '" + this.migrationUser
 					+ "' (distributed-lock.flyway.user)" : "The lock DataSource's user";
-			throw new IllegalStateException(who + " lacks a privilege to migrate the lock table '" + this.table
-					+ "': " + denied.getMessage() + ". The migration creates '" + this.table + "' and its history table '"
-					+ this.table.historyTableName() + "' and needs CREATE, ALTER, INDEX, SELECT, INSERT, UPDATE and DELETE "
-					+ "on the schema. Either grant them, or run the migration with a DDL-capable account ("
-					+ DistributedLockProperties.PREFIX + ".flyway.user / .password), or create the table yourself and set "
-					+ DistributedLockProperties.PREFIX + ".flyway.enabled=false.", ex);
+			throw new LockTableMigrationDeniedException(who, this.table, String.valueOf(denied.getMessage()), ex);
 		}
 	}
 

@@ -60,6 +60,7 @@ public class LockTableCleanupJob implements SmartLifecycle {
 	 * One run: takes the cleanup lock if free and deletes expired rows.
 	 * @return the number of rows deleted, or empty if another instance holds the cleanup lock
 	 */
+	@SuppressWarnings("try") // the cleanup lock is held for the try block, not used in it
 	public Optional<Integer> runOnce() {
 		Duration half = this.interval.dividedBy(2);
 		Optional<LockHandle> lock = this.locks.tryAcquire(LOCK_NAME, LockOptions.defaults()

@@ -91,6 +91,7 @@ public class DistributedLockInterceptor implements MethodInterceptor {
 
 	@Override
 	@Nullable
+	@SuppressWarnings("try") // the skip mark lasts the try block, not used in it
 	public Object invoke(MethodInvocation invocation) throws Throwable {
 		Resolved resolved = resolve(invocation, this.attributeSource::getLockAttribute, this.parameterNames,
 				this.beanResolver);

@@ -51,7 +51,8 @@ import org.springframework.util.ReflectionUtils;
  * annotation without a mode of its own runs with a default mode of LEASE. Calls from within the same
  * object (self-invocation) cannot be detected this way and are documented instead.
  * <p>
- * The failure is an {@link IllegalStateException} naming the method and the reason. Thread-safe.
+ * The failure is an {@link IneffectiveAnnotationException} naming the method, the reason and what to do, which
+ * Spring Boot reports as a failure analysis (Description / Action). Thread-safe.
  */
 public class DistributedLockMethodValidator implements BeanPostProcessor, SmartInitializingSingleton, BeanFactoryAware {
 
@@ -108,7 +109,7 @@ public class DistributedLockMethodValidator implements BeanPostProcessor, SmartI
 		List<Method> methods = annotatedMethods(type);
 		if (!methods.isEmpty() && Modifier.isFinal(type.getModifiers()) && usesClassProxy(beanName)) {
 			throw failure(methods.get(0), "its class " + type.getName() + " is final, so Spring cannot create the "
-					+ "class-based (CGLIB) proxy that takes the lock. Remove 'final' from the class");
+					+ "class-based (CGLIB) proxy that takes the lock", "Remove 'final' from the class");
 		}
 		return bean;
 	}
@@ -141,33 +142,34 @@ public class DistributedLockMethodValidator implements BeanPostProcessor, SmartI
 				"tools.jackson.databind.json.JsonMapper", (this.beanFactory instanceof ConfigurableListableBeanFactory listable)
 						? listable.getBeanClassLoader() : getClass().getClassLoader())) {
 			throw failure(method, "idempotency keys record outcomes as JSON with Jackson 3, which is not on the class "
-					+ "path. Add tools.jackson.core:jackson-databind (the lock starter brings it)");
+					+ "path", "Add tools.jackson.core:jackson-databind (the lock starter brings it)");
 		}
 		int modifiers = method.getModifiers();
 		if (Modifier.isPrivate(modifiers)) {
-			throw failure(method, "the method is private, and Spring AOP proxies never intercept private methods. "
-					+ "Make it public (or protected or package-private) and call it on the bean from another bean");
+			throw failure(method, "the method is private, and Spring AOP proxies never intercept private methods",
+					"Make it public (or protected or package-private) and call it on the bean from another bean");
 		}
 		if (Modifier.isStatic(modifiers)) {
-			throw failure(method, "the method is static, and Spring AOP proxies only intercept instance methods");
+			throw failure(method, "the method is static, and Spring AOP proxies only intercept instance methods",
+					"Make it an instance method and call it on the bean from another bean");
 		}
 		if (AopUtils.isJdkDynamicProxy(bean)) {
 			if (!declaredByInterface(bean, method)) {
 				throw failure(method, "bean '" + beanName + "' has an interface-based (JDK) proxy, which only "
 						+ "intercepts methods of its interfaces " + List.of(AopProxyUtils.proxiedUserInterfaces(bean))
-						+ ", and none declares this method. Declare it in an interface, or use class-based proxies "
+						+ ", and none declares this method", "Declare it in an interface, or use class-based proxies "
 						+ "(spring.aop.proxy-target-class=true, the default)");
 			}
 			return;
 		}
 		if (!AopUtils.isAopProxy(bean)) {
 			throw failure(method, "bean '" + beanName + "' was not proxied by Spring AOP, typically because it was "
-					+ "created before the auto-proxy creator (for example as a dependency of a BeanPostProcessor). "
-					+ "Inject it lazily there (ObjectProvider or @Lazy)");
+					+ "created before the auto-proxy creator (for example as a dependency of a BeanPostProcessor)",
+					"Inject it lazily there (ObjectProvider or @Lazy)");
 		}
 		if (Modifier.isFinal(modifiers)) {
 			throw failure(method, "the method is final, so the class-based (CGLIB) proxy cannot override it and calls "
-					+ "go straight to the method. Remove 'final'");
+					+ "go straight to the method", "Remove 'final'");
 		}
 	}
 
@@ -209,8 +211,8 @@ public class DistributedLockMethodValidator implements BeanPostProcessor, SmartI
 		if (template.getDefaultMode() != io.github.dblock.LockMode.LEASE) {
 			for (Map.Entry<Method, LockAttribute> entry : this.readWriteChecks.entrySet()) {
 				throw failure(entry.getKey(), "its type " + entry.getValue().getOptions().getType() + " needs LEASE "
-						+ "mode, but it has no mode of its own and distributed-lock.mode is " + template.getDefaultMode()
-						+ ". Give mode = LockMode.LEASE on the annotation");
+						+ "mode, but it has no mode of its own and distributed-lock.mode is " + template.getDefaultMode(),
+						"Give mode = LockMode.LEASE on the annotation");
 			}
 		}
 		Duration lease = template.getDefaultLeaseTime();
@@ -218,15 +220,14 @@ public class DistributedLockMethodValidator implements BeanPostProcessor, SmartI
 			Duration minHold = entry.getValue().getOptions().getMinHoldTime();
 			if (minHold != null && minHold.compareTo(lease) > 0) {
 				throw failure(entry.getKey(), "its minHoldTime " + minHold + " exceeds the default lease time " + lease
-						+ " (distributed-lock.lease-time) that it runs with, having no leaseTime of its own. Give a "
-						+ "leaseTime of at least the minHoldTime");
+						+ " (distributed-lock.lease-time) that it runs with, having no leaseTime of its own",
+						"Give a leaseTime of at least the minHoldTime");
 			}
 		}
 	}
 
-	private IllegalStateException failure(Method method, String reason) {
-		return new IllegalStateException("@" + this.annotationType.getSimpleName() + " on " + LockAttribute.describe(method)
-				+ " cannot take effect: " + reason + ".");
+	private IneffectiveAnnotationException failure(Method method, String reason, String action) {
+		return new IneffectiveAnnotationException(this.annotationType, method, reason, action);
 	}
 
 	private List<Method> annotatedMethods(Class<?> type) {

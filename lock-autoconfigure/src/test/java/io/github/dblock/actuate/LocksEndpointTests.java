@@ -33,6 +33,7 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
  * separate nodes ({@link LockNodes}). Resource names are unique, so rows of other tests are filtered out.
  */
 @ExtendWith(OutputCaptureExtension.class)
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class LocksEndpointTests {
 
 	private static LockNodes nodes;

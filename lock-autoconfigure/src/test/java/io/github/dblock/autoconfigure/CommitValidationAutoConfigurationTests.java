@@ -50,6 +50,7 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
  * manager, the write variant on a multi-primary cluster, and {@code @DistributedLock} on a {@code @Transactional}
  * method whose lease ends before its commit.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class CommitValidationAutoConfigurationTests {
 
 	private static HikariDataSource otherNodePool;

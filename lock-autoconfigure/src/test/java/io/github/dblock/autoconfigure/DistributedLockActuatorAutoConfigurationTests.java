@@ -11,7 +11,6 @@ import io.github.dblock.jdbc.LockTableAdmin;
 import io.github.dblock.test.TestDatabase;
 import org.junit.jupiter.api.Test;
 
-import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;
@@ -28,9 +27,16 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class DistributedLockActuatorAutoConfigurationTests extends LockTablesTestSupport {
 
+	/** The packages of spring-boot-actuator and spring-boot-actuator-autoconfigure, hidden as if not on the class path. */
+	private static final String ACTUATOR = "org.springframework.boot.actuate.";
+
+	/** The packages of spring-boot-health (Boot 4's health module), hidden as if not on the class path. */
+	private static final String HEALTH = "org.springframework.boot.health.";
+
 	private final ApplicationContextRunner runner = new ApplicationContextRunner()
 		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
-				DistributedLockAutoConfiguration.class, DistributedLockActuatorAutoConfiguration.class))
+				DistributedLockAutoConfiguration.class, DistributedLockActuatorAutoConfiguration.class,
+				DistributedLockHealthContributorAutoConfiguration.class))
 		.withPropertyValues(TestDatabase.get().springProperties())
 		.withPropertyValues("distributed-lock.cleanup.enabled=false",
 				"management.endpoints.web.exposure.include=locks,health");
@@ -72,7 +78,8 @@ class DistributedLockActuatorAutoConfigurationTests extends LockTablesTestSuppor
 
 	@Test
 	void withoutActuatorOnTheClasspathNothingIsRegistered() {
-		this.runner.withClassLoader(new FilteredClassLoader(Endpoint.class, HealthIndicator.class))
+		this.runner
+			.withClassLoader(new FilteredClassLoader(ACTUATOR, HEALTH))
 			.withPropertyValues("distributed-lock.table-name=" + newTableName())
 			.run((context) -> {
 				assertThat(context).hasNotFailed();
@@ -85,8 +92,23 @@ class DistributedLockActuatorAutoConfigurationTests extends LockTablesTestSuppor
 	}
 
 	@Test
+	void withTheHealthModuleButWithoutActuatorOnlyTheHealthIndicatorIsRegistered() {
+		// Boot 4's spring-boot-health works without Actuator, as Boot's own "db" indicator does
+		this.runner.withClassLoader(new FilteredClassLoader(ACTUATOR))
+			.withPropertyValues("distributed-lock.table-name=" + newTableName())
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				assertThat(context).doesNotHaveBean(LocksEndpoint.class);
+				assertThat(context).hasSingleBean(LockTableHealthIndicator.class);
+				assertThat(context.getBean("distributedLockHealthIndicator", HealthIndicator.class).health().getStatus())
+					.isEqualTo(Status.UP);
+			});
+	}
+
+	@Test
 	void withoutTheHealthModuleOnlyTheEndpointIsRegistered() {
-		this.runner.withClassLoader(new FilteredClassLoader(HealthIndicator.class))
+		this.runner
+			.withClassLoader(new FilteredClassLoader(HEALTH))
 			.withPropertyValues("distributed-lock.table-name=" + newTableName())
 			.run((context) -> {
 				assertThat(context).hasNotFailed();
@@ -99,7 +121,8 @@ class DistributedLockActuatorAutoConfigurationTests extends LockTablesTestSuppor
 	void theEndpointIsNotRegisteredWhenNotExposedNorTheIndicatorWhenDisabled() {
 		new ApplicationContextRunner()
 			.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
-					DistributedLockAutoConfiguration.class, DistributedLockActuatorAutoConfiguration.class))
+					DistributedLockAutoConfiguration.class, DistributedLockActuatorAutoConfiguration.class,
+					DistributedLockHealthContributorAutoConfiguration.class))
 			.withPropertyValues(TestDatabase.get().springProperties())
 			.withPropertyValues("distributed-lock.cleanup.enabled=false", "distributed-lock.table-name=" + newTableName(),
 					"management.health.distributed-lock.enabled=false")

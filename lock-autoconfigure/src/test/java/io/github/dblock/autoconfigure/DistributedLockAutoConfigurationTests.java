@@ -59,6 +59,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Tests for {@link DistributedLockAutoConfiguration}, against the real test database ({@link TestDatabase}).
  * Each test that creates a lock table uses its own table name and drops it afterwards.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class DistributedLockAutoConfigurationTests extends LockTablesTestSupport {
 
 	private static final String MISSING_COLUMNS = "[acquired_at, expires_at, fencing_token, holder, owner_token, waiting_owner, waiting_until]";

@@ -59,7 +59,7 @@ class LeastPrivilegeTests {
 
 	private final ApplicationContextRunner runner = new ApplicationContextRunner()
 		.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class, DistributedLockAutoConfiguration.class,
-				DistributedLockActuatorAutoConfiguration.class));
+				DistributedLockActuatorAutoConfiguration.class, DistributedLockHealthContributorAutoConfiguration.class));
 
 	private final List<String> createdTables = new ArrayList<>();
 
@@ -284,6 +284,16 @@ class LeastPrivilegeTests {
 					.contains("CREATE, ALTER, INDEX")
 					.contains("distributed-lock.flyway.user")
 					.contains("distributed-lock.flyway.enabled=false");
+				// reported by Spring Boot as a failure analysis (Description / Action), not as a stack trace
+				org.springframework.boot.diagnostics.FailureAnalysis analysis = new LockTableMigrationDeniedFailureAnalyzer()
+					.analyze(context.getStartupFailure());
+				assertThat(analysis).isNotNull();
+				assertThat(analysis.getDescription()).startsWith("The lock DataSource's user may not create the lock "
+						+ "table '" + table + "': the database refused its migration.")
+					.contains("Server: ").contains("command denied to user '" + user + "'");
+				assertThat(analysis.getAction()).contains("CREATE, ALTER, INDEX")
+					.contains("distributed-lock.flyway.user / .password")
+					.endsWith("set distributed-lock.flyway.enabled=false.");
 			});
 		assertThat(tableExists(table)).isFalse();
 		assertThat(tableExists(table + "_schema_history")).isFalse();

@@ -28,6 +28,7 @@ import static org.awaitility.Awaitility.await;
  * Acquisitions and holds are observed, and with Micrometer's observation handler they become timers tagged by mode
  * and outcome, a counter of lost locks, and a gauge of locks held by this JVM.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class LockObservationTests {
 
 	private static HikariDataSource pool;

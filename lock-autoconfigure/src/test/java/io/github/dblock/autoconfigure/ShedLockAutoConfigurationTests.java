@@ -31,6 +31,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * {@link DistributedLockShedLockAutoConfiguration} on the real test database, and the {@code @SchedulerLock}
  * mappings end to end: lockAtMostFor is the lease on the server's clock, lockAtLeastFor the minimum hold.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class ShedLockAutoConfigurationTests {
 
 	private final ApplicationContextRunner runner = new ApplicationContextRunner()

@@ -32,6 +32,7 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
  * A deliberate skip ({@code onFailure = SKIP}) of a busy lock is observed as {@code outcome=skipped}, so that it
  * does not count as a time-out; a busy lock under {@code onFailure = THROW} still counts as {@code timed_out}.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class SkippedOutcomeTests {
 
 	private static HikariDataSource pool;

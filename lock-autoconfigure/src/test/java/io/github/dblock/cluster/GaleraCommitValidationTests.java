@@ -56,6 +56,7 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
  */
 @Tag("galera")
 @Tag("clusters")
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class GaleraCommitValidationTests {
 
 	private static final Duration LEASE = Duration.ofMillis(300);

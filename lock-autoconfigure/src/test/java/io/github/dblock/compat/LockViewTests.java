@@ -28,6 +28,7 @@ import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException
 /**
  * {@link LockTemplate#asLock}: the {@link Lock} contract on the real database, two templates standing for two nodes.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class LockViewTests {
 
 	private static HikariDataSource pool;

@@ -47,6 +47,7 @@ import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException
  * What modes that hand out a lock to hold (LEASE, PESSIMISTIC) promise on top of {@link LockContractTests}:
  * exclusive, reentrant, timed and interruptible acquisition, exact resource names, and thread-bound handles.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 public abstract class HeldLockContractTests extends LockContractTests {
 
 	/**

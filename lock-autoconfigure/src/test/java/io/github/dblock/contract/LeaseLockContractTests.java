@@ -42,6 +42,7 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 
 /** The lock contract for {@link LockMode#LEASE}, plus what leases add: expiry on the server's clock. */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 public class LeaseLockContractTests extends HeldLockContractTests {
 
 	@Override

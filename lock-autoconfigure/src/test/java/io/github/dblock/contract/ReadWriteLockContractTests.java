@@ -46,6 +46,7 @@ import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException
  * are separate {@link LockTemplate}s meeting only in the database; threads of one node are separate owners too.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class ReadWriteLockContractTests {
 
 	private LockNodes nodes;

@@ -41,6 +41,7 @@ import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException
  * fencing tokens, loss detection, run-time changes of N, and bad input. Three templates on separate pools stand for
  * three nodes.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class SemaphoreContractTests {
 
 	private static HikariDataSource pool;

@@ -42,6 +42,7 @@ import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException
  * ordering against Spring's transactions. A second, independent {@link LockTemplate} ("the other node") probes
  * whether the application holds a lock at a given moment.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class DistributedLockInterceptorTests {
 
 	private static HikariDataSource otherNodePool;

@@ -46,6 +46,7 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
  * every call either runs or is refused with {@link LockNotAcquiredException} within its bound, and the stock is never
  * oversold. A pool exhausted by others makes the call fail naming the lock, its mode and the cause.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class PessimisticSmallPoolTests {
 
 	/** The documented bound of a PESSIMISTIC acquisition: the wait rounded up to seconds + statement timeout + 2 s. */

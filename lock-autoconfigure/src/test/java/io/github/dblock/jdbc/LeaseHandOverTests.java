@@ -26,6 +26,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * hands the lease straight to it: nobody else can take the lock in between, the waiter's next attempt takes the row
  * as its owner, and a waiter that gives up or dies holds the lock up for a bounded time only.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class LeaseHandOverTests {
 
 	private HikariDataSource pool;

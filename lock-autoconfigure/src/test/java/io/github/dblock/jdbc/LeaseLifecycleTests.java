@@ -36,6 +36,7 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
  * The LEASE lifecycle on the real database: renewal, lost-lease detection, fenced writes by a stalled holder, and
  * the minimum hold time.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class LeaseLifecycleTests {
 
 	private static final Duration SHORT_LEASE = LockTemplate.MIN_DEFAULT_LEASE_TIME;

@@ -20,6 +20,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * Round-trip budget and driver-setting independence of the LEASE provider, on the real database.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class LeaseLockProviderTests {
 
 	@Test

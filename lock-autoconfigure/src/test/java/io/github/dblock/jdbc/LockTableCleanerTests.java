@@ -52,6 +52,7 @@ import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
  * The stale-row cleanup job on the real database, on the shared lock table. Every test works on resource names
  * with a prefix of its own and counts only its own rows, since other tests (and their leftovers) share the table.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class LockTableCleanerTests {
 
 	private static final Duration ONE_DAY = Duration.ofDays(1);

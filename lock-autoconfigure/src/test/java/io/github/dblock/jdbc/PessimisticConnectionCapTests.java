@@ -27,6 +27,7 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
  * The PESSIMISTIC connection cap ({@code distributed-lock.pessimistic.max-connections}): a caller with a wait time
  * waits for a slot within it; the default is derived from the lock pool's size.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class PessimisticConnectionCapTests {
 
 	private static HikariDataSource pool;

@@ -40,6 +40,7 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
  * PESSIMISTIC specifics on the real database: the server-side wait bound, the connection cap, round trips, and
  * exclusion against LEASE holders of the same resource.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class PessimisticLockProviderTests {
 
 	private static HikariDataSource pool;

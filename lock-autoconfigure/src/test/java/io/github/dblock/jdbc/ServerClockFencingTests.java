@@ -38,6 +38,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * increase under contention without a write, the durable write happens when the stored token is ahead of the clock or
  * a minimum hold time is asked for, and the default still writes every token.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class ServerClockFencingTests {
 
 	private static HikariDataSource pool;

@@ -40,6 +40,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * trusting the lock, reader overlap across processes, a writer not starved by readers of several processes, and
  * recovery from a reader or writer killed with SIGKILL.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class CrossProcessReadWriteLockTests {
 
 	private static final Pattern MIX = Pattern.compile("RESULT reads=(\\d+) writes=(\\d+) violations=(\\d+)");

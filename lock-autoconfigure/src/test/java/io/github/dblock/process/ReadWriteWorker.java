@@ -41,6 +41,7 @@ import io.github.dblock.test.LockNodes;
  * {@code hold <url> <user> <password> <resource> <READ|WRITE> <leaseMillis>}: takes the lock, prints
  * {@code HOLDING <token>} and sleeps until killed.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 public final class ReadWriteWorker {
 
 	private ReadWriteWorker() {

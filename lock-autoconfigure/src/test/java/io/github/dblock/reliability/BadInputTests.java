@@ -40,6 +40,7 @@ import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException
  * ({@code HeldLockContractTests.resourceNamesAreComparedExactlyAndMayBeAnyUnicodeUpTo255Characters}).
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class BadInputTests {
 
 	private static final String TRIED = "bad inputs tried";

@@ -40,6 +40,7 @@ import static org.assertj.core.api.Assertions.assertThatException;
  * {@code datasource} bean.
  */
 @ExtendWith(OutputCaptureExtension.class)
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class BadPropertyInputTests {
 
 	private static HikariDataSource adminPool;

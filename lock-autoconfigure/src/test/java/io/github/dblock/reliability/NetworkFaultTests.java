@@ -48,6 +48,7 @@ import static org.assertj.core.api.Assertions.catchThrowable;
  * Statement timeout 2 s, so every reply is awaited at most 2 s + 2 s; the bounds asserted add room for a loaded
  * 2-core machine.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class NetworkFaultTests {
 
 	private static final Duration STATEMENT_TIMEOUT = Duration.ofSeconds(2);

@@ -40,6 +40,7 @@ import static io.github.dblock.test.Pauses.sleep;
  * longest time from the call to the callback (the acquisition) and from the callback's end to the call's return (the
  * release).
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 public final class SoakWorker {
 
 	private SoakWorker() {

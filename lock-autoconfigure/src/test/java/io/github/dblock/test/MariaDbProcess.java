@@ -34,6 +34,7 @@ import com.zaxxer.hikari.HikariDataSource;
  * transfer scripts and their {@code rsync} daemons included); {@link Servers} kills every process still running
  * when the JVM exits. Not thread-safe: one test drives it.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 public final class MariaDbProcess {
 
 	/** The server binary of the machine's MariaDB installation. */

@@ -23,6 +23,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * (passed to the forked test JVM, for example with {@code -DargLine=-Dlock.test.race-rounds=1000}) runs N rounds
  * instead of the test's default.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 public final class OwnerRace {
 
 	private OwnerRace() {

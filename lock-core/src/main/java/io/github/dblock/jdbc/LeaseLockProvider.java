@@ -31,7 +31,7 @@ import org.springframework.dao.DataAccessException;
  * <ol>
  * <li>{@code UPDATE} the resource's row to the new owner token, holder description, a fencing token of
  * {@code GREATEST(fencing_token + 1024, <server time in µs>)} (the end of a block of 1,024 tokens: the taker uses the
- * first, local successors the next ones, see {@link HeldLock#handOff()}) and an expiry of
+ * first, local successors the next ones, see {@link io.github.dblock.spi.HandOffLock#handOff()}) and an expiry of
  * {@code UTC_TIMESTAMP(6) + lease},
  * on condition that the current lease has expired ({@code expires_at <= UTC_TIMESTAMP(6)}). The row is matched
  * by primary key, the new owner token is unique, so the matched-row count is 1 exactly when the lock was taken,
@@ -97,7 +97,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 
 	/**
 	 * Fencing tokens reserved by each take: the holder uses the first, and up to {@code TOKEN_BLOCK - 1} local
-	 * successors the next ones (see {@link HeldLock#handOff()}); the take ({@link LockStatements#leaseTake}) writes it
+	 * successors the next ones (see {@link io.github.dblock.spi.HandOffLock#handOff()}); the take ({@link LockStatements#leaseTake}) writes it
 	 * as the constant 1024.
 	 */
 	static final int TOKEN_BLOCK = 1024;

@@ -129,6 +129,7 @@ abstract class LockTableSql {
 	}
 
 	/** Runs a statement registered with {@link InterruptibleWaits} while it runs. */
+	@SuppressWarnings("try") // the registration lasts the try block, not used in it
 	static <T extends @Nullable Object> T runInterruptibly(Connection connection, String sql, boolean generatedKeys,
 			BoundedStatement<T> action) throws SQLException {
 		try (PreparedStatement ps = prepare(connection, sql, generatedKeys);

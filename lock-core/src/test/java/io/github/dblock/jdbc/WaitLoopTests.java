@@ -18,7 +18,7 @@ import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 import org.springframework.dao.DataAccessException;
 import org.springframework.dao.DataAccessResourceFailureException;
-import org.springframework.dao.DeadlockLoserDataAccessException;
+import org.springframework.dao.PessimisticLockingFailureException;
 import org.springframework.jdbc.CannotGetJdbcConnectionException;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -109,7 +109,7 @@ class WaitLoopTests {
 	void aContendedFailureCountsAsAnUnsuccessfulAttemptWithoutAWarning() throws InterruptedException {
 		String answer = this.loop.run(() -> this.remaining, new Scripted((n) -> {
 			if (n == 0) {
-				throw new DeadlockLoserDataAccessException("deadlock", new java.sql.SQLException("d", "40001", 1213));
+				throw new PessimisticLockingFailureException("deadlock", new java.sql.SQLException("d", "40001", 1213));
 			}
 			return "taken";
 		}));
@@ -190,7 +190,7 @@ class WaitLoopTests {
 
 		@Override
 		public @Nullable String contended(DataAccessException ex) {
-			if (ex instanceof DeadlockLoserDataAccessException) {
+			if (ex instanceof PessimisticLockingFailureException) {
 				WaitLoopTests.this.events.add("contended");
 				return "contended";
 			}

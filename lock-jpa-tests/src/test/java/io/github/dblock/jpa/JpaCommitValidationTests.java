@@ -63,6 +63,7 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
  * <p>
  * In a module of its own (lock-jpa-tests), the only one with JPA on its test class path.
  */
+@SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class JpaCommitValidationTests {
 
 	private static final Duration LEASE = Duration.ofMillis(300);
