@@ -319,19 +319,18 @@ public class IdempotencyStore implements IdempotencyProvider {
 	Snapshot select(Connection connection, String key, byte[] bytes, int timeout) throws SQLException {
 		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.idemSelect, timeout, false)) {
 			ps.setBytes(1, bytes);
+			@Nullable Snapshot snapshot = null;
 			try (ResultSet rs = JdbcLockSupport.query(ps)) {
-				if (!rs.next()) {
-					return null;
+				if (rs.next()) {
+					IdempotencyRecord record = new IdempotencyRecord(key, IdempotencyStatus.valueOf(rs.getString(1)),
+							rs.getString(2), rs.getLong(4), rs.getInt(5), instant(rs, 6), instant(rs, 7),
+							nullableInstant(rs, 8), instant(rs, 9), rs.getString(10), rs.getString(11), rs.getString(12));
+					snapshot = new Snapshot(record, rs.getString(3),
+							TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(13))), rs.getBoolean(14));
 				}
-				IdempotencyRecord record = new IdempotencyRecord(key, IdempotencyStatus.valueOf(rs.getString(1)),
-						rs.getString(2), rs.getLong(4), rs.getInt(5), instant(rs, 6), instant(rs, 7),
-						nullableInstant(rs, 8), instant(rs, 9), rs.getString(10), rs.getString(11), rs.getString(12));
-				return new Snapshot(record, rs.getString(3),
-						TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(13))), rs.getBoolean(14));
 			}
-			finally {
-				JdbcLockSupport.commitIfNeeded(connection);
-			}
+			JdbcLockSupport.commitIfNeeded(connection); // on success only: a failed read reports its own error
+			return snapshot;
 		}
 	}
 

@@ -147,6 +147,18 @@ final class JdbcLockSupport {
 	}
 
 	/** Restores the network timeout {@link #boundReads} replaced, unless the connection is closed by now. */
+	/** Puts back a connection's autocommit; a connection that broke meanwhile is discarded by the pool instead. */
+	static void restoreAutoCommit(Connection connection, boolean autoCommit) {
+		try {
+			if (!connection.isClosed()) {
+				connection.setAutoCommit(autoCommit);
+			}
+		}
+		catch (SQLException ex) {
+			// the statement's own failure, if any, is the one reported
+		}
+	}
+
 	static void restoreReads(@Nullable Connection connection, int previous) {
 		if (connection == null) {
 			return;

@@ -115,20 +115,20 @@ final class LockRows {
 	 */
 	@Nullable
 	Peek peek(Connection connection, String resource, int timeoutSeconds) throws SQLException {
+		@Nullable Peek peek = null;
 		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rowPeek, timeoutSeconds, false)) {
 			ps.setBytes(1, bytes(resource));
 			try (ResultSet rs = JdbcLockSupport.query(ps)) {
-				if (!rs.next()) {
-					return null;
+				if (rs.next()) {
+					peek = new Peek(rs.getString(1), TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(2))),
+							TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(3))), rs.getString(4),
+							TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(5))));
 				}
-				return new Peek(rs.getString(1), TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(2))),
-						TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(3))), rs.getString(4),
-						TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(5))));
-			}
-			finally {
-				JdbcLockSupport.commitIfNeeded(connection);
 			}
 		}
+		// on success only: a failed read's own error is the one to report (the pool may have closed the connection)
+		JdbcLockSupport.commitIfNeeded(connection);
+		return peek;
 	}
 
 	/**

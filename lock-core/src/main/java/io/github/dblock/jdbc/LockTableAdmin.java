@@ -108,12 +108,12 @@ public final class LockTableAdmin {
 			try (PreparedStatement ps = connection.prepareStatement(this.sql.adminFind)) {
 				ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
 				ps.setBytes(1, LockRows.bytes(resource));
+				Optional<LockRow> row;
 				try (ResultSet rs = ps.executeQuery()) {
-					return rs.next() ? Optional.of(row(rs)) : Optional.<LockRow>empty();
+					row = rs.next() ? Optional.of(row(rs)) : Optional.<LockRow>empty();
 				}
-				finally {
-					JdbcLockSupport.commitIfNeeded(connection);
-				}
+				JdbcLockSupport.commitIfNeeded(connection); // on success only: a failed read reports its own error
+				return row;
 			}
 		});
 	}
@@ -137,12 +137,12 @@ public final class LockTableAdmin {
 			try (PreparedStatement ps = connection.prepareStatement(this.sql.adminLocked)) {
 				ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
 				ps.setBytes(1, LockRows.bytes(resource));
+				boolean locked;
 				try (ResultSet rs = ps.executeQuery()) {
-					return rs.next() && rs.getBoolean(1);
+					locked = rs.next() && rs.getBoolean(1);
 				}
-				finally {
-					JdbcLockSupport.commitIfNeeded(connection);
-				}
+				JdbcLockSupport.commitIfNeeded(connection); // on success only: a failed read reports its own error
+				return locked;
 			}
 		});
 	}
@@ -211,7 +211,7 @@ public final class LockTableAdmin {
 				throw ex;
 			}
 			finally {
-				connection.setAutoCommit(autoCommit);
+				JdbcLockSupport.restoreAutoCommit(connection, autoCommit);
 				JdbcLockSupport.restoreReads(connection, previousReads);
 			}
 		}

@@ -65,12 +65,20 @@ final class MySqlStatements extends LockStatements {
 			set.setInt(1, Math.max(1, waitSeconds));
 			set.execute();
 		}
+		boolean ran = false;
 		try {
-			return runInterruptibly(connection, sql, generatedKeys, action);
+			T result = runInterruptibly(connection, sql, generatedKeys, action);
+			ran = true;
+			return result;
 		}
 		finally {
 			try (Statement reset = connection.createStatement()) {
 				reset.execute(RESET_LOCK_WAIT);
+			}
+			catch (SQLException resetFailure) {
+				if (ran) {
+					throw resetFailure;
+				} // otherwise the statement's own failure is the one reported
 			}
 		}
 	}
