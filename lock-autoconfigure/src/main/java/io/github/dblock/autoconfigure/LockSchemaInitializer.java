@@ -201,6 +201,10 @@ public class LockSchemaInitializer implements InitializingBean {
 			logger.warn(message + " Starting anyway because " + DistributedLockProperties.PREFIX
 					+ ".topology.enforce=false.");
 		}
+		String durability = topology.clusterDurabilityWarning();
+		if (durability != null) {
+			logger.warn("Lock database: " + durability + ".");
+		}
 		String reason = topology.pessimisticRefusal();
 		if (reason != null) {
 			String relies = " LEASE and OPTIMISTIC locks rely on the cluster aborting the later of two conflicting "

@@ -21,6 +21,9 @@ import io.github.dblock.test.EmbeddedMariaDb;
 import io.github.dblock.test.Reliability;
 import io.github.dblock.test.TestDatabase;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.context.properties.source.InvalidConfigurationPropertyValueException;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
@@ -38,6 +41,7 @@ import static org.assertj.core.api.Assertions.assertThatIllegalStateException;
  * {@code --read-only}) and read-only connections to the shared test database are refused for real; Galera is
  * described to the initializer (no cluster here) to test what is refused at start-up and at call time.
  */
+@ExtendWith(OutputCaptureExtension.class)
 class TopologyAutoConfigurationTests extends LockTablesTestSupport {
 
 	private static final String BAD_INPUTS = "bad inputs tried";
@@ -208,6 +212,39 @@ class TopologyAutoConfigurationTests extends LockTablesTestSupport {
 			});
 	}
 
+	@Test
+	void onGaleraWithoutDurableCommitsStartUpWarnsNamingTheVariable(CapturedOutput output) {
+		String table = newTableName();
+		withTestDatabase()
+			.withBean(LockSchemaInitializer.class,
+					() -> galeraInitializer(table, true, Map.of("innodb_flush_log_at_trx_commit", "2")))
+			.withPropertyValues("distributed-lock.table-name=" + table, "distributed-lock.mode=lease")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				assertThat(context.getBean(LockSchemaInitializer.class).getTopology().clusterDurabilityWarning())
+					.contains("innodb_flush_log_at_trx_commit=2");
+			});
+		assertThat(output).contains("innodb_flush_log_at_trx_commit=2")
+			.contains("set innodb_flush_log_at_trx_commit=1 on every node");
+	}
+
+	@Test
+	void onGaleraWithDurableCommitsAndOnAPlainServerNoDurabilityWarning(CapturedOutput output) {
+		// the test server runs with the default innodb_flush_log_at_trx_commit=1
+		String table = newTableName();
+		withTestDatabase().withBean(LockSchemaInitializer.class, () -> galeraInitializer(table, true))
+			.withPropertyValues("distributed-lock.table-name=" + table, "distributed-lock.mode=lease")
+			.run((context) -> {
+				assertThat(context).hasNotFailed();
+				DatabaseTopology topology = context.getBean(LockSchemaInitializer.class).getTopology();
+				assertThat(topology.variables()).containsEntry("innodb_flush_log_at_trx_commit", "1");
+				assertThat(topology.clusterDurabilityWarning()).isNull();
+			});
+		assertThat(DatabaseTopology.of(Map.of("wsrep_on", "OFF", "innodb_flush_log_at_trx_commit", "0"), false, null,
+				List.of()).clusterDurabilityWarning()).isNull();
+		assertThat(output).doesNotContain("innodb_flush_log_at_trx_commit");
+	}
+
 	// ---------------------------------------------------------------- helpers
 
 	static class PessimisticService {
@@ -221,6 +258,11 @@ class TopologyAutoConfigurationTests extends LockTablesTestSupport {
 
 	/** An initializer that finds the real test database but is told it is a Galera node. */
 	private LockSchemaInitializer galeraInitializer(String table, boolean enforce) {
+		return galeraInitializer(table, enforce, Map.of());
+	}
+
+	/** As {@link #galeraInitializer(String, boolean)}, with some server variables told differently. */
+	private LockSchemaInitializer galeraInitializer(String table, boolean enforce, Map<String, String> told) {
 		DataSource dataSource = adminPool;
 		LockSchemaInitializer initializer = new LockSchemaInitializer(dataSource, LockTable.of(table), true) {
 
@@ -229,6 +271,7 @@ class TopologyAutoConfigurationTests extends LockTablesTestSupport {
 				DatabaseTopology real = DatabaseTopology.detect(ds, server);
 				Map<String, String> variables = new java.util.HashMap<>(real.variables());
 				variables.put("wsrep_on", "ON");
+				variables.putAll(told);
 				return DatabaseTopology.of(variables, false, null, List.of());
 			}
 

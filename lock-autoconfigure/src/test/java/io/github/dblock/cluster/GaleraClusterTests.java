@@ -25,6 +25,7 @@ import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.autoconfigure.DistributedLockAutoConfiguration;
 import io.github.dblock.jdbc.DatabaseServer;
+import io.github.dblock.jdbc.DatabaseTopology;
 import io.github.dblock.jdbc.LockDialect;
 import io.github.dblock.spi.LockProvider;
 import io.github.dblock.test.GaleraCluster;
@@ -275,6 +276,31 @@ class GaleraClusterTests {
 	 * commit fails with 1213. The library's own PESSIMISTIC provider, built by hand past the refusal, grants one
 	 * resource to two application nodes at the same time.
 	 */
+	/**
+	 * The topology check on a real node: it reads {@code wsrep_on} and {@code innodb_flush_log_at_trx_commit}, and
+	 * warns only while the node acknowledges commits before they are on disk.
+	 */
+	@Order(2)
+	@Test
+	void theTopologyCheckWarnsWhileANodeDoesNotFlushEachCommit() throws SQLException {
+		DataSource pool = pools.get(1);
+		DatabaseServer server = DatabaseServer.detect(pool);
+		assertThat(DatabaseTopology.detect(pool, server).clusterDurabilityWarning()).isNull();
+		try (Connection c = pool.getConnection()) {
+			c.createStatement().execute("SET GLOBAL innodb_flush_log_at_trx_commit = 2");
+		}
+		try {
+			DatabaseTopology topology = DatabaseTopology.detect(pool, server);
+			assertThat(topology.multiPrimaryCluster()).contains("wsrep_on=ON");
+			assertThat(topology.clusterDurabilityWarning()).contains("innodb_flush_log_at_trx_commit=2");
+		}
+		finally {
+			try (Connection c = pool.getConnection()) {
+				c.createStatement().execute("SET GLOBAL innodb_flush_log_at_trx_commit = 1");
+			}
+		}
+	}
+
 	@Order(3)
 	@Test
 	void twoRowLocksOnTwoNodesBothSucceed() throws Exception {

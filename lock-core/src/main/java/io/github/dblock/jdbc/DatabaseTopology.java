@@ -28,7 +28,7 @@ import org.springframework.jdbc.CannotGetJdbcConnectionException;
  * <ol>
  * <li>One {@code SHOW SESSION VARIABLES WHERE Variable_name IN (…)}: {@code read_only}, {@code super_read_only}
  * (MySQL), {@code innodb_read_only}, {@code transaction_read_only}/{@code tx_read_only} (session values),
- * {@code wsrep_on} (Galera; present but {@code OFF} on a plain MariaDB) and
+ * {@code wsrep_on} (Galera; present but {@code OFF} on a plain MariaDB), {@code innodb_flush_log_at_trx_commit} and
  * {@code group_replication_single_primary_mode} (present only with the group replication plugin). A variable the
  * server does not have is simply absent from the answer, so the same query runs on both families.</li>
  * <li>The JDBC connection's own read-only flag ({@link Connection#isReadOnly()}), which a pool such as Hikari
@@ -47,7 +47,8 @@ public final class DatabaseTopology {
 
 	/** Server variables read by {@link #detect} ({@link LockStatements#TOPOLOGY_VARIABLES}), lower case. */
 	static final List<String> VARIABLES = List.of("read_only", "super_read_only", "innodb_read_only",
-			"transaction_read_only", "tx_read_only", "wsrep_on", "group_replication_single_primary_mode");
+			"transaction_read_only", "tx_read_only", "wsrep_on", "group_replication_single_primary_mode",
+			"innodb_flush_log_at_trx_commit");
 
 	private static final Log logger = LogFactory.getLog(DatabaseTopology.class);
 
@@ -240,6 +241,23 @@ public final class DatabaseTopology {
 		return "the lock database is " + cluster + ", where a row lock taken on one node does not block "
 				+ "transactions on the other nodes (conflicts are found only at commit, by certification), so a "
 				+ "PESSIMISTIC lock excludes no one. Use LEASE or OPTIMISTIC mode.";
+	}
+
+	/**
+	 * Why a Galera node may lose commits it acknowledged: {@code innodb_flush_log_at_trx_commit} other than 1 leaves
+	 * a commit in the operating system's buffers, and a cluster-wide crash (a power loss of every node) then loses
+	 * locks and fenced writes the application was told had committed (Jepsen's MariaDB Galera Cluster analysis).
+	 * @return the warning naming the variable and its value, or {@code null} when the server is no Galera node or
+	 * flushes each commit
+	 */
+	public @Nullable String clusterDurabilityWarning() {
+		String flush = this.variables.get("innodb_flush_log_at_trx_commit");
+		if (!isOn(this.variables.get("wsrep_on")) || flush == null || "1".equals(flush.trim())) {
+			return null;
+		}
+		return "the lock database is a Galera cluster node with innodb_flush_log_at_trx_commit=" + flush
+				+ ": a commit is acknowledged before it is on disk, so a crash of every node at once can lose a lock "
+				+ "or a fenced write the application saw committed; set innodb_flush_log_at_trx_commit=1 on every node";
 	}
 
 	/** Whether the replica status could be read (the user had the privilege). */

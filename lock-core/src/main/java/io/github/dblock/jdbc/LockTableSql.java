@@ -66,7 +66,8 @@ abstract class LockTableSql {
 	/** The variables that tell a read-only server or a multi-primary cluster ({@link DatabaseTopology}). */
 	static final String TOPOLOGY_VARIABLES = normalize("""
 			SHOW SESSION VARIABLES WHERE Variable_name IN ('read_only', 'super_read_only', 'innodb_read_only',
-			'transaction_read_only', 'tx_read_only', 'wsrep_on', 'group_replication_single_primary_mode')""");
+			'transaction_read_only', 'tx_read_only', 'wsrep_on', 'group_replication_single_primary_mode',
+			'innodb_flush_log_at_trx_commit')""");
 
 	/** Whether this server is an active member of its (multi-primary) replication group. */
 	static final String GROUP_MEMBER_STATE = normalize("""
