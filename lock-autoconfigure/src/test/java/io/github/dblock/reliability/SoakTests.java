@@ -60,7 +60,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * {@link #smoke()} runs in {@code ./mvnw verify}: 20 s per mode with every fault kind but the restart. {@link #soak()}
  * (tag {@code soak}, {@code ./mvnw -pl lock-autoconfigure -am verify -Psoak}) runs for {@code lock.soak.duration}
  * (ISO-8601, 30 minutes in the profile) split between the modes, restarts included, and writes its figures into the
- * "Soak" section of {@code docs/RELIABILITY.md} ({@code lock.soak.report}).
+ * "Soak" section of {@code docs/reliability/fault-injection.md} ({@code lock.soak.report}).
  */
 class SoakTests {
 
