@@ -28,6 +28,12 @@ class ExpiredLeaseTests {
 
 	private static final Duration SHORT = Duration.ofMillis(200);
 
+	/**
+	 * The wait of a first take on a free resource: a take whose reply comes after its 200 ms lease is given back
+	 * (a late grant), which a loaded machine can cause; with a wait the take is simply tried again.
+	 */
+	private static final Duration FIRST_TAKE_WAIT = Duration.ofSeconds(10);
+
 	private HikariDataSource pool;
 
 	private JdbcTemplate jdbc;
@@ -79,7 +85,7 @@ class ExpiredLeaseTests {
 
 	@Test
 	void reEntryOfAnExpiredLeaseWhileAnotherNodeHoldsItFindsItBusy() throws Exception {
-		LockHandle outer = on(this.threadT1, () -> this.nodeA.tryAcquire(this.resource, lease(SHORT, Duration.ZERO))
+		LockHandle outer = on(this.threadT1, () -> this.nodeA.tryAcquire(this.resource, lease(SHORT, FIRST_TAKE_WAIT))
 			.orElseThrow());
 		Thread.sleep(400);
 		LockHandle other = this.nodeB.tryAcquire(this.resource, lease(Duration.ofSeconds(30), Duration.ZERO)).orElseThrow();
@@ -97,7 +103,7 @@ class ExpiredLeaseTests {
 
 	@Test
 	void reEntryOfAnExpiredLeaseThatNobodyTookIsANewAcquisitionWithANewToken() throws Exception {
-		LockHandle outer = on(this.threadT1, () -> this.nodeA.tryAcquire(this.resource, lease(SHORT, Duration.ZERO))
+		LockHandle outer = on(this.threadT1, () -> this.nodeA.tryAcquire(this.resource, lease(SHORT, FIRST_TAKE_WAIT))
 			.orElseThrow());
 		Thread.sleep(400);
 		LockHandle inner = on(this.threadT1,
@@ -115,7 +121,7 @@ class ExpiredLeaseTests {
 
 	@Test
 	void anExpiredHoldDoesNotKeepTheOtherThreadsOfItsJvmWaiting() throws Exception {
-		LockHandle stale = on(this.threadT1, () -> this.nodeA.tryAcquire(this.resource, lease(SHORT, Duration.ZERO))
+		LockHandle stale = on(this.threadT1, () -> this.nodeA.tryAcquire(this.resource, lease(SHORT, FIRST_TAKE_WAIT))
 			.orElseThrow());
 		long start = System.nanoTime();
 		LockHandle next = on(this.threadT2, () -> this.nodeA.acquire(this.resource,
@@ -135,7 +141,7 @@ class ExpiredLeaseTests {
 
 	@Test
 	void aLocalWaiterIsNotKeptWaitingByAnExpiredHoldWhileAnotherNodeTakesTheLock() throws Exception {
-		on(this.threadT1, () -> this.nodeA.tryAcquire(this.resource, lease(SHORT, Duration.ZERO)).orElseThrow());
+		on(this.threadT1, () -> this.nodeA.tryAcquire(this.resource, lease(SHORT, FIRST_TAKE_WAIT)).orElseThrow());
 		Thread.sleep(400);
 		LockHandle other = this.nodeB.tryAcquire(this.resource, lease(Duration.ofSeconds(1), Duration.ZERO)).orElseThrow();
 		long start = System.nanoTime();
@@ -150,7 +156,8 @@ class ExpiredLeaseTests {
 	@Test
 	void reEntryOfAnExpiredReadOrWriteLeaseIsANewAcquisition() throws Exception {
 		LockOptions write = lease(SHORT, Duration.ZERO).withType(LockType.WRITE);
-		LockHandle outer = on(this.threadT1, () -> this.nodeA.tryAcquire(this.resource, write).orElseThrow());
+		LockOptions firstWrite = lease(SHORT, FIRST_TAKE_WAIT).withType(LockType.WRITE);
+		LockHandle outer = on(this.threadT1, () -> this.nodeA.tryAcquire(this.resource, firstWrite).orElseThrow());
 		Thread.sleep(400);
 		LockHandle other = this.nodeB.tryAcquire(this.resource, lease(Duration.ofSeconds(30), Duration.ZERO)
 			.withType(LockType.WRITE)).orElseThrow();
@@ -160,7 +167,8 @@ class ExpiredLeaseTests {
 			.as("nor can the stale write hold serve a read").isEmpty();
 		assertThat(on(this.threadT1, () -> closeFails(outer))).isTrue();
 		other.close();
-		LockHandle again = on(this.threadT1, () -> this.nodeA.tryAcquire(this.resource, write).orElseThrow());
+		LockOptions laterWrite = lease(Duration.ofSeconds(30), FIRST_TAKE_WAIT).withType(LockType.WRITE);
+		LockHandle again = on(this.threadT1, () -> this.nodeA.tryAcquire(this.resource, laterWrite).orElseThrow());
 		assertThat(again.fencingToken()).isGreaterThan(other.fencingToken());
 		assertThat(on(this.threadT1, () -> closeFails(again))).isFalse();
 		assertThat(this.nodeA.localResourceCount()).isZero();

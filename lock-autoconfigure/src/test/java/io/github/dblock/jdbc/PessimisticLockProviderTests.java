@@ -247,6 +247,8 @@ class PessimisticLockProviderTests {
 		String resource = "pessimistic-gap-" + UUID.randomUUID();
 		try (Connection blocker = pool.getConnection()) {
 			blocker.setAutoCommit(false);
+			// gap locks are taken at REPEATABLE READ only, whatever the suite's sessions run with
+			blocker.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
 			try (PreparedStatement ps = blocker.prepareStatement(
 					"UPDATE distributed_lock SET holder = 'gap' WHERE resource = ? AND expires_at <= UTC_TIMESTAMP(6)")) {
 				ps.setBytes(1, LockRows.bytes(resource));

@@ -287,7 +287,9 @@ class SnapshotIsolationTests {
 			jdbc.update("UPDATE snapshot_test_stock SET units = units - 1 WHERE id = ?", resource);
 			return run;
 		});
-		assertThat(result).as("the run that committed").isEqualTo(snapshotIsolation ? 2 : 1);
+		// at READ COMMITTED each statement reads the latest rows: there is no read view to conflict with
+		boolean readView = TestDatabase.transactionIsolationSetting().equals("REPEATABLE-READ");
+		assertThat(result).as("the run that committed").isEqualTo((snapshotIsolation && readView) ? 2 : 1);
 		assertThat(jdbc.queryForObject("SELECT units FROM snapshot_test_stock WHERE id = ?", Integer.class, resource))
 			.as("one unit taken by the other transaction, one by the work").isEqualTo(8);
 	}

@@ -73,7 +73,34 @@ public final class TestDatabase {
 	}
 
 	private static TestDatabase resolve() {
-		return withSnapshotIsolation(resolveServer());
+		return withTransactionIsolation(withSnapshotIsolation(resolveServer()));
+	}
+
+	/**
+	 * The isolation level of the sessions, so of the callers' transactions that do not ask for one:
+	 * {@code lock.test.transaction-isolation} ({@code REPEATABLE-READ}, the servers' default, unless set), or
+	 * {@code READ-COMMITTED}.
+	 */
+	public static String transactionIsolationSetting() {
+		String value = setting("lock.test.transaction-isolation", "LOCK_TEST_TRANSACTION_ISOLATION");
+		String setting = (value == null) ? "REPEATABLE-READ" : value.toUpperCase(Locale.ROOT).replace('_', '-');
+		if (!List.of("REPEATABLE-READ", "READ-COMMITTED").contains(setting)) {
+			throw new IllegalArgumentException(
+					"lock.test.transaction-isolation must be REPEATABLE-READ or READ-COMMITTED, was " + value);
+		}
+		return setting;
+	}
+
+	/** The server with every session at {@link #transactionIsolationSetting()}, when that is not the default. */
+	private static TestDatabase withTransactionIsolation(TestDatabase server) {
+		String setting = transactionIsolationSetting();
+		if (setting.equals("REPEATABLE-READ")) {
+			return server;
+		}
+		// MariaDB before 11.1 names it tx_isolation only; MySQL 8 and MariaDB 11.1+ have transaction_isolation
+		String variable = (server.variable("transaction_isolation") != null) ? "transaction_isolation" : "tx_isolation";
+		return new TestDatabase(withSessionVariables(server.jdbcUrl, variable + "='" + setting + "'"), server.username,
+				server.password, server.description + ", " + variable + "=" + setting + " (session)");
 	}
 
 	private static TestDatabase resolveServer() {
