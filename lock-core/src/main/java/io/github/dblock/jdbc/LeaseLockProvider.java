@@ -419,19 +419,43 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 		return this.jdbc.callDeadline();
 	}
 
-	/** Runs {@link LockStatements#leaseRenew}: the lease ends {@code leaseNanos} from now on the server's clock. */
+	/**
+	 * Runs {@link LockStatements#leaseRenew}: the lease ends {@code leaseNanos} from now on the server's clock. One
+	 * short transaction of two statements: a locking read of the row by primary key
+	 * ({@link LockStatements#leaseLockForRenewal}), which does any waiting (behind a commit check or a PESSIMISTIC
+	 * holder of the resource), then the owner-checked update, which starts once the row is this transaction's and so
+	 * judges the lease by the server's clock after the wait: the server fixes {@code UTC_TIMESTAMP()} when a statement
+	 * starts, and a single statement that waited would extend a lease that ended meanwhile. Neither statement reads
+	 * consistently (no read view, so MariaDB's snapshot isolation does not apply). Each statement's timeout and reply
+	 * end by the deadline.
+	 */
 	private boolean renewFor(ExclusiveLease lock, long leaseNanos, String task, CallDeadline deadline) {
-		return this.jdbc.execute(task + " lock '" + lock.resource + "'", deadline, (connection) -> {
-			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.leaseRenew,
-					this.jdbc.statementTimeoutSeconds(), true)) {
-				ps.setLong(1, TimeUnit.NANOSECONDS.toMicros(leaseNanos));
-				ps.setBytes(2, LockRows.bytes(lock.resource));
-				ps.setString(3, lock.ownerToken);
-				int matched = ps.executeUpdate();
-				JdbcLockSupport.commitIfNeeded(connection);
-				return matched == 1;
-			}
-		});
+		byte[] key = LockRows.bytes(lock.resource);
+		return this.jdbc.execute(task + " lock '" + lock.resource + "'", deadline,
+				(connection) -> JdbcLockSupport.inShortTransaction(connection, (c) -> {
+					try (PreparedStatement ps = this.sql.prepareBounded(c, this.sql.leaseLockForRenewal,
+							timeoutWithin(deadline), false)) {
+						ps.setBytes(1, key);
+						JdbcLockSupport.query(ps).close();
+					}
+					deadline.boundReads(c); // what the wait for the row left of the deadline
+					try (PreparedStatement ps = this.sql.prepareBounded(c, this.sql.leaseRenew, timeoutWithin(deadline),
+							false)) {
+						ps.setLong(1, TimeUnit.NANOSECONDS.toMicros(leaseNanos));
+						ps.setBytes(2, key);
+						ps.setString(3, lock.ownerToken);
+						return ps.executeUpdate() == 1;
+					}
+				}));
+	}
+
+	/**
+	 * A statement timeout that ends a reply margin before the deadline: the statement timeout, or less once part of
+	 * the deadline is spent (at least 1 s).
+	 */
+	private int timeoutWithin(CallDeadline deadline) {
+		return this.jdbc.queryTimeoutSeconds(
+				deadline.remainingNanos() - TimeUnit.MILLISECONDS.toNanos(JdbcLockSupport.NETWORK_MARGIN_MILLIS));
 	}
 
 	/**
