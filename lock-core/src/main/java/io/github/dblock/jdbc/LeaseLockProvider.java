@@ -55,7 +55,9 @@ import org.springframework.dao.DataAccessException;
  * <p>
  * Renewal: when the caller gave no lease time of its own ({@link LockRequest#renew()}), a shared scheduler renews
  * the lease every third of the lease time with {@code UPDATE ... SET expires_at = UTC_TIMESTAMP(6) + lease WHERE
- * resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)}, the first time when two thirds of the lease
+ * resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)}, in a short transaction after a
+ * {@code SELECT ... FOR UPDATE} of the row by primary key, so that the update reads the server's clock only after any
+ * wait for the row lock (the server fixes it when a statement starts), the first time when two thirds of the lease
  * are left (at once for a take that waited behind a row lock or got its reply late). If that matches nothing (the
  * lease had expired, or another owner took it), or if the database stays unreachable until the lease must be presumed
  * expired by this JVM's clock, the lock is marked lost: {@link HeldLock#isLost()} turns true, the
@@ -65,8 +67,8 @@ import org.springframework.dao.DataAccessException;
  * A minimum hold time keeps the lease until {@code acquired_at + minHoldTime} on release
  * ({@code expires_at = GREATEST(UTC_TIMESTAMP(6), acquired_at + INTERVAL ? MICROSECOND)}).
  * <p>
- * Every statement runs in autocommit on a connection taken directly from the data source, never in the
- * caller's transaction, so a lock is visible to other nodes as soon as it is taken and a business rollback
+ * Every statement runs in autocommit (a renewal in a short transaction of its own) on a connection taken directly
+ * from the data source, never in the caller's transaction, so a lock is visible to other nodes as soon as it is taken and a business rollback
  * cannot undo it. Single-statement, primary-key transactions see the latest committed row whatever the
  * connection's isolation level, so no isolation change (and no extra round trip) is needed. Deadlocks and lock
  * wait timeouts are retried; other errors surface as {@link org.springframework.dao.DataAccessException}.
