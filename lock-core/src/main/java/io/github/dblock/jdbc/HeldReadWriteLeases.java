@@ -103,6 +103,47 @@ final class HeldReadWriteLeases {
 		});
 	}
 
+	/**
+	 * Renews a lease in one short transaction of two statements: a locking read of the resource's row by primary key
+	 * ({@link LockStatements#rwLockResource}), then the owner-checked {@link LockStatements#rwRenew} of its holder
+	 * row. The server fixes {@code UTC_TIMESTAMP()} when a statement starts, so the waiting is left to the first
+	 * statement: behind the holder's own commit check (which locks the same rows in the same order, so they do not
+	 * deadlock) or an acquisition of the resource. The renewal then starts once no reader or writer can be granted
+	 * beside it, and judges the lease by the server's clock at that moment: a lease that ended while the renewal
+	 * waited is found ended (and the lease lost), never extended beside a competitor granted meanwhile. Neither
+	 * statement reads consistently, so the transaction has no read view and MariaDB's snapshot isolation does not
+	 * apply. Each statement's timeout and reply end by the renewal's deadline.
+	 * @return whether the holder row was still the lease's and live (and is now extended)
+	 */
+	private boolean renewAfterLockingTheResource(Lease lease, CallDeadline deadline) {
+		byte[] key = LockRows.bytes(lease.resource);
+		return this.jdbc.execute("renew '" + lease.resource + "'", deadline,
+				(connection) -> JdbcLockSupport.inShortTransaction(connection, (c) -> {
+					try (PreparedStatement ps = this.sql.prepareBounded(c, this.sql.rwLockResource,
+							timeoutWithin(deadline), false)) {
+						ps.setBytes(1, key);
+						JdbcLockSupport.query(ps).close();
+					}
+					deadline.boundReads(c); // what the wait for the resource row left of the deadline
+					try (PreparedStatement ps = this.sql.prepareBounded(c, this.sql.rwRenew, timeoutWithin(deadline),
+							false)) {
+						ps.setLong(1, TimeUnit.NANOSECONDS.toMicros(lease.leaseNanos));
+						ps.setBytes(2, key);
+						ps.setString(3, lease.ownerToken);
+						return ps.executeUpdate() == 1;
+					}
+				}));
+	}
+
+	/**
+	 * A statement timeout that ends a reply margin before the deadline: the statement timeout, or less once part of
+	 * the deadline is spent (at least 1 s).
+	 */
+	private int timeoutWithin(CallDeadline deadline) {
+		return this.jdbc.queryTimeoutSeconds(
+				deadline.remainingNanos() - TimeUnit.MILLISECONDS.toNanos(JdbcLockSupport.NETWORK_MARGIN_MILLIS));
+	}
+
 	private int update(String task, String sql, Lease lease, long micros, CallDeadline deadline) {
 		return this.jdbc.execute(task + " '" + lease.resource + "'", deadline, (connection) -> {
 			try (PreparedStatement ps = this.sql.prepareBounded(connection, sql, this.jdbc.statementTimeoutSeconds(), false)) {
@@ -135,8 +176,7 @@ final class HeldReadWriteLeases {
 
 		@Override
 		boolean renewInDatabase(CallDeadline deadline) {
-			return update("renew", HeldReadWriteLeases.this.sql.rwRenew, this, TimeUnit.NANOSECONDS.toMicros(this.leaseNanos),
-					deadline) == 1;
+			return renewAfterLockingTheResource(this, deadline);
 		}
 
 		@Override

@@ -55,7 +55,9 @@ import org.springframework.dao.DataAccessException;
  * <p>
  * Renewal: when the caller gave no lease time of its own ({@link LockRequest#renew()}), a shared scheduler renews
  * the lease every third of the lease time with {@code UPDATE ... SET expires_at = UTC_TIMESTAMP(6) + lease WHERE
- * resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)}, the first time when two thirds of the lease
+ * resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)}, in a short transaction after a
+ * {@code SELECT ... FOR UPDATE} of the row by primary key, so that the update reads the server's clock only after any
+ * wait for the row lock (the server fixes it when a statement starts), the first time when two thirds of the lease
  * are left (at once for a take that waited behind a row lock or got its reply late). If that matches nothing (the
  * lease had expired, or another owner took it), or if the database stays unreachable until the lease must be presumed
  * expired by this JVM's clock, the lock is marked lost: {@link HeldLock#isLost()} turns true, the
@@ -65,8 +67,8 @@ import org.springframework.dao.DataAccessException;
  * A minimum hold time keeps the lease until {@code acquired_at + minHoldTime} on release
  * ({@code expires_at = GREATEST(UTC_TIMESTAMP(6), acquired_at + INTERVAL ? MICROSECOND)}).
  * <p>
- * Every statement runs in autocommit on a connection taken directly from the data source, never in the
- * caller's transaction, so a lock is visible to other nodes as soon as it is taken and a business rollback
+ * Every statement runs in autocommit (a renewal in a short transaction of its own) on a connection taken directly
+ * from the data source, never in the caller's transaction, so a lock is visible to other nodes as soon as it is taken and a business rollback
  * cannot undo it. Single-statement, primary-key transactions see the latest committed row whatever the
  * connection's isolation level, so no isolation change (and no extra round trip) is needed. Deadlocks and lock
  * wait timeouts are retried; other errors surface as {@link org.springframework.dao.DataAccessException}.
@@ -419,19 +421,43 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 		return this.jdbc.callDeadline();
 	}
 
-	/** Runs {@link LockStatements#leaseRenew}: the lease ends {@code leaseNanos} from now on the server's clock. */
+	/**
+	 * Runs {@link LockStatements#leaseRenew}: the lease ends {@code leaseNanos} from now on the server's clock. One
+	 * short transaction of two statements: a locking read of the row by primary key
+	 * ({@link LockStatements#leaseLockForRenewal}), which does any waiting (behind a commit check or a PESSIMISTIC
+	 * holder of the resource), then the owner-checked update, which starts once the row is this transaction's and so
+	 * judges the lease by the server's clock after the wait: the server fixes {@code UTC_TIMESTAMP()} when a statement
+	 * starts, and a single statement that waited would extend a lease that ended meanwhile. Neither statement reads
+	 * consistently (no read view, so MariaDB's snapshot isolation does not apply). Each statement's timeout and reply
+	 * end by the deadline.
+	 */
 	private boolean renewFor(ExclusiveLease lock, long leaseNanos, String task, CallDeadline deadline) {
-		return this.jdbc.execute(task + " lock '" + lock.resource + "'", deadline, (connection) -> {
-			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.leaseRenew,
-					this.jdbc.statementTimeoutSeconds(), true)) {
-				ps.setLong(1, TimeUnit.NANOSECONDS.toMicros(leaseNanos));
-				ps.setBytes(2, LockRows.bytes(lock.resource));
-				ps.setString(3, lock.ownerToken);
-				int matched = ps.executeUpdate();
-				JdbcLockSupport.commitIfNeeded(connection);
-				return matched == 1;
-			}
-		});
+		byte[] key = LockRows.bytes(lock.resource);
+		return this.jdbc.execute(task + " lock '" + lock.resource + "'", deadline,
+				(connection) -> JdbcLockSupport.inShortTransaction(connection, (c) -> {
+					try (PreparedStatement ps = this.sql.prepareBounded(c, this.sql.leaseLockForRenewal,
+							timeoutWithin(deadline), false)) {
+						ps.setBytes(1, key);
+						JdbcLockSupport.query(ps).close();
+					}
+					deadline.boundReads(c); // what the wait for the row left of the deadline
+					try (PreparedStatement ps = this.sql.prepareBounded(c, this.sql.leaseRenew, timeoutWithin(deadline),
+							false)) {
+						ps.setLong(1, TimeUnit.NANOSECONDS.toMicros(leaseNanos));
+						ps.setBytes(2, key);
+						ps.setString(3, lock.ownerToken);
+						return ps.executeUpdate() == 1;
+					}
+				}));
+	}
+
+	/**
+	 * A statement timeout that ends a reply margin before the deadline: the statement timeout, or less once part of
+	 * the deadline is spent (at least 1 s).
+	 */
+	private int timeoutWithin(CallDeadline deadline) {
+		return this.jdbc.queryTimeoutSeconds(
+				deadline.remainingNanos() - TimeUnit.MILLISECONDS.toNanos(JdbcLockSupport.NETWORK_MARGIN_MILLIS));
 	}
 
 	/**

@@ -73,7 +73,19 @@ abstract sealed class LockStatements extends LockTableSql
 			waiting_owner = NULL
 			WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)""");
 
-	/** Renews (or extends) a lease of this owner that has not ended. Parameters: lease µs, resource, owner. */
+	/**
+	 * First statement of a renewal (or extension), in a short transaction: locks the row by primary key, so that the
+	 * {@link #leaseRenew} that follows starts, and reads the server's clock, only once the row is this transaction's.
+	 * The server fixes {@code UTC_TIMESTAMP()} when a statement starts: a renewal that waited for the row lock in its
+	 * own statement (behind a commit check or a PESSIMISTIC holder of the resource) would judge the lease by a time
+	 * before it waited, and extend a lease that ended meanwhile. Parameter: resource.
+	 */
+	final String leaseLockForRenewal = sql("SELECT fencing_token FROM {lock} WHERE resource = ? FOR UPDATE");
+
+	/**
+	 * Renews (or extends) a lease of this owner that has not ended, after {@link #leaseLockForRenewal}. Parameters:
+	 * lease µs, resource, owner.
+	 */
 	final String leaseRenew = sql("""
 			UPDATE {lock} SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
 			WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)""");
@@ -175,7 +187,14 @@ abstract sealed class LockStatements extends LockTableSql
 	final String rwDropOwnExpired = sql("""
 			DELETE FROM {rw_hold} WHERE resource = ? AND owner_token = ? AND expires_at <= UTC_TIMESTAMP(6)""");
 
-	/** Parameters: lease µs, resource, owner. */
+	/**
+	 * Renews a read or write lease, after {@link #rwLockResource} in the same short transaction: that locking read of
+	 * the resource's row (which every acquisition and every write commit check locks first) does the waiting, so this
+	 * statement starts, and reads the server's clock, once no acquisition can be granted beside it. Run on its own it
+	 * could wait for the holder row (behind the holder's commit check) past the lease end and still compare with the
+	 * time its statement started, extending a lease that ended after a competitor was granted. Parameters: lease µs,
+	 * resource, owner.
+	 */
 	final String rwRenew = sql("""
 			UPDATE {rw_hold} SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
 			WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)""");
@@ -196,7 +215,8 @@ abstract sealed class LockStatements extends LockTableSql
 	/**
 	 * Commit check of a write lock, first statement on one primary: a locking read of the resource's row by primary
 	 * key, the row every acquisition of the resource locks first (rwLockRow), so that no reader or writer can be
-	 * granted before the checked transaction ends, whichever holder rows its holder query visits. Parameter: resource.
+	 * granted before the checked transaction ends, whichever holder rows its holder query visits. Also the first
+	 * statement of a renewal ({@link #rwRenew}). Parameter: resource.
 	 */
 	final String rwLockResource = sql("SELECT fencing_token FROM {rw} WHERE resource = ? FOR UPDATE");
 

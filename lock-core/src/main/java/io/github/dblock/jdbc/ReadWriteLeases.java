@@ -30,8 +30,9 @@ import org.springframework.dao.DataAccessException;
  * One acquisition attempt is one short transaction:
  * <ol>
  * <li>{@code SELECT fencing_token, intent_owner, intent_expires_at > UTC_TIMESTAMP(6), intent_holder FROM _rw WHERE
- * resource = ? FOR UPDATE}: locks the resource's row, so acquisitions of one resource are serialized (releases and
- * renewals touch only the holder's own row and need no such lock). No row: it is created by a separate
+ * resource = ? FOR UPDATE}: locks the resource's row, so acquisitions of one resource are serialized (with each
+ * other, with renewals and with the commit checks of write leases, which lock it first too; releases touch only the
+ * holder's own row). No row: it is created by a separate
  * {@code INSERT} (a duplicate-key error means another node created it first) and the attempt starts again.</li>
  * <li>If another owner's writer intent is live (its {@code intent_expires_at} is after the server's now), the
  * attempt is busy: new readers and other writers stay out while a writer waits (writer preference).</li>
@@ -47,9 +48,10 @@ import org.springframework.dao.DataAccessException;
  * it gives up ({@code UPDATE ... WHERE intent_owner = ?}); if it dies, the intent ends with its intent time.</li>
  * </ol>
  * Between attempts the caller sleeps with backoff and jitter (never longer than a fifth of the intent time, so a
- * waiting writer's intent never lapses). Renewal (every third of the lease, on the lease provider's scheduler) is
- * {@code UPDATE _rw_hold SET expires_at = ... WHERE resource = ? AND owner_token = ? AND expires_at >
- * UTC_TIMESTAMP(6)}; release is {@code DELETE} of the holder's row on the same condition (or, with a minimum hold
+ * waiting writer's intent never lapses). Renewal (every third of the lease, on the lease provider's scheduler) is a
+ * short transaction: the {@code FOR UPDATE} of step 1 (without reading the intent), then {@code UPDATE _rw_hold SET
+ * expires_at = ... WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)}, which so reads the
+ * server's clock only after any wait for the row lock ({@link HeldReadWriteLeases}); release is {@code DELETE} of the holder's row on the same condition (or, with a minimum hold
  * time, an {@code UPDATE} of its expiry). A crashed holder's row stops counting when its lease ends; the cleanup
  * job deletes such rows later. Deadlocks and lock wait timeouts are retried; broken connections are retried until
  * the deadline with the same owner token.
