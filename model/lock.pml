@@ -45,9 +45,10 @@
 #endif
 #ifdef LIVE
 #define GIVE_UP false   /* a waiter waits as long as it takes */
-#define RETRY true
+#define RETRY (clock > sent)  /* the back-off lasts at least a tick */
 #define COUNT skip
-#define CLOCK_RUNS (finished < NRUN && clock < MAXT + 12)
+/* the clock runs to MAXT, then only while every thread waits for it (timeout), up to a cap */
+#define CLOCK_RUNS ((clock < MAXT || timeout) && finished < NRUN && clock < MAXT + 8)
 #else
 #define GIVE_UP true
 #define RETRY (att < ATT)  /* bounded attempts per acquisition (each take reserves a new block of tokens) */
@@ -186,6 +187,9 @@ lease_try:
       fi;
       goto holding;
 lease_wait:
+#ifdef LIVE
+      sent = clock;
+#endif
       if
       :: RETRY -> COUNT; goto lease_try                                            /* WaitLoop: back off, try again */
       :: GIVE_UP -> letGateGo(t, j); goto next                                 /* the wait time ran out */
@@ -218,6 +222,9 @@ pess_insert:
       :: rowEx && rowLock != 0 -> goto pess_wait                               /* innodb_lock_wait_timeout */
       fi;
 pess_wait:
+#ifdef LIVE
+      sent = clock;
+#endif
       if
       :: RETRY -> COUNT; goto pess_insert
       :: GIVE_UP -> letGateGo(t, j); goto next
