@@ -26,8 +26,14 @@ run() {
 	errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' pan.out)
 	states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' pan.out)
 	result=$([[ ${errors:-1} == 0 ]] && echo pass || echo fail)
-	printf '%-44s %-5s (expected %s)  %10s states  %5.1f s  %s\n' "$label" "$result" "$expect" "$states" \
-		"$(echo "$t1 - $t0" | bc)" "$(grep -m1 -oE 'assertion violated|acceptance cycle|pan: .*' pan.out | head -1)"
+	local found=""
+	if grep -q "acceptance cycle" pan.out; then found="acceptance cycle (liveness)"
+	elif grep -q "assertion violated.*maxHanded" pan.out; then found="assertion violated: S1 token monotonicity"
+	elif grep -q "assertion violated.*lastGrant" pan.out; then found="assertion violated: S3 no stale commit"
+	elif grep -q "assertion violated" pan.out; then found="assertion violated: S2 exclusion modulo fencing"
+	fi
+	printf '%-40s %-4s (expected %s) %9s states %6.1f s  %s\n' "$label" "$result" "$expect" "$states" \
+		"$(echo "$t1 - $t0" | bc)" "$found"
 	if [[ $result != "$expect" ]]; then
 		failures=$((failures + 1)); tail -30 pan.out
 	fi
@@ -45,5 +51,8 @@ run fail "defect CROSS_MODE_HANDOFF"                 "$LOCAL -DCROSS_MODE_HANDOF
 run fail "defect TOKEN_OUTRUN"                       "$REMOTE -DTOKEN_OUTRUN"       "-E"
 run fail "defect CLEANUP_IGNORES_TOKEN"              "$REMOTE -DCLEANUP_IGNORES_TOKEN" "-E"
 run fail "defect LATE_RENEWAL"                       "$REMOTE -DLATE_RENEWAL"       "-E"
-echo "model check: $((failures)) unexpected result(s), $(( $(date +%s) - start )) s"
+# the release's write-back alone: the cleanup's token condition keeps tokens increasing without it (the write-back
+# keeps the counter's lead on the clock short, which PESSIMISTIC waits out)
+run pass "NO_WRITEBACK alone"                        "$REMOTE -DNO_WRITEBACK"       "-E"
+echo "model check: $failures unexpected result(s), $(( $(date +%s) - start )) s (states: stored; for a failure, until the first error)"
 exit $((failures > 0))

@@ -1,17 +1,20 @@
 /*
  * The exclusive lock protocol of lock-core as a Promela model, checked by model/check.sh.
  * One resource, one row of the lock table; two JVMs: JVM 1 runs threads 1 and 2 (sharing its local gate), JVM 2 runs
- * thread 3. Each thread makes ACQ acquisitions, each in LEASE or PESSIMISTIC mode (chosen freely), then does one
- * fenced write, may renew, commits and closes. Time is discrete: the server clock `clock` ticks (Clock) up to MAXT;
+ * thread 3. Each thread makes ACQ acquisitions (threads 1 and 3 in LEASE mode, thread 2 in LEASE or PESSIMISTIC
+ * mode, chosen freely), then does one fenced write, may renew once, commits and closes. Configurations (check.sh):
+ * -DLOCAL (all three threads, replies delivered, no cleanup) and -DREMOTE (threads 1 and 3, lost and late replies,
+ * lost releases, the cleanup). Time is discrete: the server clock `clock` ticks (Clock) up to MAXT;
  * a client's clock runs at the same rate, and only the differences of its readings are used (validUntilNanos).
  * A statement is sent and executed in one step (its execution time is its sending time, which is the case least
  * favourable to the client's validity); its reply is a separate step, so it can come late (after ticks) or be lost.
- * Scale: a tick stands for more than a statement's round trip; TOKEN_BLOCK 1024 is B = 2, the cleanup's retention
+ * Scale: a tick is one token of the clock (any number of statements may run in it); TOKEN_BLOCK 1024 is B = 2, the retention
  * (>= 1 s, i.e. >= 1,000,000 us >= 1023 tokens) is RET = 1 (>= B - 1 ticks).
  * Every step names the statement of LockStatements (LS.xxx) or the Java method it stands for.
  * Defects that can be put back: -DCROSS_MODE_HANDOFF, -DTOKEN_OUTRUN (= -DNO_WRITEBACK -DCLEANUP_IGNORES_TOKEN),
  * -DCLEANUP_IGNORES_TOKEN, -DNO_WRITEBACK, -DLATE_RENEWAL. -DLIVE: the liveness configuration (no lost replies, no
- * giving up; the clock runs while a thread has work left) with the LTL property `live`.
+ * giving up, a back-off lasts a tick; the clock passes MAXT only while every thread waits for it) with the LTL
+ * property `live`.
  */
 
 #ifndef MAXT
