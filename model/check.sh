@@ -33,7 +33,7 @@ run() {
 	elif grep -q "assertion violated" pan.out; then found="assertion violated: S2 exclusion modulo fencing"
 	fi
 	printf '%-40s %-4s (expected %s) %9s states %6.1f s  %s\n' "$label" "$result" "$expect" "$states" \
-		"$(echo "$t1 - $t0" | bc)" "$found"
+		"$(awk "BEGIN { print $t1 - $t0 }")" "$found"
 	if [[ $result != "$expect" ]]; then
 		failures=$((failures + 1)); tail -30 pan.out
 	fi
