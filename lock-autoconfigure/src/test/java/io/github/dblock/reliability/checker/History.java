@@ -203,28 +203,46 @@ public final class History {
 	 */
 	public boolean enter(long opId, String node, String resource, Family family, String mode, long token,
 			boolean transactional, boolean fenced) {
-		Boolean accepted = this.transactions.execute((status) -> {
-			this.jdbc.update("INSERT IGNORE INTO checker_fenced (resource, token, writes) VALUES (?, 0, 0)", resource);
+		// outside the transaction: its shared lock on an existing row, upgraded by the UPDATE, would deadlock
+		this.jdbc.update("INSERT IGNORE INTO checker_fenced (resource, token, writes) VALUES (?, 0, 0)", resource);
+		Boolean accepted = retried(() -> this.transactions.execute((status) -> {
 			int rows = fenced ? this.jdbc.update("UPDATE checker_fenced SET token = ?, writes = writes + 1 WHERE"
 					+ " resource = ? AND token <= ?", token, resource, token) : 0;
 			this.jdbc.update("INSERT INTO checker_section (op_id, run, node, resource, family, mode, token, entered_at,"
 					+ " entry_accepted, transactional) VALUES (?, ?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?, ?)", opId,
 					this.prefix, node, resource, family.name(), mode, token, rows == 1, transactional);
 			return rows == 1;
-		});
+		}));
 		return Boolean.TRUE.equals(accepted);
 	}
 
 	/** Leaves a critical section: the fenced write and the exit time, in one transaction of the history pool. */
 	public boolean exit(long opId, String resource, long token, boolean fenced) {
-		Boolean accepted = this.transactions.execute((status) -> {
+		Boolean accepted = retried(() -> this.transactions.execute((status) -> {
 			int rows = fenced ? this.jdbc.update("UPDATE checker_fenced SET token = ?, writes = writes + 1 WHERE"
 					+ " resource = ? AND token <= ?", token, resource, token) : 0;
 			this.jdbc.update("UPDATE checker_section SET exited_at = UTC_TIMESTAMP(6), exit_accepted = ? WHERE run = ?"
 					+ " AND op_id = ?", rows == 1, this.prefix, opId);
 			return rows == 1;
-		});
+		}));
 		return Boolean.TRUE.equals(accepted);
+	}
+
+	/**
+	 * Runs a history transaction again when the server chose it as a deadlock victim (it was rolled back whole, so
+	 * nothing of it was recorded), up to 5 times.
+	 */
+	private static <T> T retried(java.util.function.Supplier<T> transaction) {
+		for (int attempt = 1;; attempt++) {
+			try {
+				return transaction.get();
+			}
+			catch (org.springframework.dao.PessimisticLockingFailureException ex) {
+				if (attempt == 5) {
+					throw ex;
+				}
+			}
+		}
 	}
 
 	/** Marks a section as not confirmed to its end (by {@code onLost}, {@code isHeld}, or an exception on release). */

@@ -41,6 +41,25 @@ class MixedWorkloadCheckerTests {
 		run(duration("lock.checker.soak-duration", Duration.ofMinutes(10)));
 	}
 
+	/**
+	 * With one node's LEASE provider reporting every third exclusive lease held without the database
+	 * ({@link Defects#leaseHeldWithoutTheDatabase()}), a short run without faults fails the exclusion invariant.
+	 */
+	@Test
+	void aLeaseReportedHeldWithoutTheDatabaseIsCaught() throws Exception {
+		long seed = seed();
+		Workload.Result result = new Workload(new Workload.Settings(seed, Duration.ofSeconds(15), 3, 3, false,
+				Defects.leaseHeldWithoutTheDatabase()))
+			.run();
+		List<Violation> violations = Checker.check(result.observed());
+		System.out.println("[checker] with the defect, seed " + seed + ": " + summary(result) + ", "
+				+ violations.size() + " violation(s)");
+		if (!violations.isEmpty()) {
+			System.out.println(Checker.report(seed, result.observed(), violations.subList(0, 1)));
+		}
+		assertThat(violations).extracting(Violation::invariant).contains("exclusion");
+	}
+
 	/** Runs the workload with faults, prints its figures, and fails with the report on any violation. */
 	static Workload.Result run(Duration duration) throws Exception {
 		long seed = seed();

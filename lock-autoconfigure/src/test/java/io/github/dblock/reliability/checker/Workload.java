@@ -131,7 +131,7 @@ public final class Workload {
 	/** Runs the workload for its duration, lets every call finish, and returns the history. */
 	public Result run() throws Exception {
 		TestDatabase db = TestDatabase.get();
-		this.historyPool = db.newDataSource(4, (config) -> config.setPoolName("checker-history"));
+		this.historyPool = db.newDataSource(12, (config) -> config.setPoolName("checker-history"));
 		LockNodes.migrateOnce(this.historyPool);
 		this.history = new History(this.historyPool, this.prefix);
 		JdbcTemplate direct = new JdbcTemplate(this.historyPool);
