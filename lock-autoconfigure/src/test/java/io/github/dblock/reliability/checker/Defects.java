@@ -79,4 +79,78 @@ final class Defects {
 		};
 	}
 
+	/**
+	 * Exclusive LEASE acquisitions report the token of this node's previous acquisition of the resource instead of
+	 * their own (as if the token were not advanced); the lock itself is the real one. READ/WRITE go to the real
+	 * provider.
+	 */
+	static Function<LockProvider, LockProvider> tokenNotAdvanced() {
+		return (provider) -> {
+			ReadWriteLockProvider real = (ReadWriteLockProvider) provider;
+			java.util.Map<String, Long> previous = new java.util.concurrent.ConcurrentHashMap<>();
+			return new ReadWriteLockProvider() {
+
+				@Override
+				public LockMode mode() {
+					return real.mode();
+				}
+
+				@Override
+				public AcquireResult acquire(LockRequest request) throws InterruptedException {
+					AcquireResult result = real.acquire(request);
+					HeldLock lock = result.lock();
+					if (lock == null) {
+						return result;
+					}
+					Long earlier = previous.put(request.resource(), lock.fencingToken());
+					long token = (earlier != null) ? earlier : lock.fencingToken();
+					return AcquireResult.acquired(new HeldLock() {
+
+						@Override
+						public long fencingToken() {
+							return token;
+						}
+
+						@Override
+						public String ownerToken() {
+							return lock.ownerToken();
+						}
+
+						@Override
+						public long validUntilNanos() {
+							return lock.validUntilNanos();
+						}
+
+						@Override
+						public boolean isLost() {
+							return lock.isLost();
+						}
+
+						@Override
+						public void onLost(Runnable callback) {
+							lock.onLost(callback);
+						}
+
+						@Override
+						public boolean extend(java.time.Duration leaseTime) {
+							return lock.extend(leaseTime);
+						}
+
+						@Override
+						public boolean release() {
+							return lock.release();
+						}
+
+					});
+				}
+
+				@Override
+				public AcquireResult acquire(LockRequest request, LockType type) throws InterruptedException {
+					return real.acquire(request, type);
+				}
+
+			};
+		};
+	}
+
 }
