@@ -112,7 +112,8 @@ public final class Checker {
 
 	/**
 	 * Two counted sections of one resource at one server instant (readers beside readers aside): a violation when
-	 * both are clean, or when the one with the smaller token had a fenced write accepted after the other entered.
+	 * both are clean, or when the one with the smaller token had a fenced write accepted after the other had written
+	 * its larger one (OPTIMISTIC work writes none: a stale holder beside it is stopped only by a later fenced write).
 	 */
 	static List<Violation> overlaps(Observed observed, Set<Family> families, String name) {
 		List<Violation> violations = new ArrayList<>();
@@ -128,7 +129,7 @@ public final class Checker {
 					if (a.clean() && b.clean()) {
 						why = "two holders the library called valid at one server instant";
 					}
-					else if (b.token() > a.token() && Boolean.TRUE.equals(a.exitAccepted())) {
+					else if (b.token() > a.token() && b.entryAccepted() && Boolean.TRUE.equals(a.exitAccepted())) {
 						why = "the earlier holder's fenced write was accepted after the later one (larger token) entered";
 					}
 					else if (b.token() <= a.token() && (b.entryAccepted() || Boolean.TRUE.equals(b.exitAccepted()))) {
@@ -148,8 +149,10 @@ public final class Checker {
 	}
 
 	/**
-	 * Per resource, in the order of entry: a counted section whose fenced write at entry was accepted has a token
-	 * larger than every earlier counted section's (two readers aside). OPTIMISTIC work is left out: it is given the
+	 * Per resource, in the order of entry: a counted section whose fenced write at entry was accepted, or that is
+	 * clean, has a token larger than every earlier counted section's (two readers aside). A clean section held its
+	 * lock from its acquisition to its exit, so every section that entered before it acquired before it; only a stale
+	 * section (not clean) may enter after one with a larger token, and then fencing must reject its write. OPTIMISTIC work is left out: it is given the
 	 * version it started from (the previous holder's token), not a token of its own.
 	 */
 	static List<Violation> tokens(Observed observed) {
@@ -162,7 +165,7 @@ public final class Checker {
 					continue; // given the version it started from, not a token of its own
 				}
 				Section against = (b.family() == Family.READ) ? highestNonReader : highest;
-				if (against != null && b.entryAccepted() && b.token() <= against.token()) {
+				if (against != null && (b.entryAccepted() || b.clean()) && b.token() <= against.token()) {
 					violations.add(new Violation("tokens-increase",
 							resource + ": token " + b.token() + " not larger than the earlier " + against.token(),
 							List.of(against, b), List.of(against.opId(), b.opId())));

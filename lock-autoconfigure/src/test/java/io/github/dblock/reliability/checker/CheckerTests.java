@@ -87,6 +87,17 @@ class CheckerTests {
 	}
 
 	@Test
+	void aStaleHolderBesideCommittedOptimisticWorkPasses() {
+		// OPTIMISTIC work writes nothing fenced (its token is the version it started from), so the stale holder's
+		// write at its exit is accepted
+		Section stale = section(1, "x", Family.EXCLUSIVE, "LEASE acquire (short lease)", 10, 0, 50L, true, true, true,
+				true);
+		Section optimistic = section(2, "x", Family.EXCLUSIVE, "OPTIMISTIC execute", 1033, 20, 60L, false, false, true,
+				false);
+		assertThat(check(sections(stale, optimistic))).isEmpty();
+	}
+
+	@Test
 	void twoCleanHoldersAtOneInstantFail() {
 		assertThat(failed(sections(clean(1, "x", Family.EXCLUSIVE, 10, 0, 20), clean(2, "x", Family.EXCLUSIVE, 11, 10, 30))))
 			.containsExactly("exclusion");
@@ -130,6 +141,9 @@ class CheckerTests {
 		assertThat(failed(sections(clean(1, "x", Family.EXCLUSIVE, 10, 0, 10), clean(2, "x", Family.EXCLUSIVE, 10, 20, 30))))
 			.containsExactly("tokens-increase");
 		assertThat(failed(sections(clean(1, "rw", Family.WRITE, 10, 0, 10), clean(2, "rw", Family.READ, 9, 20, 30))))
+			.containsExactly("tokens-increase");		// a clean holder with an older token is a violation even when fencing rejected its write
+		Section cleanButOlder = section(2, "x", Family.EXCLUSIVE, "LEASE acquire", 9, 20, 30L, false, false, true, false);
+		assertThat(failed(sections(clean(1, "x", Family.EXCLUSIVE, 10, 0, 10), cleanButOlder)))
 			.containsExactly("tokens-increase");
 	}
 
