@@ -155,6 +155,9 @@ public final class History {
 	public History(DataSource historyPool, String prefix) {
 		this.jdbc = new JdbcTemplate(historyPool);
 		this.transactions = new TransactionTemplate(new DataSourceTransactionManager(historyPool));
+		// no snapshot: with MariaDB's innodb_snapshot_isolation a REPEATABLE READ transaction's write of a row changed
+		// by another transaction since its snapshot would fail (1020)
+		this.transactions.setIsolationLevel(TransactionTemplate.ISOLATION_READ_COMMITTED);
 		this.prefix = prefix;
 		createTables(this.jdbc);
 	}
