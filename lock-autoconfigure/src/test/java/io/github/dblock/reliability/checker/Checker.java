@@ -1,0 +1,295 @@
+package io.github.dblock.reliability.checker;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Function;
+
+import io.github.dblock.reliability.checker.History.Effect;
+import io.github.dblock.reliability.checker.History.Family;
+import io.github.dblock.reliability.checker.History.Observed;
+import io.github.dblock.reliability.checker.History.Op;
+import io.github.dblock.reliability.checker.History.Section;
+
+/**
+ * The invariants a checker run must satisfy, each with the sentence of the README or {@code docs/reference/} that it
+ * checks ({@link Invariant#quote()}; {@code CheckerTests} checks that every quote still appears verbatim in its
+ * document). {@link #check(Observed)} returns every violation, each with the sections and calls involved;
+ * {@link #report(long, Observed, List)} renders the minimal history slice around them. Stateless and thread-safe.
+ * <p>
+ * What "valid holder" means here: a section is <em>clean</em> when the library confirmed its hold to the end (its
+ * transaction committed, or its handle was held at the exit, no {@code onLost} ran and its release did not throw).
+ * Two clean sections of one exclusive resource may never overlap on the server's clock. A section that was not clean
+ * (a stalled holder whose lease ended under it) may overlap another, but only on the terms of fencing: the later
+ * holder's token is larger and the stale one's fenced writes after it were rejected.
+ */
+public final class Checker {
+
+	/**
+	 * Slack on top of every documented call bound, for the scheduling delays of a loaded 2-core machine running
+	 * several nodes' threads, a cleanup thread and the fault injector in one JVM.
+	 */
+	public static final Duration BOUND_SLACK = Duration.ofSeconds(2);
+
+	/**
+	 * One invariant.
+	 * @param name short name, printed with a violation
+	 * @param document the document quoted, relative to the repository root
+	 * @param quote the sentence of the document the invariant checks, verbatim (white space aside)
+	 * @param check finds the violations in a history
+	 */
+	public record Invariant(String name, String document, String quote, Function<Observed, List<Violation>> check) {
+	}
+
+	/**
+	 * A violation of one invariant.
+	 * @param invariant the invariant's name
+	 * @param message what is wrong
+	 * @param sections the sections involved
+	 * @param opIds the calls involved
+	 */
+	public record Violation(String invariant, String message, List<Section> sections, List<Long> opIds) {
+	}
+
+	/** Every invariant, in the order they are checked. */
+	public static final List<Invariant> INVARIANTS = List.of(
+			new Invariant("exclusion", "docs/reference/safety.md",
+					"Leases cannot stop a holder that has stalled and not yet noticed it lost the lock. Fencing tokens can",
+					(observed) -> overlaps(observed, Set.of(Family.EXCLUSIVE), "exclusion")),
+			new Invariant("reader-beside-writer", "docs/reference/read-write-locks.md",
+					"Many readers at once, or one writer, per resource and across nodes",
+					(observed) -> overlaps(observed, Set.of(Family.READ, Family.WRITE), "reader-beside-writer")),
+			new Invariant("tokens-increase", "docs/reference/safety.md",
+					"every acquisition gets a number that strictly increases for that resource, across all nodes, modes,"
+							+ " restarts and cleanups, at any rate of acquisitions.",
+					Checker::tokens),
+			new Invariant("at-most-n-permits", "docs/reference/semaphores.md",
+					"A semaphore lets at most N callers in at once, across every instance", Checker::permits),
+			new Invariant("one-effect-per-key", "docs/reference/idempotency.md",
+					"Exactly one call claims a key (one statement on its primary key)", Checker::effects),
+			new Invariant("call-bounds", "docs/reference/limits.md",
+					"**Every call is bounded in time, whatever the network does**", Checker::bounds),
+			new Invariant("nothing-left-locked", "docs/reference/safety.md",
+					"a crashed holder still frees the lock within one lease.", Checker::leftovers));
+
+	private Checker() {
+	}
+
+	/** Every violation of every invariant in the history. */
+	public static List<Violation> check(Observed observed) {
+		List<Violation> violations = new ArrayList<>();
+		for (Invariant invariant : INVARIANTS) {
+			violations.addAll(invariant.check().apply(observed));
+		}
+		return violations;
+	}
+
+	/** The violations of the named invariant only. */
+	public static List<Violation> check(String invariant, Observed observed) {
+		return INVARIANTS.stream()
+			.filter((i) -> i.name().equals(invariant))
+			.findFirst()
+			.orElseThrow()
+			.check()
+			.apply(observed);
+	}
+
+	private static Map<String, List<Section>> byResource(Observed observed, Set<Family> families) {
+		Map<String, List<Section>> result = new LinkedHashMap<>();
+		observed.sections()
+			.stream()
+			.filter((s) -> families.contains(s.family()) && s.counted())
+			.sorted(Comparator.comparing(Section::enteredAt).thenComparing(Section::opId))
+			.forEach((s) -> result.computeIfAbsent(s.resource(), (k) -> new ArrayList<>()).add(s));
+		return result;
+	}
+
+	/**
+	 * Two counted sections of one resource at one server instant (readers beside readers aside): a violation when
+	 * both are clean, or when the one with the smaller token had a fenced write accepted after the other had written
+	 * its larger one (OPTIMISTIC work writes none: a stale holder beside it is stopped only by a later fenced write).
+	 */
+	static List<Violation> overlaps(Observed observed, Set<Family> families, String name) {
+		List<Violation> violations = new ArrayList<>();
+		byResource(observed, families).forEach((resource, sections) -> {
+			List<Section> active = new ArrayList<>();
+			for (Section b : sections) {
+				active.removeIf((a) -> a.exitedAt() == null || !a.exitedAt().isAfter(b.enteredAt()));
+				for (Section a : active) {
+					if (a.family() == Family.READ && b.family() == Family.READ) {
+						continue;
+					}
+					String why = null;
+					if (a.clean() && b.clean()) {
+						why = "two holders the library called valid at one server instant";
+					}
+					else if (b.token() > a.token() && b.entryAccepted() && Boolean.TRUE.equals(a.exitAccepted())) {
+						why = "the earlier holder's fenced write was accepted after the later one (larger token) entered";
+					}
+					else if (b.token() <= a.token() && (b.entryAccepted() || Boolean.TRUE.equals(b.exitAccepted()))) {
+						why = "the later holder's token is not larger, and its fenced write was accepted";
+					}
+					if (why != null) {
+						violations.add(new Violation(name, resource + ": " + why, List.of(a, b),
+								List.of(a.opId(), b.opId())));
+					}
+				}
+				if (b.exitedAt() != null) {
+					active.add(b);
+				}
+			}
+		});
+		return violations;
+	}
+
+	/**
+	 * Per resource, in the order of entry: a counted section whose fenced write at entry was accepted, or that is
+	 * clean, has a token larger than every earlier counted section's (two readers aside). A clean section held its
+	 * lock from its acquisition to its exit, so every section that entered before it acquired before it; only a stale
+	 * section (not clean) may enter after one with a larger token, and then fencing must reject its write. OPTIMISTIC work is left out: it is given the
+	 * version it started from (the previous holder's token), not a token of its own.
+	 */
+	static List<Violation> tokens(Observed observed) {
+		List<Violation> violations = new ArrayList<>();
+		byResource(observed, Set.of(Family.EXCLUSIVE, Family.READ, Family.WRITE)).forEach((resource, sections) -> {
+			Section highest = null;
+			Section highestNonReader = null;
+			for (Section b : sections) {
+				if (b.mode().startsWith("OPTIMISTIC")) {
+					continue; // given the version it started from, not a token of its own
+				}
+				Section against = (b.family() == Family.READ) ? highestNonReader : highest;
+				if (against != null && (b.entryAccepted() || b.clean()) && b.token() <= against.token()) {
+					violations.add(new Violation("tokens-increase",
+							resource + ": token " + b.token() + " not larger than the earlier " + against.token(),
+							List.of(against, b), List.of(against.opId(), b.opId())));
+				}
+				if (highest == null || b.token() > highest.token()) {
+					highest = b;
+				}
+				if (b.family() != Family.READ && (highestNonReader == null || b.token() > highestNonReader.token())) {
+					highestNonReader = b;
+				}
+			}
+		});
+		return violations;
+	}
+
+	/** At no server instant more clean permit sections of a semaphore than its permits. */
+	static List<Violation> permits(Observed observed) {
+		List<Violation> violations = new ArrayList<>();
+		Map<String, List<Section>> byName = new LinkedHashMap<>();
+		observed.sections()
+			.stream()
+			.filter((s) -> s.family() == Family.PERMIT && s.clean() && s.exitedAt() != null)
+			.forEach((s) -> byName.computeIfAbsent(s.resource(), (k) -> new ArrayList<>()).add(s));
+		byName.forEach((name, sections) -> {
+			int permits = observed.permits().getOrDefault(name, Integer.MAX_VALUE);
+			sections.sort(Comparator.comparing(Section::enteredAt));
+			List<Section> inside = new ArrayList<>();
+			for (Section s : sections) {
+				inside.removeIf((other) -> !other.exitedAt().isAfter(s.enteredAt()));
+				inside.add(s);
+				if (inside.size() > permits) {
+					violations.add(new Violation("at-most-n-permits", name + ": " + inside.size()
+							+ " permits held at once, of " + permits, List.copyOf(inside),
+							inside.stream().map(Section::opId).toList()));
+				}
+			}
+		});
+		return violations;
+	}
+
+	/** At most one committed effect per key, and exactly one for a key some call completed. */
+	static List<Violation> effects(Observed observed) {
+		List<Violation> violations = new ArrayList<>();
+		Map<String, List<Long>> byKey = new HashMap<>();
+		for (Effect effect : observed.effects()) {
+			byKey.computeIfAbsent(effect.key(), (k) -> new ArrayList<>()).add(effect.opId());
+		}
+		byKey.forEach((key, ops) -> {
+			if (ops.size() > 1) {
+				violations.add(new Violation("one-effect-per-key", key + ": " + ops.size() + " committed effects",
+						List.of(), ops));
+			}
+		});
+		for (String key : observed.succeededKeys()) {
+			if (!byKey.containsKey(key)) {
+				violations.add(new Violation("one-effect-per-key", key + ": a call completed but no effect committed",
+						List.of(), List.of()));
+			}
+		}
+		return violations;
+	}
+
+	/** Every call with a documented bound ended within it (plus {@link #BOUND_SLACK}). */
+	static List<Violation> bounds(Observed observed) {
+		List<Violation> violations = new ArrayList<>();
+		for (Op op : observed.ops()) {
+			if (op.boundNanos() > 0 && op.tookNanos() > op.boundNanos() + BOUND_SLACK.toNanos()) {
+				violations.add(new Violation("call-bounds", op.call() + " took " + op.tookNanos() / 1_000_000
+						+ " ms, bound " + op.boundNanos() / 1_000_000 + " ms", List.of(), List.of(op.id())));
+			}
+		}
+		return violations;
+	}
+
+	/** Nothing of the run still held once every caller finished and the longest lease has passed. */
+	static List<Violation> leftovers(Observed observed) {
+		return observed.leftovers()
+			.stream()
+			.map((what) -> new Violation("nothing-left-locked", "still held after the run: " + what, List.of(),
+					List.of()))
+			.toList();
+	}
+
+	/**
+	 * The report of a failing run: the seed, then per violation (at most 10) the invariant's quote, the sections
+	 * involved with up to 2 sections of the same resource before and after, and the calls involved.
+	 */
+	public static String report(long seed, Observed observed, List<Violation> violations) {
+		StringBuilder out = new StringBuilder("checker run failed, seed " + seed + " (replay: -Dlock.checker.seed="
+				+ seed + "): " + violations.size() + " violation(s)\n");
+		Map<Long, Op> opsById = new HashMap<>();
+		Map<Long, List<Op>> opsOf = new HashMap<>();
+		for (Op op : observed.ops()) {
+			opsById.putIfAbsent(op.id(), op);
+			opsOf.computeIfAbsent(op.id(), (k) -> new ArrayList<>()).add(op);
+		}
+		for (Violation violation : violations.subList(0, Math.min(10, violations.size()))) {
+			Invariant invariant = INVARIANTS.stream()
+				.filter((i) -> i.name().equals(violation.invariant()))
+				.findFirst()
+				.orElseThrow();
+			out.append("\n[").append(violation.invariant()).append("] ").append(violation.message()).append('\n');
+			out.append("  checks: \"").append(invariant.quote()).append("\" (").append(invariant.document())
+				.append(")\n");
+			Set<Section> slice = new LinkedHashSet<>();
+			for (Section involved : violation.sections()) {
+				List<Section> same = observed.sections()
+					.stream()
+					.filter((s) -> s.resource().equals(involved.resource()))
+					.sorted(Comparator.comparing(Section::enteredAt))
+					.toList();
+				int at = same.indexOf(involved);
+				slice.addAll(same.subList(Math.max(0, at - 2), Math.min(same.size(), at + 3)));
+			}
+			slice.stream()
+				.sorted(Comparator.comparing(Section::enteredAt))
+				.forEach((s) -> out.append(violation.sections().contains(s) ? "  >> " : "     ").append(s).append('\n'));
+			for (long id : violation.opIds()) {
+				for (Op op : opsOf.getOrDefault(id, List.of())) {
+					out.append("     ").append(op).append('\n');
+				}
+			}
+		}
+		return out.toString();
+	}
+
+}

@@ -1,0 +1,215 @@
+package io.github.dblock.reliability.checker;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.LocalDateTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import io.github.dblock.reliability.checker.Checker.Invariant;
+import io.github.dblock.reliability.checker.Checker.Violation;
+import io.github.dblock.reliability.checker.History.Effect;
+import io.github.dblock.reliability.checker.History.Family;
+import io.github.dblock.reliability.checker.History.Observed;
+import io.github.dblock.reliability.checker.History.Op;
+import io.github.dblock.reliability.checker.History.Section;
+import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The {@link Checker} on made-up histories: one that breaks each invariant (so that each check is shown able to
+ * fail), legitimate ones that must pass (a stale holder stopped by fencing, overlapping readers), and the quotes of
+ * the invariants against the documents they quote, so that the docs and the checker cannot drift apart.
+ */
+class CheckerTests {
+
+	private static final LocalDateTime T0 = LocalDateTime.of(2026, 1, 1, 0, 0);
+
+	private static LocalDateTime at(long millis) {
+		return T0.plusNanos(millis * 1_000_000);
+	}
+
+	private static Section section(long op, String resource, Family family, String mode, long token, long from,
+			@Nullable Long to, boolean entryAccepted, @Nullable Boolean exitAccepted, boolean counted, boolean lost) {
+		return new Section(op, "n" + (op % 3), resource, family, mode, token, at(from), (to != null) ? at(to) : null,
+				entryAccepted, exitAccepted, counted, lost);
+	}
+
+	/** A clean section that held the lock from {@code from} to {@code to}, both fenced writes accepted. */
+	private static Section clean(long op, String resource, Family family, long token, long from, long to) {
+		return section(op, resource, family, "LEASE acquire", token, from, to, true, true, true, false);
+	}
+
+	private static Observed sections(Section... sections) {
+		return new Observed(List.of(sections), List.of(), List.of(), Set.of(), Map.of(), List.of());
+	}
+
+	private static List<Violation> check(Observed observed) {
+		List<Violation> violations = Checker.check(observed);
+		if (!violations.isEmpty()) {
+			System.out.println(Checker.report(42, observed, violations));
+		}
+		return violations;
+	}
+
+	private static Set<String> failed(Observed observed) {
+		return Set.copyOf(check(observed).stream().map(Violation::invariant).toList());
+	}
+
+	@Test
+	void aHistoryOfOrderlyHoldersPasses() {
+		Observed observed = new Observed(
+				List.of(clean(1, "x", Family.EXCLUSIVE, 10, 0, 10), clean(2, "x", Family.EXCLUSIVE, 11, 10, 20),
+						section(3, "x", Family.EXCLUSIVE, "PESSIMISTIC execute", 50, 25, 30L, true, true, true, false),
+						clean(4, "rw", Family.READ, 5, 0, 10), clean(5, "rw", Family.READ, 6, 2, 12),
+						clean(6, "rw", Family.WRITE, 7, 12, 20), clean(7, "sem", Family.PERMIT, 1, 0, 10),
+						clean(8, "sem", Family.PERMIT, 2, 5, 15)),
+				List.of(new Op(1, "n1", "LEASE acquire", "x", 0, 1_000_000_000L, 7_000_000_000L, "ok")),
+				List.of(new Effect("k", 9)), Set.of("k"), Map.of("sem", 2), List.of());
+		assertThat(check(observed)).isEmpty();
+	}
+
+	@Test
+	void aStaleHolderThatFencingStoppedPasses() {
+		// op 1's lease ended under it (lost); op 2 took the lock with a larger token while op 1 was still inside,
+		// and op 1's fenced write at its exit was rejected
+		Section stale = section(1, "x", Family.EXCLUSIVE, "LEASE acquire", 10, 0, 50L, true, false, true, true);
+		Section next = clean(2, "x", Family.EXCLUSIVE, 11, 20, 30);
+		// op 3 acquired before op 4 but stalled before entering: it enters late, and its writes are rejected
+		Section late = section(3, "y", Family.EXCLUSIVE, "LEASE acquire", 5, 40, 45L, false, false, true, true);
+		Section earlier = clean(4, "y", Family.EXCLUSIVE, 6, 0, 42);
+		assertThat(check(sections(stale, next, earlier, late))).isEmpty();
+	}
+
+	@Test
+	void aStaleHolderBesideCommittedOptimisticWorkPasses() {
+		// OPTIMISTIC work writes nothing fenced (its token is the version it started from), so the stale holder's
+		// write at its exit is accepted
+		Section stale = section(1, "x", Family.EXCLUSIVE, "LEASE acquire (short lease)", 10, 0, 50L, true, true, true,
+				true);
+		Section optimistic = section(2, "x", Family.EXCLUSIVE, "OPTIMISTIC execute", 1033, 20, 60L, false, false, true,
+				false);
+		assertThat(check(sections(stale, optimistic))).isEmpty();
+	}
+
+	@Test
+	void twoCleanHoldersAtOneInstantFail() {
+		assertThat(failed(sections(clean(1, "x", Family.EXCLUSIVE, 10, 0, 20), clean(2, "x", Family.EXCLUSIVE, 11, 10, 30))))
+			.containsExactly("exclusion");
+	}
+
+	@Test
+	void aStaleHolderWhoseFencedWriteWasAcceptedAfterTheNextEnteredFails() {
+		Section stale = section(1, "x", Family.EXCLUSIVE, "LEASE acquire", 10, 0, 50L, true, true, true, true);
+		assertThat(failed(sections(stale, clean(2, "x", Family.EXCLUSIVE, 11, 20, 30)))).containsExactly("exclusion");
+	}
+
+	@Test
+	void aLaterHolderWithASmallerTokenWhoseWriteWasAcceptedFails() {
+		Section stale = section(1, "x", Family.EXCLUSIVE, "LEASE acquire", 10, 0, 50L, true, false, true, true);
+		Section smaller = clean(2, "x", Family.EXCLUSIVE, 9, 20, 30);
+		assertThat(failed(sections(stale, smaller))).contains("exclusion", "tokens-increase");
+	}
+
+	@Test
+	void rolledBackTransactionsDoNotCount() {
+		Section committed = section(1, "x", Family.EXCLUSIVE, "OPTIMISTIC execute", 10, 0, 20L, false, false, true,
+				false);
+		Section rolledBack = section(2, "x", Family.EXCLUSIVE, "OPTIMISTIC execute", 10, 5, 15L, false, false, false,
+				false);
+		assertThat(check(sections(committed, rolledBack))).isEmpty();
+		Section alsoCommitted = section(2, "x", Family.EXCLUSIVE, "OPTIMISTIC execute", 10, 5, 15L, false, false, true,
+				false);
+		assertThat(failed(sections(committed, alsoCommitted))).containsExactly("exclusion");
+	}
+
+	@Test
+	void aReaderBesideAWriterFails() {
+		assertThat(failed(sections(clean(1, "rw", Family.READ, 10, 0, 20), clean(2, "rw", Family.WRITE, 11, 10, 30))))
+			.containsExactly("reader-beside-writer");
+		assertThat(failed(sections(clean(1, "rw", Family.WRITE, 10, 0, 20), clean(2, "rw", Family.READ, 11, 10, 30))))
+			.containsExactly("reader-beside-writer");
+	}
+
+	@Test
+	void aTokenThatDoesNotIncreaseFails() {
+		assertThat(failed(sections(clean(1, "x", Family.EXCLUSIVE, 10, 0, 10), clean(2, "x", Family.EXCLUSIVE, 10, 20, 30))))
+			.containsExactly("tokens-increase");
+		assertThat(failed(sections(clean(1, "rw", Family.WRITE, 10, 0, 10), clean(2, "rw", Family.READ, 9, 20, 30))))
+			.containsExactly("tokens-increase");		// a clean holder with an older token is a violation even when fencing rejected its write
+		Section cleanButOlder = section(2, "x", Family.EXCLUSIVE, "LEASE acquire", 9, 20, 30L, false, false, true, false);
+		assertThat(failed(sections(clean(1, "x", Family.EXCLUSIVE, 10, 0, 10), cleanButOlder)))
+			.containsExactly("tokens-increase");
+	}
+
+	@Test
+	void morePermitsThanTheSemaphoreHasFail() {
+		Observed observed = new Observed(
+				List.of(clean(1, "sem", Family.PERMIT, 1, 0, 30), clean(2, "sem", Family.PERMIT, 2, 10, 30),
+						clean(3, "sem", Family.PERMIT, 3, 20, 30)),
+				List.of(), List.of(), Set.of(), Map.of("sem", 2), List.of());
+		assertThat(failed(observed)).containsExactly("at-most-n-permits");
+		// a permit reported lost (its lease ended under it) does not count
+		Observed lost = new Observed(
+				List.of(clean(1, "sem", Family.PERMIT, 1, 0, 30), clean(2, "sem", Family.PERMIT, 2, 10, 30),
+						section(3, "sem", Family.PERMIT, "permit", 3, 20, 30L, true, true, true, true)),
+				List.of(), List.of(), Set.of(), Map.of("sem", 2), List.of());
+		assertThat(check(lost)).isEmpty();
+	}
+
+	@Test
+	void twoEffectsOfOneKeyFail() {
+		assertThat(failed(new Observed(List.of(), List.of(), List.of(new Effect("k", 1), new Effect("k", 2)), Set.of("k"),
+				Map.of(), List.of())))
+			.containsExactly("one-effect-per-key");
+		assertThat(failed(new Observed(List.of(), List.of(), List.of(), Set.of("k"), Map.of(), List.of())))
+			.containsExactly("one-effect-per-key");
+	}
+
+	@Test
+	void aCallPastItsBoundFails() {
+		long bound = 7_000_000_000L;
+		Op slow = new Op(1, "n1", "LEASE tryAcquire", "x", 0, bound + Checker.BOUND_SLACK.toNanos() + 1, bound, "ok");
+		assertThat(failed(new Observed(List.of(), List.of(slow), List.of(), Set.of(), Map.of(), List.of())))
+			.containsExactly("call-bounds");
+	}
+
+	@Test
+	void aLockLeftHeldFails() {
+		assertThat(failed(new Observed(List.of(), List.of(), List.of(), Set.of(), Map.of(), List.of("x held by n1"))))
+			.containsExactly("nothing-left-locked");
+	}
+
+	@Test
+	void theReportNamesTheSeedTheQuoteAndTheSlice() {
+		List<Section> many = new ArrayList<>();
+		for (int i = 0; i < 10; i++) {
+			many.add(clean(i, "x", Family.EXCLUSIVE, 10 + i, i * 10L, i * 10L + 5));
+		}
+		many.add(clean(100, "x", Family.EXCLUSIVE, 15, 52, 53)); // beside op 5, which holds token 15 from 50 to 55
+		Observed observed = new Observed(many, List.of(new Op(100, "n1", "LEASE acquire", "x", 0, 1, 0, "ok")),
+				List.of(), Set.of(), Map.of(), List.of());
+		String report = Checker.report(1234, observed, Checker.check(observed));
+		assertThat(report).contains("seed 1234", "-Dlock.checker.seed=1234", "[exclusion]", "op=100", "op=3 ", "op=7 ")
+			.doesNotContain("op=1 ", "op=9 ");
+	}
+
+	@Test
+	void everyQuoteAppearsVerbatimInItsDocument() throws Exception {
+		for (Invariant invariant : Checker.INVARIANTS) {
+			String text = Files.readString(Path.of("..", invariant.document()), StandardCharsets.UTF_8);
+			assertThat(normalized(text)).as("%s quotes %s", invariant.name(), invariant.document())
+				.contains(normalized(invariant.quote()));
+		}
+	}
+
+	private static String normalized(String text) {
+		return text.replaceAll("\\s+", " ");
+	}
+
+}

@@ -1,0 +1,156 @@
+package io.github.dblock.reliability.checker;
+
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+
+import io.github.dblock.LockMode;
+import io.github.dblock.LockType;
+import io.github.dblock.spi.AcquireResult;
+import io.github.dblock.spi.HeldLock;
+import io.github.dblock.spi.LockProvider;
+import io.github.dblock.spi.LockRequest;
+import io.github.dblock.spi.ReadWriteLockProvider;
+
+/**
+ * Test-only switches that re-introduce a defect into one node ({@link Workload.Settings#defect()}), to show that the
+ * checker catches it.
+ */
+final class Defects {
+
+	private Defects() {
+	}
+
+	/**
+	 * Every third exclusive LEASE acquisition is reported held without asking the database: a lease with a token
+	 * from this JVM's clock in microseconds (like the server's), valid for its lease time, whose release does
+	 * nothing. READ/WRITE and the other acquisitions go to the real provider.
+	 */
+	static Function<LockProvider, LockProvider> leaseHeldWithoutTheDatabase() {
+		return (provider) -> {
+			ReadWriteLockProvider real = (ReadWriteLockProvider) provider;
+			AtomicInteger calls = new AtomicInteger();
+			return new ReadWriteLockProvider() {
+
+				@Override
+				public LockMode mode() {
+					return real.mode();
+				}
+
+				@Override
+				public AcquireResult acquire(LockRequest request) throws InterruptedException {
+					if (calls.incrementAndGet() % 3 != 0) {
+						return real.acquire(request);
+					}
+					long token = System.currentTimeMillis() * 1_000 + calls.get() % 1_000;
+					long validUntil = System.nanoTime() + request.leaseTime().toNanos();
+					String owner = UUID.randomUUID().toString();
+					return AcquireResult.acquired(new HeldLock() {
+
+						@Override
+						public long fencingToken() {
+							return token;
+						}
+
+						@Override
+						public String ownerToken() {
+							return owner;
+						}
+
+						@Override
+						public long validUntilNanos() {
+							return validUntil;
+						}
+
+						@Override
+						public boolean release() {
+							return true;
+						}
+
+					});
+				}
+
+				@Override
+				public AcquireResult acquire(LockRequest request, LockType type) throws InterruptedException {
+					return real.acquire(request, type);
+				}
+
+			};
+		};
+	}
+
+	/**
+	 * Exclusive LEASE acquisitions report the token of this node's previous acquisition of the resource instead of
+	 * their own (as if the token were not advanced); the lock itself is the real one. READ/WRITE go to the real
+	 * provider.
+	 */
+	static Function<LockProvider, LockProvider> tokenNotAdvanced() {
+		return (provider) -> {
+			ReadWriteLockProvider real = (ReadWriteLockProvider) provider;
+			java.util.Map<String, Long> previous = new java.util.concurrent.ConcurrentHashMap<>();
+			return new ReadWriteLockProvider() {
+
+				@Override
+				public LockMode mode() {
+					return real.mode();
+				}
+
+				@Override
+				public AcquireResult acquire(LockRequest request) throws InterruptedException {
+					AcquireResult result = real.acquire(request);
+					HeldLock lock = result.lock();
+					if (lock == null) {
+						return result;
+					}
+					Long earlier = previous.put(request.resource(), lock.fencingToken());
+					long token = (earlier != null) ? earlier : lock.fencingToken();
+					return AcquireResult.acquired(new HeldLock() {
+
+						@Override
+						public long fencingToken() {
+							return token;
+						}
+
+						@Override
+						public String ownerToken() {
+							return lock.ownerToken();
+						}
+
+						@Override
+						public long validUntilNanos() {
+							return lock.validUntilNanos();
+						}
+
+						@Override
+						public boolean isLost() {
+							return lock.isLost();
+						}
+
+						@Override
+						public void onLost(Runnable callback) {
+							lock.onLost(callback);
+						}
+
+						@Override
+						public boolean extend(java.time.Duration leaseTime) {
+							return lock.extend(leaseTime);
+						}
+
+						@Override
+						public boolean release() {
+							return lock.release();
+						}
+
+					});
+				}
+
+				@Override
+				public AcquireResult acquire(LockRequest request, LockType type) throws InterruptedException {
+					return real.acquire(request, type);
+				}
+
+			};
+		};
+	}
+
+}

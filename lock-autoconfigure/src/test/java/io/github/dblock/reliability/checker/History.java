@@ -1,0 +1,295 @@
+package io.github.dblock.reliability.checker;
+
+import java.time.LocalDateTime;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicLong;
+
+import javax.sql.DataSource;
+
+import org.jspecify.annotations.Nullable;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.transaction.support.TransactionTemplate;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+
+/**
+ * The history of one checker run: every operation's invocation and completion on this JVM's clock
+ * ({@link System#nanoTime()}), and what the server recorded on its clock ({@code UTC_TIMESTAMP(6)}) in the tables
+ * {@code checker_section} (one row per critical section), {@code checker_fenced} (the highest fencing token written
+ * per resource: a write is accepted only when its token is at least the stored one, in one
+ * {@code UPDATE … WHERE token <= ?}), {@code checker_commit} (a row written in the critical section's own
+ * transaction, for PESSIMISTIC and OPTIMISTIC {@code execute}: the section counts only if it committed) and
+ * {@code checker_effect} (the effect of an idempotent call, written in its transaction).
+ * <p>
+ * A section's entry and exit are each one short transaction on the history pool (never faulted): the fenced write and
+ * the section row's entry (or exit) time, so that the order of the entry times is the order of the fenced writes.
+ * Thread-safe.
+ */
+public final class History {
+
+	/** What a critical section holds. */
+	public enum Family {
+
+		/** An exclusive lock, any mode. */
+		EXCLUSIVE,
+
+		/** A read lock. */
+		READ,
+
+		/** A write lock. */
+		WRITE,
+
+		/** A semaphore permit. */
+		PERMIT
+
+	}
+
+	/**
+	 * One critical section as the server recorded it.
+	 * @param opId the operation that held it
+	 * @param node the node (lock template) that held it
+	 * @param resource the resource, semaphore name or key
+	 * @param family what was held
+	 * @param mode the lock mode and call, for reports
+	 * @param token the fencing token
+	 * @param enteredAt server time of the entry's fenced write
+	 * @param exitedAt server time of the exit's fenced write; {@code null} if the exit was never recorded
+	 * @param entryAccepted whether the fenced write at entry was accepted
+	 * @param exitAccepted whether the fenced write at exit was accepted; {@code null} if never recorded
+	 * @param counted whether the section counts at all: a section run in a transaction of its own (PESSIMISTIC and
+	 * OPTIMISTIC {@code execute}) only when that transaction committed; the others always
+	 * @param lost whether the library did not confirm the hold to its end: {@code onLost} ran, the handle was no
+	 * longer held at the exit, or its release threw (a committed transactional section is never lost)
+	 */
+	public record Section(long opId, String node, String resource, Family family, String mode, long token,
+			LocalDateTime enteredAt, @Nullable LocalDateTime exitedAt, boolean entryAccepted,
+			@Nullable Boolean exitAccepted, boolean counted, boolean lost) {
+
+		/** A section the library called valid from its entry to its exit. */
+		boolean clean() {
+			return this.counted && !this.lost;
+		}
+
+		boolean overlaps(Section other) {
+			LocalDateTime myEnd = (this.exitedAt != null) ? this.exitedAt : this.enteredAt;
+			LocalDateTime otherEnd = (other.exitedAt != null) ? other.exitedAt : other.enteredAt;
+			return this.enteredAt.isBefore(otherEnd) && other.enteredAt.isBefore(myEnd);
+		}
+
+		@Override
+		public String toString() {
+			return "section op=" + this.opId + " " + this.node + " " + this.family + "/" + this.mode + " "
+					+ this.resource + " token=" + this.token + " [" + this.enteredAt + " .. " + this.exitedAt
+					+ "] entryFence=" + (this.entryAccepted ? "accepted" : "rejected") + " exitFence="
+					+ ((this.exitAccepted == null) ? "none" : (this.exitAccepted ? "accepted" : "rejected"))
+					+ (this.counted ? "" : " (rolled back: does not count)") + (this.lost ? " (lost)" : "");
+		}
+
+	}
+
+	/**
+	 * One call as this JVM saw it.
+	 * @param id the operation's id (shared with its section)
+	 * @param node the node
+	 * @param call what was called, for example {@code "LEASE tryAcquire"} or {@code "close"}
+	 * @param resource the resource
+	 * @param invokedNanos {@link System#nanoTime()} at invocation
+	 * @param completedNanos {@link System#nanoTime()} at completion
+	 * @param boundNanos the documented bound of the call; 0 when the call has none
+	 * @param outcome {@code ok}, {@code busy}, or the exception's simple name
+	 */
+	public record Op(long id, String node, String call, String resource, long invokedNanos, long completedNanos,
+			long boundNanos, String outcome) {
+
+		long tookNanos() {
+			return this.completedNanos - this.invokedNanos;
+		}
+
+		@Override
+		public String toString() {
+			return "op=" + this.id + " " + this.node + " " + this.call + " " + this.resource + " took "
+					+ (tookNanos() / 1_000_000) + " ms" + ((this.boundNanos > 0) ? " (bound "
+							+ (this.boundNanos / 1_000_000) + " ms)" : "") + " -> " + this.outcome;
+		}
+
+	}
+
+	/** The effect of an idempotent call that committed: its key and operation. */
+	public record Effect(String key, long opId) {
+	}
+
+	/**
+	 * Everything the checker reads.
+	 * @param sections the critical sections
+	 * @param ops the calls
+	 * @param effects the committed effects of idempotent calls
+	 * @param succeededKeys the keys for which some call returned normally
+	 * @param permits the permits of each semaphore
+	 * @param leftovers what was still held after the run (resource and where)
+	 */
+	public record Observed(List<Section> sections, List<Op> ops, List<Effect> effects, Set<String> succeededKeys,
+			Map<String, Integer> permits, List<String> leftovers) {
+	}
+
+	private final AtomicLong ids = new AtomicLong();
+
+	private final ConcurrentLinkedQueue<Op> ops = new ConcurrentLinkedQueue<>();
+
+	private final Set<String> succeededKeys = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+	private final JdbcTemplate jdbc;
+
+	private final TransactionTemplate transactions;
+
+	private final String prefix;
+
+	/**
+	 * A history on the given pool (which should not be faulted), for resources starting with {@code prefix}; creates
+	 * its tables if missing.
+	 */
+	public History(DataSource historyPool, String prefix) {
+		this.jdbc = new JdbcTemplate(historyPool);
+		this.transactions = new TransactionTemplate(new DataSourceTransactionManager(historyPool));
+		// no snapshot: with MariaDB's innodb_snapshot_isolation a REPEATABLE READ transaction's write of a row changed
+		// by another transaction since its snapshot would fail (1020)
+		this.transactions.setIsolationLevel(TransactionTemplate.ISOLATION_READ_COMMITTED);
+		this.prefix = prefix;
+		createTables(this.jdbc);
+	}
+
+	static void createTables(JdbcTemplate jdbc) {
+		jdbc.execute("CREATE TABLE IF NOT EXISTS checker_section (op_id BIGINT NOT NULL, run VARCHAR(64) NOT NULL,"
+				+ " node VARCHAR(32) NOT NULL, resource VARCHAR(100) NOT NULL, family VARCHAR(16) NOT NULL,"
+				+ " mode VARCHAR(48) NOT NULL, token BIGINT NOT NULL, entered_at DATETIME(6) NOT NULL,"
+				+ " exited_at DATETIME(6) NULL, entry_accepted BOOLEAN NOT NULL, exit_accepted BOOLEAN NULL,"
+				+ " lost BOOLEAN NOT NULL DEFAULT FALSE, transactional BOOLEAN NOT NULL,"
+				+ " PRIMARY KEY (run, op_id))");
+		jdbc.execute("CREATE TABLE IF NOT EXISTS checker_fenced (resource VARCHAR(100) PRIMARY KEY,"
+				+ " token BIGINT NOT NULL, writes BIGINT NOT NULL)");
+		jdbc.execute("CREATE TABLE IF NOT EXISTS checker_commit (run VARCHAR(64) NOT NULL, op_id BIGINT NOT NULL,"
+				+ " PRIMARY KEY (run, op_id))");
+		jdbc.execute("CREATE TABLE IF NOT EXISTS checker_effect (run VARCHAR(64) NOT NULL, op_id BIGINT NOT NULL,"
+				+ " idem_key VARCHAR(100) NOT NULL, PRIMARY KEY (run, op_id))");
+	}
+
+	/** The prefix of this run's resources, which also names the run in the tables. */
+	public String run() {
+		return this.prefix;
+	}
+
+	/** A new operation id. */
+	public long nextId() {
+		return this.ids.incrementAndGet();
+	}
+
+	/** Records a call. */
+	public void op(long id, String node, String call, String resource, long invokedNanos, long completedNanos,
+			long boundNanos, String outcome) {
+		this.ops.add(new Op(id, node, call, resource, invokedNanos, completedNanos, boundNanos, outcome));
+	}
+
+	/** Records that a call on the key returned normally. */
+	public void succeeded(String key) {
+		this.succeededKeys.add(key);
+	}
+
+	/**
+	 * Enters a critical section: the fenced write (unless {@code fenced} is false: OPTIMISTIC work is given the
+	 * version it started from, the previous holder's token, so it writes nothing fenced and is checked for exclusion
+	 * only) and the section's row, in one transaction of the history pool.
+	 * @return whether the fenced write was accepted
+	 */
+	public boolean enter(long opId, String node, String resource, Family family, String mode, long token,
+			boolean transactional, boolean fenced) {
+		// outside the transaction: its shared lock on an existing row, upgraded by the UPDATE, would deadlock
+		this.jdbc.update("INSERT IGNORE INTO checker_fenced (resource, token, writes) VALUES (?, 0, 0)", resource);
+		Boolean accepted = retried(() -> this.transactions.execute((status) -> {
+			int rows = fenced ? this.jdbc.update("UPDATE checker_fenced SET token = ?, writes = writes + 1 WHERE"
+					+ " resource = ? AND token <= ?", token, resource, token) : 0;
+			this.jdbc.update("INSERT INTO checker_section (op_id, run, node, resource, family, mode, token, entered_at,"
+					+ " entry_accepted, transactional) VALUES (?, ?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?, ?)", opId,
+					this.prefix, node, resource, family.name(), mode, token, rows == 1, transactional);
+			return rows == 1;
+		}));
+		return Boolean.TRUE.equals(accepted);
+	}
+
+	/** Leaves a critical section: the fenced write and the exit time, in one transaction of the history pool. */
+	public boolean exit(long opId, String resource, long token, boolean fenced) {
+		Boolean accepted = retried(() -> this.transactions.execute((status) -> {
+			int rows = fenced ? this.jdbc.update("UPDATE checker_fenced SET token = ?, writes = writes + 1 WHERE"
+					+ " resource = ? AND token <= ?", token, resource, token) : 0;
+			this.jdbc.update("UPDATE checker_section SET exited_at = UTC_TIMESTAMP(6), exit_accepted = ? WHERE run = ?"
+					+ " AND op_id = ?", rows == 1, this.prefix, opId);
+			return rows == 1;
+		}));
+		return Boolean.TRUE.equals(accepted);
+	}
+
+	/**
+	 * Runs a history transaction again when the server chose it as a deadlock victim (it was rolled back whole, so
+	 * nothing of it was recorded), up to 5 times.
+	 */
+	private static <T> T retried(java.util.function.Supplier<T> transaction) {
+		for (int attempt = 1;; attempt++) {
+			try {
+				return transaction.get();
+			}
+			catch (org.springframework.dao.PessimisticLockingFailureException ex) {
+				if (attempt == 5) {
+					throw ex;
+				}
+			}
+		}
+	}
+
+	/** Marks a section as not confirmed to its end (by {@code onLost}, {@code isHeld}, or an exception on release). */
+	public void lost(long opId) {
+		this.jdbc.update("UPDATE checker_section SET lost = TRUE WHERE run = ? AND op_id = ?", this.prefix, opId);
+	}
+
+	/** Writes the commit marker of a transactional section; call on the section's own transaction. */
+	public void commitMarker(JdbcTemplate inTransaction, long opId) {
+		inTransaction.update("INSERT INTO checker_commit (run, op_id) VALUES (?, ?)", this.prefix, opId);
+	}
+
+	/** Writes the effect of an idempotent call; call on the call's own transaction. */
+	public void effect(JdbcTemplate inTransaction, long opId, String key) {
+		inTransaction.update("INSERT INTO checker_effect (run, op_id, idem_key) VALUES (?, ?, ?)", this.prefix, opId,
+				key);
+	}
+
+	/** Reads what the server recorded, with the calls of this JVM. */
+	public Observed observed(Map<String, Integer> permits, List<String> leftovers) {
+		Set<Long> committed = new HashSet<>(
+				this.jdbc.queryForList("SELECT op_id FROM checker_commit WHERE run = ?", Long.class, this.prefix));
+		List<Section> sections = new ArrayList<>();
+		this.jdbc.query("SELECT op_id, node, resource, family, mode, token, entered_at, exited_at, entry_accepted,"
+				+ " exit_accepted, lost, transactional FROM checker_section WHERE run = ? ORDER BY entered_at, op_id",
+				(rs) -> {
+					long opId = rs.getLong(1);
+					Family family = Family.valueOf(rs.getString(4));
+					boolean transactional = rs.getBoolean(12);
+					boolean counted = !transactional || committed.contains(opId);
+					boolean lost = !transactional && rs.getBoolean(11);
+					boolean exitAccepted = rs.getBoolean(10);
+					Boolean exit = rs.wasNull() ? null : exitAccepted;
+					sections.add(new Section(opId, rs.getString(2), rs.getString(3), family, rs.getString(5),
+							rs.getLong(6), rs.getObject(7, LocalDateTime.class), rs.getObject(8, LocalDateTime.class),
+							rs.getBoolean(9), exit, counted, lost));
+				}, this.prefix);
+		List<Effect> effects = new ArrayList<>();
+		this.jdbc.query("SELECT idem_key, op_id FROM checker_effect WHERE run = ? ORDER BY op_id",
+				(rs) -> {
+					effects.add(new Effect(rs.getString(1), rs.getLong(2)));
+				}, this.prefix);
+		return new Observed(sections, new ArrayList<>(this.ops), effects, new HashSet<>(this.succeededKeys),
+				new HashMap<>(permits), leftovers);
+	}
+
+}

@@ -1,0 +1,117 @@
+package io.github.dblock.reliability.checker;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
+
+import io.github.dblock.reliability.checker.Checker.Violation;
+import io.github.dblock.reliability.checker.History.Family;
+import io.github.dblock.reliability.checker.History.Observed;
+import io.github.dblock.reliability.checker.History.Section;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The mixed-workload checker (issue 30 part 1): a seeded random {@link Workload} of 3 nodes × 3 threads on the test
+ * database under random faults, its {@link History} checked by every {@link Checker} invariant. A failing run prints
+ * its seed and the history slice around each violation; {@code -Dlock.checker.seed=} replays the seed's choices and
+ * {@code -Dlock.checker.duration=} (ISO-8601, {@code PT60S} by default) sets the length of {@link #shortRun()},
+ * which runs in {@code ./mvnw verify}. {@link #soak()} (tag {@code soak}, so {@code -Psoak}) runs it for
+ * {@code lock.checker.soak-duration} (10 minutes by default).
+ */
+class MixedWorkloadCheckerTests {
+
+	@Test
+	void shortRun() throws Exception {
+		Workload.Result result = run(duration("lock.checker.duration", Duration.ofSeconds(60)));
+		Observed observed = result.observed();
+		// the run must have done enough of every kind that a violation could have shown
+		assertThat(count(observed, Family.EXCLUSIVE)).as("exclusive sections").isGreaterThanOrEqualTo(50);
+		assertThat(count(observed, Family.READ)).as("read sections").isGreaterThanOrEqualTo(10);
+		assertThat(count(observed, Family.WRITE)).as("write sections").isGreaterThanOrEqualTo(10);
+		assertThat(count(observed, Family.PERMIT)).as("permit sections").isGreaterThanOrEqualTo(10);
+		assertThat(observed.effects()).as("idempotent effects").hasSizeGreaterThanOrEqualTo(5);
+	}
+
+	@Test
+	@Tag("soak")
+	void soak() throws Exception {
+		run(duration("lock.checker.soak-duration", Duration.ofMinutes(10)));
+	}
+
+	/**
+	 * With one node's LEASE provider reporting every third exclusive lease held without the database
+	 * ({@link Defects#leaseHeldWithoutTheDatabase()}), a short run without faults fails the exclusion invariant.
+	 */
+	@Test
+	void aLeaseReportedHeldWithoutTheDatabaseIsCaught() throws Exception {
+		assertThat(runWith(Defects.leaseHeldWithoutTheDatabase())).contains("exclusion");
+	}
+
+	/**
+	 * With one node's exclusive LEASE acquisitions reporting the token of its previous acquisition of the resource
+	 * ({@link Defects#tokenNotAdvanced()}), a short run without faults fails the token invariant.
+	 */
+	@Test
+	void aTokenThatIsNotAdvancedIsCaught() throws Exception {
+		assertThat(runWith(Defects.tokenNotAdvanced())).contains("tokens-increase");
+	}
+
+	/** 15 s without faults with the defect on node 0; the names of the invariants violated. */
+	private static List<String> runWith(java.util.function.Function<io.github.dblock.spi.LockProvider,
+			io.github.dblock.spi.LockProvider> defect) throws Exception {
+		long seed = seed();
+		Workload.Result result = new Workload(new Workload.Settings(seed, Duration.ofSeconds(15), 3, 3, false, defect))
+			.run();
+		List<Violation> violations = Checker.check(result.observed());
+		System.out.println("[checker] with a defect, seed " + seed + ": " + summary(result) + ", "
+				+ violations.size() + " violation(s)");
+		if (!violations.isEmpty()) {
+			System.out.println(Checker.report(seed, result.observed(), violations.subList(0, 1)));
+		}
+		return violations.stream().map(Violation::invariant).distinct().toList();
+	}
+
+	/** Runs the workload with faults, prints its figures, and fails with the report on any violation. */
+	static Workload.Result run(Duration duration) throws Exception {
+		long seed = seed();
+		System.out.println("[checker] seed " + seed + " (replay: -Dlock.checker.seed=" + seed + "), " + duration);
+		long started = System.nanoTime();
+		Workload.Result result = new Workload(new Workload.Settings(seed, duration, 3, 3, true, null)).run();
+		List<Violation> violations = Checker.check(result.observed());
+		System.out.println("[checker] seed " + seed + " ran " + Duration.ofNanos(System.nanoTime() - started).toSeconds()
+				+ " s: " + summary(result) + ", " + violations.size() + " violation(s)");
+		assertThat(result.harnessErrors()).as("errors of the workload itself, seed %d", seed).isEmpty();
+		assertThat(violations).as("%s", Checker.report(seed, result.observed(), violations)).isEmpty();
+		return result;
+	}
+
+	static String summary(Workload.Result result) {
+		Observed observed = result.observed();
+		long lost = observed.sections().stream().filter(Section::lost).count();
+		long rolledBack = observed.sections().stream().filter((s) -> !s.counted()).count();
+		long rejected = observed.sections().stream().filter((s) -> Boolean.FALSE.equals(s.exitAccepted())).count();
+		return observed.sections().size() + " sections (" + lost + " lost, " + rolledBack + " rolled back, " + rejected
+				+ " with a rejected fenced write at exit), " + observed.effects().size() + " idempotent effects, "
+				+ observed.ops().size() + " calls recorded " + result.calls() + ", faults " + result.faults();
+	}
+
+	static long count(Observed observed, Family family) {
+		return observed.sections().stream().filter((s) -> s.family() == family && s.counted()).count();
+	}
+
+	static long seed() {
+		String value = System.getProperty("lock.checker.seed");
+		return (value == null || value.isBlank() || value.startsWith("${")) ? ThreadLocalRandom.current().nextLong()
+				: Long.parseLong(value.trim());
+	}
+
+	static Duration duration(String property, Duration otherwise) {
+		String value = System.getProperty(property);
+		return (value == null || value.isBlank() || value.startsWith("${")) ? otherwise : Duration.parse(value.trim());
+	}
+
+
+}

@@ -1,0 +1,646 @@
+package io.github.dblock.reliability.checker;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Random;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.github.dblock.LockHandle;
+import io.github.dblock.LockMode;
+import io.github.dblock.LockOptions;
+import io.github.dblock.LockTemplate;
+import io.github.dblock.LockType;
+import io.github.dblock.idempotency.IdempotencyOptions;
+import io.github.dblock.jdbc.LeaseLockProvider;
+import io.github.dblock.jdbc.LockTableAdmin;
+import io.github.dblock.jdbc.LockTableCleaner;
+import io.github.dblock.reliability.checker.History.Family;
+import io.github.dblock.reliability.checker.History.Observed;
+import io.github.dblock.semaphore.PermitHandle;
+import io.github.dblock.semaphore.SemaphoreOptions;
+import io.github.dblock.semaphore.SemaphoreTemplate;
+import io.github.dblock.spi.LockProvider;
+import io.github.dblock.test.FaultProxy;
+import io.github.dblock.test.IdempotencyNodes;
+import io.github.dblock.test.LockNodes;
+import io.github.dblock.test.SemaphoreNodes;
+import io.github.dblock.test.TestDatabase;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/**
+ * A seeded random mixed workload on the test database: {@link Settings#nodes()} nodes, each a {@link LockTemplate}
+ * (LEASE, PESSIMISTIC and OPTIMISTIC providers), a {@link SemaphoreTemplate} and an idempotency template on a
+ * HikariCP pool of its own reached through a {@link FaultProxy} of its own, × {@link Settings#threads()} threads
+ * calling at random on a few shared resources: {@code tryAcquire}/{@code acquire}/{@code execute} in LEASE (default
+ * renewed lease of 1 s, or a short explicit one of 200 to 800 ms that a long hold outlives), PESSIMISTIC (on a
+ * connection of its own, and {@code execute} in a transaction of its own) and OPTIMISTIC ({@code execute}); READ and
+ * WRITE; semaphore permits; idempotency keys (the work writes its effect in the call's transaction); re-entry (the
+ * token must not change); {@code extend}. A cleanup thread runs {@link LockTableCleaner} every 100 to 400 ms with
+ * the shortest retention (1 s). With faults, every 1 to 3 s one node gets one of: {@code KILL CONNECTION} of one of
+ * its sessions, a blackhole of its proxy for 0.5 to 3 s (then passed on, or every connection reset), or late replies
+ * (every chunk delayed 100 to 700 ms) for 1 to 3 s.
+ * <p>
+ * Every call goes into the {@link History}, every critical section into its tables. The seed fixes each thread's
+ * sequence of calls and the faults' choices (not the interleaving, which the machine decides). Not thread-safe: one
+ * {@link #run()} per instance.
+ */
+public final class Workload {
+
+	/**
+	 * What to run.
+	 * @param seed the seed of every random choice
+	 * @param duration how long the threads start new calls
+	 * @param nodes how many nodes
+	 * @param threads threads per node
+	 * @param faults whether to inject faults
+	 * @param defect a test-only switch that breaks one guarantee on one node (null: none)
+	 */
+	public record Settings(long seed, Duration duration, int nodes, int threads, boolean faults,
+			@org.jspecify.annotations.Nullable Function<LockProvider, LockProvider> defect) {
+	}
+
+	/**
+	 * The outcome of a run.
+	 * @param observed the history
+	 * @param calls how many calls were made, per kind
+	 * @param faults how many faults were injected, per kind
+	 * @param harnessErrors errors of the workload itself (history writes), which make the run void
+	 */
+	public record Result(Observed observed, Map<String, Long> calls, Map<String, Long> faults,
+			List<String> harnessErrors) {
+	}
+
+	/** The statement timeout of every provider ({@link LockNodes#provider}). */
+	static final Duration STATEMENT_TIMEOUT = Duration.ofSeconds(5);
+
+	/** Bound of a release, a renewal and {@code extend}: the statement timeout + 2 s (docs/reference/limits.md). */
+	static final Duration RELEASE_BOUND = STATEMENT_TIMEOUT.plusSeconds(2);
+
+	static final int EXCLUSIVE = 3;
+
+	static final int READ_WRITE = 2;
+
+	static final int KEYS = 30;
+
+	static final Map<String, Integer> SEMAPHORES = Map.of("s0", 2, "s1", 1);
+
+	private final Settings settings;
+
+	private final String prefix;
+
+	private final List<Node> nodes = new ArrayList<>();
+
+	private final Map<String, AtomicLong> calls = new ConcurrentHashMap<>();
+
+	private final Map<String, AtomicLong> faults = new ConcurrentHashMap<>();
+
+	private final ConcurrentLinkedQueue<String> harnessErrors = new ConcurrentLinkedQueue<>();
+
+	private HikariDataSource historyPool;
+
+	private History history;
+
+	private volatile boolean stopping;
+
+	public Workload(Settings settings) {
+		this.settings = settings;
+		this.prefix = "chk" + Long.toHexString(settings.seed() & 0xffffff) + "-"
+				+ UUID.randomUUID().toString().substring(0, 6) + "-";
+	}
+
+	/** One node: its pool behind its proxy, and its templates. */
+	private record Node(String name, FaultProxy proxy, HikariDataSource pool, LockTemplate locks,
+			List<LeaseLockProvider> leaseProviders, SemaphoreTemplate semaphores, IdempotencyNodes.Node idempotency,
+			TransactionTemplate transactions, JdbcTemplate jdbc) {
+	}
+
+	/** Runs the workload for its duration, lets every call finish, and returns the history. */
+	public Result run() throws Exception {
+		TestDatabase db = TestDatabase.get();
+		this.historyPool = db.newDataSource(12, (config) -> config.setPoolName("checker-history"));
+		LockNodes.migrateOnce(this.historyPool);
+		this.history = new History(this.historyPool, this.prefix);
+		JdbcTemplate direct = new JdbcTemplate(this.historyPool);
+		direct.execute("CREATE TABLE IF NOT EXISTS checker_session (run VARCHAR(64) NOT NULL, node VARCHAR(32) NOT NULL,"
+				+ " id BIGINT NOT NULL, PRIMARY KEY (run, node, id))");
+		Random setup = new Random(this.settings.seed());
+		Map<String, Integer> permits = new LinkedHashMap<>();
+		SEMAPHORES.forEach((name, n) -> permits.put(this.prefix + name, n));
+		for (int i = 0; i < this.settings.nodes(); i++) {
+			this.nodes.add(node("n" + i, db, permits, setup.nextBoolean(), i == 0));
+		}
+		List<Thread> workers = new ArrayList<>();
+		long until = System.nanoTime() + this.settings.duration().toNanos();
+		for (Node node : this.nodes) {
+			for (int t = 0; t < this.settings.threads(); t++) {
+				Random random = new Random(this.settings.seed() * 31 + node.name().hashCode() * 7L + t);
+				Thread worker = new Thread(() -> work(node, random, until), "checker-" + node.name() + "-" + t);
+				workers.add(worker);
+			}
+		}
+		Thread cleanup = new Thread(() -> cleanup(new Random(this.settings.seed() + 1)), "checker-cleanup");
+		Thread injector = new Thread(() -> inject(new Random(this.settings.seed() + 2), direct), "checker-faults");
+		workers.forEach(Thread::start);
+		cleanup.start();
+		if (this.settings.faults()) {
+			injector.start();
+		}
+		for (Thread worker : workers) {
+			worker.join(TimeUnit.MINUTES.toMillis(5) + this.settings.duration().toMillis());
+			if (worker.isAlive()) {
+				this.harnessErrors.add(worker.getName() + " did not finish");
+			}
+		}
+		this.stopping = true;
+		injector.join(10_000);
+		cleanup.join(10_000);
+		for (Node node : this.nodes) {
+			node.proxy().passThrough();
+			node.idempotency().close();
+			node.leaseProviders().forEach(LeaseLockProvider::close);
+		}
+		// the longest lease of the run (idempotency claims: 2 s) ends; then nothing of the run may be held
+		Thread.sleep(2_500);
+		List<String> leftovers = leftovers(direct);
+		Observed observed = this.history.observed(permits, leftovers);
+		for (Node node : this.nodes) {
+			node.pool().close();
+			node.proxy().close();
+		}
+		this.historyPool.close();
+		Map<String, Long> callCounts = new java.util.TreeMap<>();
+		this.calls.forEach((k, v) -> callCounts.put(k, v.get()));
+		Map<String, Long> faultCounts = new java.util.TreeMap<>();
+		this.faults.forEach((k, v) -> faultCounts.put(k, v.get()));
+		return new Result(observed, callCounts, faultCounts, List.copyOf(this.harnessErrors));
+	}
+
+	private Node node(String name, TestDatabase db, Map<String, Integer> permits, boolean validateAtCommit,
+			boolean first) {
+		FaultProxy proxy = FaultProxy.forJdbcUrl(db.jdbcUrl());
+		String run = this.prefix;
+		HikariDataSource pool = db.newDataSource(12, (config) -> {
+			config.setJdbcUrl(proxy.jdbcUrl(db.jdbcUrl()));
+			config.setPoolName("checker-" + name);
+			config.setValidationTimeout(250);
+			// each session of the node says who it is, so that the fault injector can kill one of them
+			config.setConnectionInitSql("INSERT IGNORE INTO checker_session (run, node, id) VALUES ('" + run + "', '"
+					+ name + "', CONNECTION_ID())");
+		});
+		LockProvider lease = LockNodes.provider(LockMode.LEASE, pool);
+		LockProvider pessimistic = LockNodes.provider(LockMode.PESSIMISTIC, pool);
+		LockProvider optimistic = LockNodes.provider(LockMode.OPTIMISTIC, pool);
+		List<LeaseLockProvider> leaseProviders = new ArrayList<>();
+		leaseProviders.add((LeaseLockProvider) lease);
+		if (first && this.settings.defect() != null) {
+			lease = this.settings.defect().apply(lease);
+		}
+		LockTemplate locks = new LockTemplate(List.of(lease, pessimistic, optimistic), LockMode.LEASE, Duration.ZERO,
+				Duration.ofSeconds(1), name);
+		locks.setValidateAtCommit(validateAtCommit);
+		SemaphoreTemplate semaphores = SemaphoreNodes.node(name, pool, Duration.ofSeconds(1), permits);
+		IdempotencyNodes.Node idempotency = IdempotencyNodes.node(pool, name, Duration.ofSeconds(2));
+		return new Node(name, proxy, pool, locks, leaseProviders, semaphores, idempotency,
+				new TransactionTemplate(new DataSourceTransactionManager(pool)), new JdbcTemplate(pool));
+	}
+
+	private void count(Map<String, AtomicLong> counts, String what) {
+		counts.computeIfAbsent(what, (k) -> new AtomicLong()).incrementAndGet();
+	}
+
+	private void work(Node node, Random random, long until) {
+		while (System.nanoTime() < until) {
+			int pick = random.nextInt(100);
+			String x = this.prefix + "x" + random.nextInt(EXCLUSIVE);
+			String rw = this.prefix + "rw" + random.nextInt(READ_WRITE);
+			try {
+				if (pick < 20) {
+					lockCall(node, random, x, LockMode.LEASE, LockType.EXCLUSIVE, random.nextBoolean());
+				}
+				else if (pick < 30) {
+					executeLease(node, random, x);
+				}
+				else if (pick < 40) {
+					lockCall(node, random, x, LockMode.PESSIMISTIC, LockType.EXCLUSIVE, random.nextBoolean());
+				}
+				else if (pick < 50) {
+					executeTransactional(node, random, x, LockMode.PESSIMISTIC);
+				}
+				else if (pick < 58) {
+					executeTransactional(node, random, x, LockMode.OPTIMISTIC);
+				}
+				else if (pick < 68) {
+					lockCall(node, random, rw, LockMode.LEASE, LockType.READ, random.nextBoolean());
+				}
+				else if (pick < 76) {
+					lockCall(node, random, rw, LockMode.LEASE, LockType.WRITE, random.nextBoolean());
+				}
+				else if (pick < 88) {
+					permit(node, random, this.prefix + (random.nextBoolean() ? "s0" : "s1"));
+				}
+				else {
+					idempotent(node, random, this.prefix + "k" + random.nextInt(KEYS));
+				}
+			}
+			catch (Throwable ex) {
+				this.harnessErrors.add(Thread.currentThread().getName() + ": " + ex);
+			}
+		}
+	}
+
+	/** Mostly a few ms; one in 20 a long hold of 300 to 1,200 ms, which outlives a short explicit lease. */
+	private static void hold(Random random) {
+		long millis = (random.nextInt(20) == 0) ? 300 + random.nextInt(900) : random.nextInt(8);
+		try {
+			Thread.sleep(millis);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+	}
+
+	private static Family family(LockType type) {
+		return switch (type) {
+			case READ -> Family.READ;
+			case WRITE -> Family.WRITE;
+			default -> Family.EXCLUSIVE;
+		};
+	}
+
+	private static String outcome(Throwable ex) {
+		return ex.getClass().getSimpleName();
+	}
+
+	/** {@code tryAcquire} (wait 0 to 300 ms) or {@code acquire} (wait 2 s), then the section, re-entry, extend. */
+	private void lockCall(Node node, Random random, String resource, LockMode mode, LockType type, boolean tryAcquire) {
+		Duration wait = tryAcquire ? Duration.ofMillis(random.nextInt(300)) : Duration.ofSeconds(2);
+		LockOptions options = LockOptions.defaults().withMode(mode).withType(type).withWaitTime(wait);
+		boolean shortLease = mode == LockMode.LEASE && random.nextInt(4) == 0;
+		if (shortLease) {
+			options = options.withLeaseTime(Duration.ofMillis(200 + random.nextInt(600)));
+		}
+		String call = mode + (type == LockType.EXCLUSIVE ? "" : " " + type) + (tryAcquire ? " tryAcquire" : " acquire")
+				+ (shortLease ? " (short lease)" : "");
+		count(this.calls, call);
+		long id = this.history.nextId();
+		long bound = wait.plus(STATEMENT_TIMEOUT).plusSeconds(2).toNanos();
+		long invoked = System.nanoTime();
+		Optional<LockHandle> handle;
+		try {
+			handle = tryAcquire ? node.locks().tryAcquire(resource, options)
+					: Optional.of(node.locks().acquire(resource, options));
+		}
+		catch (RuntimeException ex) {
+			this.history.op(id, node.name(), call, resource, invoked, System.nanoTime(), bound, outcome(ex));
+			return;
+		}
+		this.history.op(id, node.name(), call, resource, invoked, System.nanoTime(), bound,
+				handle.isPresent() ? "ok" : "busy");
+		if (handle.isEmpty()) {
+			return;
+		}
+		LockHandle lock = handle.get();
+		AtomicBoolean lost = new AtomicBoolean();
+		lock.onLost((l) -> lost.set(true));
+		long token = lock.fencingToken();
+		try {
+			this.history.enter(id, node.name(), resource, family(type), call, token, false, true);
+			if (random.nextInt(5) == 0) {
+				reenter(node, resource, options, id, lock, lost);
+			}
+			if (mode == LockMode.LEASE && type == LockType.EXCLUSIVE && random.nextInt(6) == 0) {
+				long started = System.nanoTime();
+				try {
+					lock.extend(Duration.ofMillis(500 + random.nextInt(1_500)));
+					this.history.op(id, node.name(), "extend", resource, started, System.nanoTime(),
+							RELEASE_BOUND.toNanos(), "ok");
+				}
+				catch (RuntimeException ex) {
+					lost.set(true);
+					this.history.op(id, node.name(), "extend", resource, started, System.nanoTime(),
+							RELEASE_BOUND.toNanos(), outcome(ex));
+				}
+			}
+			hold(random);
+			if (!lock.isHeld()) {
+				lost.set(true);
+			}
+			this.history.exit(id, resource, token, true);
+		}
+		finally {
+			long started = System.nanoTime();
+			try {
+				lock.close();
+				this.history.op(id, node.name(), "close", resource, started, System.nanoTime(), RELEASE_BOUND.toNanos(),
+						"ok");
+			}
+			catch (RuntimeException ex) {
+				lost.set(true);
+				this.history.op(id, node.name(), "close", resource, started, System.nanoTime(), RELEASE_BOUND.toNanos(),
+						outcome(ex));
+			}
+			if (lost.get()) {
+				this.history.lost(id);
+			}
+		}
+	}
+
+	/**
+	 * Re-enters the held lock: the same token. A hold that was lost meanwhile (a take that waited behind a row lock
+	 * for most of its lease is declared lost at once) is not re-entered: the call takes the lock anew, with a new
+	 * token, and the section counts as lost. A new token while the hold is still held is an error of the run.
+	 */
+	private void reenter(Node node, String resource, LockOptions options, long id, LockHandle outer,
+			AtomicBoolean lost) {
+		long token = outer.fencingToken();
+		long started = System.nanoTime();
+		try (LockHandle again = node.locks().acquire(resource, options)) {
+			boolean same = again.fencingToken() == token;
+			this.history.op(id, node.name(), "re-enter", resource, started, System.nanoTime(), 0,
+					same ? "ok" : "new token " + again.fencingToken());
+			if (!same) {
+				if (lost.get() || !outer.isHeld()) {
+					lost.set(true);
+				}
+				else {
+					this.harnessErrors.add("op " + id + " on " + resource + ": re-entry gave token "
+							+ again.fencingToken() + " while the hold of token " + token + " was held");
+				}
+			}
+		}
+		catch (RuntimeException ex) {
+			lost.set(true);
+			this.history.op(id, node.name(), "re-enter", resource, started, System.nanoTime(), 0, outcome(ex));
+		}
+	}
+
+	/** {@code execute} in LEASE (wait 1 s): the section in the callback. */
+	private void executeLease(Node node, Random random, String resource) {
+		String call = "LEASE execute";
+		count(this.calls, call);
+		long id = this.history.nextId();
+		long invoked = System.nanoTime();
+		long[] entered = new long[2];
+		AtomicBoolean lost = new AtomicBoolean();
+		Duration wait = Duration.ofSeconds(1);
+		try {
+			node.locks().execute(resource, LockOptions.defaults().withWaitTime(wait), (lock) -> {
+				entered[0] = System.nanoTime();
+				lock.onLost((l) -> lost.set(true));
+				this.history.enter(id, node.name(), resource, Family.EXCLUSIVE, call, lock.fencingToken(), false, true);
+				hold(random);
+				if (!lock.isHeld()) {
+					lost.set(true);
+				}
+				this.history.exit(id, resource, lock.fencingToken(), true);
+				entered[1] = System.nanoTime();
+				return null;
+			});
+			record(node, id, call, resource, invoked, entered, wait, "ok");
+		}
+		catch (RuntimeException ex) {
+			lost.set(true);
+			record(node, id, call, resource, invoked, entered, wait, outcome(ex));
+		}
+		if (lost.get() && entered[0] != 0) {
+			this.history.lost(id);
+		}
+	}
+
+	/** The acquisition (call to callback) and the release (callback's end to return) of an {@code execute}. */
+	private void record(Node node, long id, String call, String resource, long invoked, long[] callback,
+			Duration wait, String outcome) {
+		long now = System.nanoTime();
+		long acquireBound = wait.plus(STATEMENT_TIMEOUT).plusSeconds(2).toNanos();
+		if (callback[0] == 0) {
+			this.history.op(id, node.name(), call, resource, invoked, now, acquireBound, outcome);
+			return;
+		}
+		this.history.op(id, node.name(), call + " (acquisition)", resource, invoked, callback[0], acquireBound, "ok");
+		this.history.op(id, node.name(), call + " (release)", resource, callback[1], now, RELEASE_BOUND.toNanos(),
+				outcome);
+	}
+
+	/**
+	 * PESSIMISTIC or OPTIMISTIC {@code execute} (wait 1 s): the section runs in the lock's transaction and writes its
+	 * commit marker there, so it counts only if that transaction committed. OPTIMISTIC work may run several times:
+	 * each run is a section of its own. Their commits are the business transaction, which has no bound.
+	 */
+	private void executeTransactional(Node node, Random random, String resource, LockMode mode) {
+		String call = mode + " execute";
+		count(this.calls, call);
+		long invoked = System.nanoTime();
+		boolean fenced = mode != LockMode.OPTIMISTIC;
+		long[] first = new long[1];
+		try {
+			node.locks().execute(resource, LockOptions.defaults().withMode(mode).withWaitTime(Duration.ofSeconds(1)),
+					(lock) -> {
+						if (first[0] == 0) {
+							first[0] = System.nanoTime();
+						}
+						long id = this.history.nextId();
+						this.history.enter(id, node.name(), resource, Family.EXCLUSIVE, call, lock.fencingToken(), true,
+								fenced);
+						this.history.commitMarker(node.jdbc(), id);
+						hold(random);
+						this.history.exit(id, resource, lock.fencingToken(), fenced);
+						return null;
+					});
+		}
+		catch (RuntimeException ex) {
+			// a conflict, a busy lock, a lost connection: the section (if any) rolled back and does not count
+		}
+		if (mode == LockMode.PESSIMISTIC && first[0] != 0) {
+			this.history.op(0, node.name(), call + " (acquisition)", resource, invoked, first[0],
+					Duration.ofSeconds(1).plus(STATEMENT_TIMEOUT).plusSeconds(2).toNanos(), "ok");
+		}
+	}
+
+	/** A semaphore permit: {@code tryAcquire} with a wait of 0 to 500 ms, sometimes a short explicit lease. */
+	private void permit(Node node, Random random, String name) {
+		Duration wait = Duration.ofMillis(random.nextInt(500));
+		SemaphoreOptions options = SemaphoreOptions.defaults().withWaitTime(wait);
+		if (random.nextInt(4) == 0) {
+			options = options.withLeaseTime(Duration.ofMillis(200 + random.nextInt(600)));
+		}
+		String call = "permit tryAcquire";
+		count(this.calls, call);
+		long id = this.history.nextId();
+		long invoked = System.nanoTime();
+		long bound = wait.plus(STATEMENT_TIMEOUT).plusSeconds(2).toNanos();
+		Optional<PermitHandle> handle;
+		try {
+			handle = node.semaphores().tryAcquire(name, options);
+		}
+		catch (RuntimeException ex) {
+			this.history.op(id, node.name(), call, name, invoked, System.nanoTime(), bound, outcome(ex));
+			return;
+		}
+		this.history.op(id, node.name(), call, name, invoked, System.nanoTime(), bound,
+				handle.isPresent() ? "ok" : "busy");
+		if (handle.isEmpty()) {
+			return;
+		}
+		PermitHandle permit = handle.get();
+		AtomicBoolean lost = new AtomicBoolean();
+		permit.onLost((p) -> lost.set(true));
+		try {
+			this.history.enter(id, node.name(), name, Family.PERMIT, call, permit.fencingToken(), false, false);
+			hold(random);
+			if (!permit.isHeld()) {
+				lost.set(true);
+			}
+			this.history.exit(id, name, permit.fencingToken(), false);
+		}
+		finally {
+			long started = System.nanoTime();
+			try {
+				permit.close();
+				this.history.op(id, node.name(), "permit close", name, started, System.nanoTime(),
+						RELEASE_BOUND.toNanos(), "ok");
+			}
+			catch (RuntimeException ex) {
+				lost.set(true);
+				this.history.op(id, node.name(), "permit close", name, started, System.nanoTime(),
+						RELEASE_BOUND.toNanos(), outcome(ex));
+			}
+			if (lost.get()) {
+				this.history.lost(id);
+			}
+		}
+	}
+
+	/** An idempotent call in a transaction of the node's pool; its work writes its effect in that transaction. */
+	private void idempotent(Node node, Random random, String key) {
+		String call = "idempotent execute";
+		count(this.calls, call);
+		long id = this.history.nextId();
+		long invoked = System.nanoTime();
+		try {
+			node.transactions().execute((status) -> node.idempotency().template().execute(key,
+					IdempotencyOptions.defaults().withWaitTime(Duration.ofSeconds(1)), Long.class, (claim) -> {
+						this.history.effect(node.jdbc(), id, key);
+						hold(random);
+						return id;
+					}));
+			this.history.succeeded(key);
+			this.history.op(id, node.name(), call, key, invoked, System.nanoTime(), 0, "ok");
+		}
+		catch (RuntimeException ex) {
+			this.history.op(id, node.name(), call, key, invoked, System.nanoTime(), 0, outcome(ex));
+		}
+	}
+
+	/** The cleanup job, run aggressively: every 100 to 400 ms, with the shortest retention. */
+	private void cleanup(Random random) {
+		LockTableCleaner cleaner = new LockTableCleaner(this.historyPool, LockNodes.TABLE, LockTableCleaner.MIN_RETENTION,
+				100, STATEMENT_TIMEOUT);
+		while (!this.stopping) {
+			try {
+				cleaner.deleteExpired();
+				cleaner.deleteExpiredReadWriteHolds();
+				cleaner.deleteExpiredPermits();
+				count(this.faults, "cleanup runs");
+				Thread.sleep(100 + random.nextInt(300));
+			}
+			catch (InterruptedException ex) {
+				return;
+			}
+			catch (RuntimeException ex) {
+				this.harnessErrors.add("cleanup: " + ex);
+			}
+		}
+	}
+
+	/** A fault every 1 to 3 s on a random node. */
+	private void inject(Random random, JdbcTemplate direct) {
+		while (!this.stopping) {
+			try {
+				Thread.sleep(1_000 + random.nextInt(2_000));
+				if (this.stopping) {
+					return;
+				}
+				Node node = this.nodes.get(random.nextInt(this.nodes.size()));
+				switch (random.nextInt(3)) {
+					case 0 -> {
+						List<Long> sessions = direct.queryForList("SELECT s.id FROM checker_session s JOIN"
+								+ " information_schema.PROCESSLIST p ON p.ID = s.id WHERE s.run = ? AND s.node = ?",
+								Long.class, this.prefix, node.name());
+						if (!sessions.isEmpty()) {
+							try {
+								direct.update("KILL CONNECTION ?", sessions.get(random.nextInt(sessions.size())));
+								count(this.faults, "KILL CONNECTION");
+							}
+							catch (org.springframework.dao.DataAccessException ex) {
+								// the session ended meanwhile
+							}
+						}
+					}
+					case 1 -> {
+						node.proxy().blackhole(FaultProxy.Direction.BOTH);
+						Thread.sleep(500 + random.nextInt(2_500));
+						if (random.nextBoolean()) {
+							node.proxy().reset();
+						}
+						node.proxy().passThrough();
+						count(this.faults, "blackhole");
+					}
+					default -> {
+						node.proxy().delay(Duration.ofMillis(100 + random.nextInt(600)));
+						Thread.sleep(1_000 + random.nextInt(2_000));
+						node.proxy().passThrough();
+						count(this.faults, "late replies");
+					}
+				}
+			}
+			catch (InterruptedException ex) {
+				return;
+			}
+			catch (RuntimeException ex) {
+				this.harnessErrors.add("fault injector: " + ex);
+			}
+		}
+	}
+
+	/** What of this run is still held: lock rows (LockTableAdmin), live read/write holders and permits. */
+	private List<String> leftovers(JdbcTemplate direct) {
+		List<String> leftovers = new ArrayList<>();
+		LockTableAdmin admin = new LockTableAdmin(this.historyPool, LockNodes.TABLE, STATEMENT_TIMEOUT);
+		admin.listHeld(LockTableAdmin.MAX_LIST_LIMIT)
+			.locks()
+			.stream()
+			.filter((row) -> row.resource().startsWith(this.prefix))
+			.forEach((row) -> leftovers.add(row.resource() + " held by " + row.holder() + " (lock table)"));
+		byte[] like = (this.prefix + "%").getBytes(StandardCharsets.UTF_8);
+		direct.query("SELECT resource, kind FROM distributed_lock_rw_hold WHERE resource LIKE ?"
+				+ " AND expires_at > UTC_TIMESTAMP(6)", (rs) -> {
+					leftovers.add(new String(rs.getBytes(1), StandardCharsets.UTF_8) + " " + rs.getString(2)
+							+ " holder (distributed_lock_rw_hold)");
+				}, (Object) like);
+		direct.query("SELECT name FROM distributed_lock_sem_hold WHERE name LIKE ? AND expires_at > UTC_TIMESTAMP(6)",
+				(rs) -> {
+					leftovers.add(new String(rs.getBytes(1), StandardCharsets.UTF_8) + " permit (distributed_lock_sem_hold)");
+				}, (Object) like);
+		return leftovers;
+	}
+
+	/** The prefix of this run's resources. */
+	public String prefix() {
+		return this.prefix;
+	}
+
+}
