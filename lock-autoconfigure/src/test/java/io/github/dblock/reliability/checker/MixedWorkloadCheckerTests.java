@@ -77,7 +77,8 @@ class MixedWorkloadCheckerTests {
 	/** Runs the workload with faults, prints its figures, and fails with the report on any violation. */
 	static Workload.Result run(Duration duration) throws Exception {
 		long seed = seed();
-		System.out.println("[checker] seed " + seed + " (replay: -Dlock.checker.seed=" + seed + "), " + duration);
+		System.out.println("[checker] seed " + seed + " (replay: -Dlock.checker.seed=" + seed + "), " + duration
+				+ (Boolean.getBoolean("lock.checker.virtual-threads") ? ", workers on virtual threads" : ""));
 		long started = System.nanoTime();
 		Workload.Result result = new Workload(new Workload.Settings(seed, duration, 3, 3, true, null)).run();
 		List<Violation> violations = Checker.check(result.observed());

@@ -61,6 +61,26 @@ import org.springframework.transaction.support.TransactionTemplate;
 public final class Workload {
 
 	/**
+	 * A worker thread: a virtual one when {@code lock.checker.virtual-threads=true} (CI's JDK 25 step), found
+	 * through reflection because the tests compile for Java 17.
+	 * @throws IllegalStateException if virtual threads are asked for on a JDK before 21
+	 */
+	static Thread workerThread(Runnable task, String name) {
+		if (!Boolean.getBoolean("lock.checker.virtual-threads")) {
+			return new Thread(task, name);
+		}
+		try {
+			Class<?> ofVirtual = Class.forName("java.lang.Thread$Builder$OfVirtual");
+			Object builder = Thread.class.getMethod("ofVirtual").invoke(null);
+			builder = ofVirtual.getMethod("name", String.class).invoke(builder, name);
+			return (Thread) ofVirtual.getMethod("unstarted", Runnable.class).invoke(builder, task);
+		}
+		catch (ReflectiveOperationException ex) {
+			throw new IllegalStateException("lock.checker.virtual-threads=true needs JDK 21 or later", ex);
+		}
+	}
+
+	/**
 	 * What to run.
 	 * @param seed the seed of every random choice
 	 * @param duration how long the threads start new calls
@@ -148,7 +168,7 @@ public final class Workload {
 		for (Node node : this.nodes) {
 			for (int t = 0; t < this.settings.threads(); t++) {
 				Random random = new Random(this.settings.seed() * 31 + node.name().hashCode() * 7L + t);
-				Thread worker = new Thread(() -> work(node, random, until), "checker-" + node.name() + "-" + t);
+				Thread worker = workerThread(() -> work(node, random, until), "checker-" + node.name() + "-" + t);
 				workers.add(worker);
 			}
 		}
