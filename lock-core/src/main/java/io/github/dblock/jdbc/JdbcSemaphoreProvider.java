@@ -418,10 +418,9 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 				});
 	}
 
-	private int ownerStatement(String sql, String task, Permit permit, long leaseMicros, CallDeadline deadline) {
+	private int ownerStatement(String sql, String task, Permit permit, CallDeadline deadline) {
 		return OwnerStatements.execute(this.jdbc, deadline, this.sql,
-				task + " a permit of semaphore '" + permit.resource + "'", sql, leaseMicros, permit.resource,
-				permit.ownerToken);
+				task + " a permit of semaphore '" + permit.resource + "'", sql, permit.resource, permit.ownerToken);
 	}
 
 	/**
@@ -470,7 +469,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 
 		@Override
 		boolean releaseStatement(CallDeadline deadline) {
-			return ownerStatement(JdbcSemaphoreProvider.this.sql.semRelease, "release", this, -1, deadline) == 1;
+			return ownerStatement(JdbcSemaphoreProvider.this.sql.semRelease, "release", this, deadline) == 1;
 		}
 
 		@Override

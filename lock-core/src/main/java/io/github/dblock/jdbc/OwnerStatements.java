@@ -15,24 +15,19 @@ final class OwnerStatements {
 	}
 
 	/**
-	 * Runs one owner-checked statement whose parameters are, in order, the new lease in microseconds (if any), the
-	 * row's key and the owner token.
+	 * Runs one owner-checked statement without a lease (a release) whose parameters are the row's key and the owner
+	 * token, in autocommit.
 	 * @param deadline the call's: the pool wait and the reply end by it
 	 * @param task what the statement does, for failure messages
-	 * @param leaseMicros the lease to bind first, or a negative value for a statement without one
 	 * @return the rows matched: 1 while the row is still the owner's, else 0
 	 * @throws org.springframework.dao.DataAccessException on a database failure
 	 */
 	static int execute(JdbcLockSupport jdbc, CallDeadline deadline, LockStatements sql, String task, String statement,
-			long leaseMicros, String resource, String ownerToken) {
+			String resource, String ownerToken) {
 		return jdbc.execute(task, deadline, (connection) -> {
 			try (PreparedStatement ps = sql.prepareBounded(connection, statement, jdbc.statementTimeoutSeconds(), false)) {
-				int index = 1;
-				if (leaseMicros >= 0) {
-					ps.setLong(index++, leaseMicros);
-				}
-				ps.setBytes(index++, LockRows.bytes(resource));
-				ps.setString(index, ownerToken);
+				ps.setBytes(1, LockRows.bytes(resource));
+				ps.setString(2, ownerToken);
 				int matched = ps.executeUpdate();
 				JdbcLockSupport.commitIfNeeded(connection);
 				return matched;
