@@ -4,6 +4,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.time.Duration;
+import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -13,6 +14,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.dblock.LockType;
+import io.github.dblock.idempotency.IdempotencyProvider;
+import io.github.dblock.spi.Backoff;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
 import io.github.dblock.test.LockNodes;
@@ -34,7 +37,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * statement's clock once it gets the row compares the lease end with a time before it waited. The realistic blocker
  * is the holder's own commit check (a WRITE hold's check locks the resource's {@code _rw} row and its holder row; an
  * exclusive lease's check, or a PESSIMISTIC holder of the same resource, locks the lock row) while its transaction
- * commits slowly; a test connection locks the same rows here.
+ * commits slowly; a test connection locks the same rows here. The same holds for a semaphore permit (behind an
+ * acquisition attempt of its pool, which locks the pool row and then every holder row) and an idempotency claim
+ * (behind a completion in another caller's transaction, which keeps the record locked until that transaction ends).
  * <p>
  * The lock statements read a server clock the test controls ({@link ServerClockControl}): the test moves it past the
  * lease end while the renewal waits, so that the outcome is the database's answer to the renewal and nothing else
@@ -42,7 +47,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * ended lease unless the timer runs late). The guarantee checked: once a competitor has been granted the lock, the
  * old holder's renewal reports the lease lost ({@code isLost()}, {@code onLost}); it never goes on as a valid holder
  * beside the competitor. Seen failing before the renewal locked its rows first: the writer's renewal reported
- * success beside the granted reader, and the exclusive lease's renewal beside the other owner's take.
+ * success beside the granted reader, and the exclusive lease's renewal beside the other owner's take; likewise the
+ * permit's renewal beside the other node's permit, and the claim's renewal beside the second claimant's claim.
  */
 class RenewalBehindRowLockTests {
 
@@ -162,6 +168,100 @@ class RenewalBehindRowLockTests {
 				.isNegative();
 			taken.release();
 		}
+	}
+
+	@Test
+	void aPermitsRenewalThatWaitsPastTheLeaseEndBehindAnAcquisitionFindsThePermitLostAndTheOtherNodeIsAdmitted()
+			throws Exception {
+		String name = "renewal-behind-check-sem-" + UUID.randomUUID();
+		try (LeaseLockProvider holderRenewals = node(); LeaseLockProvider otherRenewals = node()) {
+			JdbcSemaphoreProvider holderNode = semaphores(holderRenewals, name);
+			JdbcSemaphoreProvider otherNode = semaphores(otherRenewals, name);
+			HeldLock permit = holderNode.acquire(renewed(name, Duration.ZERO, "holder")).lock();
+			assertThat(permit).as("the only permit of the pool").isNotNull();
+			AtomicBoolean told = new AtomicBoolean();
+			permit.onLost(() -> told.set(true));
+			Future<HeldLock> other;
+			try (Connection blocker = pool.getConnection()) {
+				blocker.setAutoCommit(false);
+				// what an acquisition attempt of the pool locks (the pool row, then every holder row), held as by an
+				// attempt whose transaction commits slowly
+				lockRow(blocker, "SELECT 1 FROM distributed_lock_sem WHERE name = ? FOR UPDATE", name, null);
+				lockRow(blocker, "SELECT 1 FROM distributed_lock_sem_hold WHERE name = ? FOR UPDATE", name, null);
+				awaitLockWaits(1, "the permit's renewal waits for a row the blocking transaction locked");
+				this.clock.advance(LEASE.plusSeconds(1)); // the permit's lease ends on the server meanwhile
+				other = this.executor.submit(() -> otherNode.acquire(renewed(name, Duration.ofSeconds(20), "other"))
+					.lock());
+				Pauses.sleep(500); // the other node's attempt queues for the pool row (it is admitted either way)
+				blocker.commit();
+			}
+			HeldLock taken = other.get(30, TimeUnit.SECONDS);
+			assertThat(taken).as("the other node is admitted once the permit's lease has ended").isNotNull();
+			assertThat(Pauses.await(Duration.ofSeconds(3), permit::isLost))
+				.as("the permit's renewal, granted its rows after the lease ended, reports the permit lost")
+				.isTrue();
+			assertThat(told).as("onLost ran").isTrue();
+			assertThat(System.nanoTime() - permit.validUntilNanos())
+				.as("told by the renewal, before this JVM's own clock ended the lease")
+				.isNegative();
+			taken.release();
+		}
+	}
+
+	/**
+	 * The realistic blocker: a completion statement ({@code UPDATE ... WHERE idem_key = ? AND owner_token = ?}) in
+	 * the transaction of a caller whose own claim was taken over keeps the record locked until that transaction ends
+	 * (in REPEATABLE READ even though it matched nothing); a test connection locks the record here. (A claim's own
+	 * completion in a transaction locks the record too, but the claim's renewal has stopped by then, and a renewal in
+	 * flight is ignored.)
+	 */
+	@Test
+	void aClaimsRenewalThatWaitsPastTheLeaseEndBehindAnotherTransactionFindsTheClaimLostAndTheSecondClaimantRuns()
+			throws Exception {
+		String key = "renewal-behind-check-idem-" + UUID.randomUUID();
+		try (LeaseLockProvider firstRenewals = node(); LeaseLockProvider secondRenewals = node()) {
+			IdempotencyStore firstNode = idempotency(firstRenewals);
+			IdempotencyStore secondNode = idempotency(secondRenewals);
+			IdempotencyProvider.HeldClaim claim = firstNode
+				.claim(key, "first", LEASE, Duration.ofHours(1), System.nanoTime() + TimeUnit.SECONDS.toNanos(5))
+				.claim();
+			assertThat(claim).as("a new key").isNotNull();
+			AtomicBoolean told = new AtomicBoolean();
+			claim.onLost(() -> told.set(true));
+			Future<IdempotencyProvider.Claimed> second;
+			try (Connection blocker = pool.getConnection()) {
+				blocker.setAutoCommit(false);
+				lockRow(blocker, "SELECT 1 FROM distributed_lock_idem WHERE idem_key = ? FOR UPDATE", key, null);
+				awaitLockWaits(1, "the claim's renewal waits for the record the blocking transaction locked");
+				this.clock.advance(LEASE.plusSeconds(1)); // the claim's running lease ends on the server meanwhile
+				second = this.executor.submit(() -> secondNode.claim(key, "second", LEASE, Duration.ofHours(1),
+						System.nanoTime() + TimeUnit.SECONDS.toNanos(20)));
+				Pauses.sleep(500); // the second claimant's insert queues for the record (it claims it either way)
+				blocker.rollback();
+			}
+			IdempotencyProvider.HeldClaim taken = second.get(30, TimeUnit.SECONDS).claim();
+			assertThat(taken).as("the second claimant takes the record over once the running lease has ended")
+				.isNotNull();
+			assertThat(Pauses.await(Duration.ofSeconds(3), claim::isLost))
+				.as("the claim's renewal, granted the record after the lease ended, reports the claim lost")
+				.isTrue();
+			assertThat(told).as("onLost ran").isTrue();
+			assertThat(System.nanoTime() - claim.validUntilNanos())
+				.as("told by the renewal, before this JVM's own clock ended the lease")
+				.isNegative();
+			taken.release();
+		}
+	}
+
+	/** A semaphore node whose pool {@code name} has one permit. */
+	private JdbcSemaphoreProvider semaphores(LeaseLockProvider renewals, String name) {
+		return new JdbcSemaphoreProvider(this.clock, LockNodes.TABLE, STATEMENT_TIMEOUT,
+				new Backoff(Duration.ofMillis(5), Duration.ofMillis(50)), renewals, Map.of(name, 1));
+	}
+
+	private IdempotencyStore idempotency(LeaseLockProvider renewals) {
+		return new IdempotencyStore(this.clock, LockNodes.TABLE, STATEMENT_TIMEOUT,
+				new Backoff(Duration.ofMillis(5), Duration.ofMillis(50)), renewals);
 	}
 
 	private static void lockRow(Connection connection, String sql, String resource, String owner) throws Exception {

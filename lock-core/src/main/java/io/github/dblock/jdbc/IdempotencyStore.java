@@ -49,7 +49,10 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * {@code CLIENT_FOUND_ROWS}.</li>
  * </ol>
  * The winner's claim is renewed every third of the lease on the {@link LeaseLockProvider}'s shared scheduler,
- * with an owner-checked {@code UPDATE}; a renewal matching nothing, or the database unreachable until the lease must
+ * with a locking read of the record by primary key and then an owner-checked {@code UPDATE}, in one short
+ * transaction, so that a renewal that waited for the record (behind another caller's uncommitted completion) judges
+ * the lease by the server's clock after the wait (see "A renewal judges the lease after its wait" in
+ * docs/DESIGN.md); a renewal matching nothing, or the database unreachable until the lease must
  * be presumed over, marks the claim lost ({@link HeldLock#onLost}). Completion is an owner-checked {@code UPDATE} to
  * {@code SUCCEEDED} (outcome, {@code retain_until = now + retention}) or {@code FAILED}. The {@code SUCCEEDED} write
  * joins the caller's Spring transaction on the lock data source when one is active (see {@code StoredClaim.succeed});
@@ -406,10 +409,17 @@ public class IdempotencyStore implements IdempotencyProvider {
 		return claim;
 	}
 
-	/** Renews a claim's running lease with an owner-checked {@code UPDATE}: whether it still held the record. */
+	/**
+	 * Renews a claim's running lease: a short transaction that locks the record by primary key
+	 * ({@link LockStatements#idemLockForRenewal}, where any waiting happens), then the owner-checked
+	 * {@link LockStatements#idemRenew}, which reads the server's clock after the wait
+	 * ({@link OwnerStatements#renewAfterLocking}).
+	 * @return whether the claim still held the record, running and within its lease (now extended)
+	 */
 	boolean renew(StoredClaim claim, CallDeadline deadline) {
-		return OwnerStatements.execute(this.jdbc, deadline, this.sql, "renew idempotency key '" + claim.resource + "'",
-				this.sql.idemRenew, TimeUnit.NANOSECONDS.toMicros(claim.leaseNanos), claim.resource, claim.ownerToken) == 1;
+		return OwnerStatements.renewAfterLocking(this.jdbc, deadline, this.sql,
+				"renew idempotency key '" + claim.resource + "'", this.sql.idemLockForRenewal, this.sql.idemRenew,
+				TimeUnit.NANOSECONDS.toMicros(claim.leaseNanos), claim.resource, claim.ownerToken);
 	}
 
 	/** Whole microseconds, rounded up, so that a positive duration never becomes 0. */

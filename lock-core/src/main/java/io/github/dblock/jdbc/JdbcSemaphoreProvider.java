@@ -54,9 +54,12 @@ import org.springframework.jdbc.CannotGetJdbcConnectionException;
  * released if the release began while the lease was valid by this JVM's clock, and as lost
  * ({@link LockLostException}, with the failure as its cause) if it began later.
  * Renewal, when the request asks for it, runs on the {@link LeaseLockProvider}'s shared scheduler every third of
- * the lease with {@code UPDATE ... SET expires_at = UTC_TIMESTAMP(6) + lease WHERE name = ? AND owner_token = ? AND
- * expires_at > UTC_TIMESTAMP(6)}; a renewal matching no row, or a database unreachable until the lease must be
- * presumed expired by this JVM's clock, marks the permit lost and runs its {@link HeldLock#onLost} callbacks.
+ * the lease as a short transaction: {@code SELECT permits FROM <table>_sem WHERE name = ? FOR UPDATE} (the pool row,
+ * locked first as an acquisition attempt does; any waiting happens here), then {@code UPDATE ... SET expires_at =
+ * UTC_TIMESTAMP(6) + lease WHERE name = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)}, which so reads the
+ * server's clock after the wait (see "A renewal judges the lease after its wait" in docs/DESIGN.md); a renewal
+ * matching no row, or a database unreachable until the lease must be presumed expired by this JVM's clock, marks
+ * the permit lost and runs its {@link HeldLock#onLost} callbacks.
  * <p>
  * Changing the permit count never revokes a permit: after a decrease, holders above the new count keep their
  * permits until they release, and new acquisitions wait until fewer than the new count are live. The pool rows
@@ -415,10 +418,9 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 				});
 	}
 
-	private int ownerStatement(String sql, String task, Permit permit, long leaseMicros, CallDeadline deadline) {
+	private int ownerStatement(String sql, String task, Permit permit, CallDeadline deadline) {
 		return OwnerStatements.execute(this.jdbc, deadline, this.sql,
-				task + " a permit of semaphore '" + permit.resource + "'", sql, leaseMicros, permit.resource,
-				permit.ownerToken);
+				task + " a permit of semaphore '" + permit.resource + "'", sql, permit.resource, permit.ownerToken);
 	}
 
 	/**
@@ -453,8 +455,11 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 
 		@Override
 		boolean renewInDatabase(CallDeadline deadline) {
-			return ownerStatement(JdbcSemaphoreProvider.this.sql.semRenew, "renew", this,
-					TimeUnit.NANOSECONDS.toMicros(this.leaseNanos), deadline) == 1;
+			// the pool row first, as an acquisition attempt locks it before the holder rows (see semRenew)
+			return OwnerStatements.renewAfterLocking(JdbcSemaphoreProvider.this.jdbc, deadline,
+					JdbcSemaphoreProvider.this.sql, "renew a permit of semaphore '" + this.resource + "'",
+					JdbcSemaphoreProvider.this.sql.semLockPool, JdbcSemaphoreProvider.this.sql.semRenew,
+					TimeUnit.NANOSECONDS.toMicros(this.leaseNanos), this.resource, this.ownerToken);
 		}
 
 		@Override
@@ -464,7 +469,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 
 		@Override
 		boolean releaseStatement(CallDeadline deadline) {
-			return ownerStatement(JdbcSemaphoreProvider.this.sql.semRelease, "release", this, -1, deadline) == 1;
+			return ownerStatement(JdbcSemaphoreProvider.this.sql.semRelease, "release", this, deadline) == 1;
 		}
 
 		@Override

@@ -234,6 +234,10 @@ abstract sealed class LockStatements extends LockTableSql
 
 	// ---- semaphores (JdbcSemaphoreProvider) ----
 
+	/**
+	 * Locks the pool row: the first statement of an acquisition attempt, and of a renewal ({@link #semRenew}).
+	 * Parameter: name.
+	 */
 	final String semLockPool = sql("SELECT permits FROM {sem} WHERE name = ? FOR UPDATE");
 
 	/** Holders, expired holders, and whether this owner holds one, with the holders locked. Parameters: owner, name. */
@@ -275,7 +279,14 @@ abstract sealed class LockStatements extends LockTableSql
 	final String semRelease = sql("""
 			DELETE FROM {sem_hold} WHERE name = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)""");
 
-	/** Parameters: lease µs, name, owner. */
+	/**
+	 * Renews a permit, after {@link #semLockPool} in the same short transaction: that locking read of the pool row
+	 * (which every acquisition attempt locks before the holder rows, so in the same lock order) does the waiting, so
+	 * this statement starts, and reads the server's clock, once no acquisition can admit a holder beside it. Run on
+	 * its own it could wait for the holder row (behind an attempt that locked every holder row) past the lease end
+	 * and still compare with the time its statement started, extending a lease that ended after another holder was
+	 * admitted. Parameters: lease µs, name, owner.
+	 */
 	final String semRenew = sql("""
 			UPDATE {sem_hold} SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
 			WHERE name = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)""");
@@ -314,7 +325,16 @@ abstract sealed class LockStatements extends LockTableSql
 
 	final String idemToken = sql("SELECT fencing_token FROM {idem} WHERE idem_key = ? AND owner_token = ?");
 
-	/** Parameters: lease µs, key, owner. */
+	/**
+	 * First statement of a claim's renewal, in a short transaction: locks the record by primary key (the row every
+	 * claim, take-over and completion of the key locks), so that the {@link #idemRenew} that follows starts, and reads
+	 * the server's clock, only once the record is this transaction's. Run on its own, the renewal could wait behind
+	 * another caller's uncommitted completion past the lease end and still judge the lease by the time its statement
+	 * started. Parameter: key.
+	 */
+	final String idemLockForRenewal = sql("SELECT status FROM {idem} WHERE idem_key = ? FOR UPDATE");
+
+	/** Renews a running claim of this owner, after {@link #idemLockForRenewal}. Parameters: lease µs, key, owner. */
 	final String idemRenew = sql("""
 			UPDATE {idem} SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
 			WHERE idem_key = ? AND owner_token = ? AND status = 'RUNNING' AND expires_at > UTC_TIMESTAMP(6)""");
