@@ -86,17 +86,24 @@ class LocalHandOffTests {
 		List<Long> tokens = java.util.Collections.synchronizedList(new ArrayList<>());
 		long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1_500);
 		List<CompletableFuture<Void>> threads = new ArrayList<>();
-		for (int t = 0; t < 4; t++) {
-			threads.add(CompletableFuture.runAsync(() -> {
-				while (System.nanoTime() < until) {
-					try (LockHandle lock = this.node.acquire(this.resource)) {
-						tokens.add(lock.fencingToken());
-						sleep(2);
+		// 4 threads of its own: the common pool may run one task at a time (2 cores), and then nobody waits locally
+		java.util.concurrent.ExecutorService executor = java.util.concurrent.Executors.newFixedThreadPool(4);
+		try {
+			for (int t = 0; t < 4; t++) {
+				threads.add(CompletableFuture.runAsync(() -> {
+					while (System.nanoTime() < until) {
+						try (LockHandle lock = this.node.acquire(this.resource)) {
+							tokens.add(lock.fencingToken());
+							sleep(2);
+						}
 					}
-				}
-			}));
+				}, executor));
+			}
+			CompletableFuture.allOf(threads.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);
 		}
-		CompletableFuture.allOf(threads.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);
+		finally {
+			executor.shutdownNow();
+		}
 		long takes = this.counting.executed().stream().filter((sql) -> sql.contains("SET owner_token = ?")).count();
 		long releases = this.counting.executed().stream().filter((sql) -> sql.contains("waiting_owner = NULL")).count();
 		assertThat(tokens).as("every holder's token differs, in the order they held the lock").doesNotHaveDuplicates()
