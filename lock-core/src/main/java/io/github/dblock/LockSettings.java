@@ -9,7 +9,7 @@ import io.micrometer.observation.ObservationRegistry;
 
 /**
  * The settings a {@link LockTemplate} shares with its JVM-local engine ({@link ExclusiveHolds},
- * {@link ReadWriteHolds}, {@link LockExecutor}): the node name, whether a loss interrupts the holder, whether commits
+ * {@link ReadWriteHolds}, {@link LockEngine}): the node name, whether a loss interrupts the holder, whether commits
  * are validated, and the observations. Set during configuration, read on every call; thread-safe (volatile fields).
  */
 final class LockSettings {

@@ -371,35 +371,12 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		}
 	}
 
-	/**
-	 * The last look, when the wait's deadline has passed after an attempt whose outcome is unknown: one query on a
-	 * fresh connection for this owner's live holder row, within what is left of the call's deadline.
-	 * @return the permit if the row is there, else {@code null} (also if the database cannot be asked: the row, if
-	 * any, then ends with its lease, unrenewed)
-	 */
-	@Nullable
+	/** {@link LateLeases#lastLook} for this owner's holder row of the semaphore. */
 	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
-	private Permit lastLookForOwnPermit(LockRequest request, String owner, CallDeadline deadline) {
-		try {
-			Permit found = this.jdbc.execute("look for the unacknowledged permit of semaphore '" + request.resource() + "'",
-					deadline, (connection) -> {
-						Permit own = ownPermit(connection, request, owner, this.jdbc.queryTimeoutSeconds(0),
-								System.nanoTime());
-						JdbcLockSupport.commitIfNeeded(connection);
-						return own;
-					});
-			if (found != null && LateLeases.arrivedLate(found)) {
-				LateLeases.giveBack(request, found); // over by this JVM's clock already: not handed out
-				return null;
-			}
-			return found;
-		}
-		catch (RuntimeException ex) {
-			logger.warn("Could not look for a permit of semaphore '" + request.resource() + "' whose take may have "
-					+ "committed unacknowledged; if it did, it ends with its lease (" + request.leaseTime().toMillis()
-					+ " ms), unrenewed: " + ex);
-			return null;
-		}
+	private @Nullable Permit lastLookForOwnPermit(LockRequest request, String owner, CallDeadline deadline) {
+		return LateLeases.lastLook(this.jdbc, "a permit of semaphore '" + request.resource() + "'", request, deadline,
+				(connection) -> ownPermit(connection, request, owner, this.jdbc.queryTimeoutSeconds(0),
+						System.nanoTime()));
 	}
 
 	/**

@@ -8,7 +8,7 @@ import org.springframework.dao.DataAccessException;
 /**
  * A {@link WaitLoop.Wait} of a JDBC provider: its attempts fail with {@link DataAccessException}s, and it rides out
  * those that {@link SqlErrors} calls a broken connection or an answer that came too late. Any other
- * {@link RuntimeException} of an attempt is thrown, as it always was. The methods taking a
+ * {@link RuntimeException} of an attempt is thrown. The methods taking a
  * {@link DataAccessException} are the ones a provider implements; the loop reaches them through the bridges here.
  * @param <A> what one attempt returns
  * @param <R> the answer of the wait

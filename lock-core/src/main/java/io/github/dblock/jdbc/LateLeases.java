@@ -4,6 +4,7 @@ import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.jspecify.annotations.Nullable;
 import org.springframework.dao.DataAccessException;
 
 /**
@@ -25,6 +26,38 @@ final class LateLeases {
 	/** Whether the lease is over by this JVM's clock (its reply came after its lease time had passed). */
 	static boolean arrivedLate(HeldLock lock) {
 		return System.nanoTime() - lock.validUntilNanos() >= 0;
+	}
+
+	/**
+	 * The last look, when a wait's deadline has passed after an attempt whose outcome is unknown: one query on a fresh
+	 * connection for this owner's live holder row, within what is left of the call's deadline. A lease found but over
+	 * by this JVM's clock already is given back, not handed out.
+	 * @param what what is looked for, for the log (for example {@code "a permit of semaphore 's'"})
+	 * @param look the query for this owner's row; {@code null} when there is none
+	 * @return the lease if the row is there and still runs, else {@code null} (also if the database cannot be asked:
+	 * the row, if any, then ends with its lease, unrenewed)
+	 */
+	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
+	static <L extends HeldLock> @Nullable L lastLook(JdbcLockSupport jdbc, String what, LockRequest request,
+			CallDeadline deadline, JdbcLockSupport.ConnectionWork<@Nullable L> look) {
+		try {
+			L found = jdbc.execute("look for " + what + ", whose take may have committed unacknowledged", deadline,
+					(connection) -> {
+						L own = look.run(connection);
+						JdbcLockSupport.commitIfNeeded(connection);
+						return own;
+					});
+			if (found != null && arrivedLate(found)) {
+				giveBack(request, found);
+				return null;
+			}
+			return found;
+		}
+		catch (RuntimeException ex) {
+			logger.warn("Could not look for " + what + ", whose take may have committed unacknowledged; if it did, it "
+					+ "ends with its lease (" + request.leaseTime().toMillis() + " ms), unrenewed: " + ex);
+			return null;
+		}
 	}
 
 	/**

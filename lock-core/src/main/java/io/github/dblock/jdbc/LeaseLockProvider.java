@@ -24,73 +24,21 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.dao.DataAccessException;
 
 /**
- * The {@link LockMode#LEASE} provider: a lease row per resource in the lock table, written with the database
- * server's clock.
+ * The {@link LockMode#LEASE} provider: a row per resource in the lock table naming its owner, lease end and fencing
+ * token on the database server's clock, taken by an owner-checked {@code UPDATE} by primary key in autocommit on a
+ * connection of its own, never in the caller's transaction (a business rollback cannot undo a lock). Read/write locks
+ * ({@link LockType#READ}, {@link LockType#WRITE}) are leases too, in tables of their own ({@code ReadWriteLeases}).
  * <p>
- * One acquisition attempt:
- * <ol>
- * <li>{@code UPDATE} the resource's row to the new owner token, holder description, a fencing token of
- * {@code GREATEST(fencing_token + 1024, <server time in µs>)} (the end of a block of 1,024 tokens: the taker uses the
- * first, local successors the next ones, see {@link io.github.dblock.spi.HandOffLock#handOff()}) and an expiry of
- * {@code UTC_TIMESTAMP(6) + lease},
- * on condition that the current lease has expired ({@code expires_at <= UTC_TIMESTAMP(6)}). The row is matched
- * by primary key, the new owner token is unique, so the matched-row count is 1 exactly when the lock was taken,
- * whether or not the driver reports found rows. The fencing token comes back in the same round trip through
- * {@code LAST_INSERT_ID(expr)}, which the server returns in its OK packet.</li>
- * <li>If no row matched, {@code SELECT} the row to learn its holder and how long its lease still runs.</li>
- * <li>If there is no row yet (a never-seen resource), {@code INSERT} it. When several nodes insert the same
- * new resource at once, all but one get a duplicate-key error and go back to step 1.</li>
- * </ol>
- * If a {@link LockMode#PESSIMISTIC} holder's transaction has the row locked, step 1 waits for it, at most for
- * the query timeout, and then counts as busy. On MariaDB every statement is bounded by the server
- * ({@code SET STATEMENT max_statement_time = n FOR ...}) rather than by the driver's query timeout, which costs a timer
- * thread wake-up per statement in Connector/J; the bound is the same.
+ * An uncontended take of a known resource costs one statement, a release one. Without a lease time of the caller's
+ * own ({@link LockRequest#renew()}) a shared scheduler renews the lease every third of it; a renewal that finds the
+ * lease ended, or a database unreachable until this JVM's clock presumes it ended, marks the lock lost
+ * ({@link HeldLock#isLost()}, {@link HeldLock#onLost(Runnable)}). Waits back off with jitter, never past the holder's
+ * lease end nor the caller's deadline; a waiter on another node puts itself next in line, and a release hands the
+ * lease straight to it. Broken connections are retried until the deadline; other errors surface as
+ * {@link org.springframework.dao.DataAccessException}.
  * <p>
- * Between attempts the provider sleeps with exponential backoff and jitter, never past the holder's lease end
- * (as read in step 2) nor past the caller's deadline. An uncontended acquisition of a known resource costs one
- * statement; release is one owner-checked {@code UPDATE} that clears the owner, ends the lease and sets the row's
- * fencing token back from the end of the reserved block to the last token the lease handed out (never lower), so
- * that takes faster than one per 1,024 µs do not push the counter ahead of the server clock, on which PESSIMISTIC
- * tokens and a re-created row's tokens rely. Rows are never deleted by a release.
- * <p>
- * Renewal: when the caller gave no lease time of its own ({@link LockRequest#renew()}), a shared scheduler renews
- * the lease every third of the lease time with {@code UPDATE ... SET expires_at = UTC_TIMESTAMP(6) + lease WHERE
- * resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)}, in a short transaction after a
- * {@code SELECT ... FOR UPDATE} of the row by primary key, so that the update reads the server's clock only after any
- * wait for the row lock (the server fixes it when a statement starts), the first time when two thirds of the lease
- * are left (at once for a take that waited behind a row lock or got its reply late). If that matches nothing (the
- * lease had expired, or another owner took it), or if the database stays unreachable until the lease must be presumed
- * expired by this JVM's clock, the lock is marked lost: {@link HeldLock#isLost()} turns true, the
- * {@link HeldLock#onLost(Runnable) callbacks} run, renewal stops, and release changes nothing in the database.
- * Renewal stops when the lock is released. Call {@link #close()} to stop the scheduler.
- * <p>
- * A minimum hold time keeps the lease until {@code acquired_at + minHoldTime} on release
- * ({@code expires_at = GREATEST(UTC_TIMESTAMP(6), acquired_at + INTERVAL ? MICROSECOND)}).
- * <p>
- * Every statement runs in autocommit (a renewal in a short transaction of its own) on a connection taken directly
- * from the data source, never in the caller's transaction, so a lock is visible to other nodes as soon as it is taken and a business rollback
- * cannot undo it. Single-statement, primary-key transactions see the latest committed row whatever the
- * connection's isolation level, so no isolation change (and no extra round trip) is needed. Deadlocks and lock
- * wait timeouts are retried; other errors surface as {@link org.springframework.dao.DataAccessException}.
- * <p>
- * Read/write locks ({@link LockType#READ}, {@link LockType#WRITE}) are leases too, in tables of their own
- * ({@code <table>_rw}, {@code <table>_rw_hold}), renewed on the same scheduler: see {@code ReadWriteLeases}.
- * <p>
- * Waiters on other nodes: one at a time makes itself the next in line in the row ({@code waiting_owner}, with an
- * announcement that runs out, {@code waiting_until}); the holder's release hands the lease straight to it, and its
- * next attempt takes the row as its owner, so no other node and no thread of the releasing JVM can take the lock in
- * between. While the lease it waits for is young (a chain of local hand-offs in the holder's JVM, which ends within
- * 10 ms while another node waits) it tries every couple of milliseconds, with statements that write nothing. A
- * waiter that gives up takes itself out of line and frees a lease handed to it meanwhile; one that dies holds the
- * lock up for the rest of its announcement plus a second at most.
- * <p>
- * Broken connections (a restarted server, a killed connection, a pool that cannot connect) are retried with
- * backoff until the caller's deadline. One owner token serves the whole acquisition, and the take also matches a
- * row that already carries it, so a take that committed just before its connection broke is taken over by the
- * next attempt instead of leaving a lease nobody knows about. A release whose connection broke is retried while
- * the lease is still valid; finding the row no longer ours then means the first release did commit.
- * <p>
- * Thread-safe.
+ * The statements and why they are shaped so: docs/DESIGN.md, "The LEASE algorithm" and "The LEASE lifecycle".
+ * Thread-safe; {@link #close()} stops the renewal scheduler.
  */
 public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 

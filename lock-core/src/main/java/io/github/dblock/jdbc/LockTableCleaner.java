@@ -17,92 +17,19 @@ import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Deletes lock rows whose lease ended long ago, so that a lock table used with unique resource names (order
- * numbers, idempotency keys) does not grow without bound.
+ * Deletes lock rows whose lease ended long ago, so that a lock table used with unique resource names (order numbers,
+ * idempotency keys) does not grow without bound.
  * <p>
- * A row is deleted only if its {@code expires_at} lies more than the retention before the database server's
- * {@code UTC_TIMESTAMP(6)}, and its {@code fencing_token} lies more than the retention below that clock in
- * microseconds, both checked again by the deleting statement itself, and only if no other transaction holds its row
- * lock at that moment. So a running lease (its {@code expires_at} is in the future), a
- * {@link io.github.dblock.LockMode#PESSIMISTIC PESSIMISTIC} holder's open transaction (it has the row locked,
- * and its uncommitted {@code expires_at} is recent) and an {@link io.github.dblock.LockMode#OPTIMISTIC
- * OPTIMISTIC} compare-and-set in flight are never affected.
+ * A row goes only when its {@code expires_at} and its {@code fencing_token} both lie more than the retention behind
+ * the server's clock, re-checked under a row lock taken with {@code FOR UPDATE SKIP LOCKED}: a running lease, a
+ * PESSIMISTIC holder's open transaction and an OPTIMISTIC compare-and-set in flight are never touched, the cleanup
+ * never waits for them, and fencing tokens keep increasing when a deleted row is created again. The retention must
+ * stay far above any step back of the server clock (at least {@linkplain #MIN_RETENTION a second}; Spring Boot's
+ * {@code distributed-lock.cleanup.retention} accepts an hour and more). The statements, and why each is shaped so: see
+ * docs/DESIGN.md, "Cleanup of stale rows".
  * <p>
- * Deleting a row does not break the fencing tokens: a row created again later starts its token at the server
- * time in microseconds ({@link LockTableSql#NEXT_TOKEN} and the insert statements; a LEASE take hands out the first of
- * a block of 1,024 that ends there). The token condition makes that start above every token the deleted row handed
- * out, at any rate of acquisitions, as long as the server clock never steps back by more than the retention (less
- * the 1,024 µs of a block): a counter that acquisitions pushed ahead of the clock keeps its row until the clock has
- * passed it by the retention. Tokens handed out without being written (PESSIMISTIC with
- * {@code Fencing.SERVER_CLOCK}) are clock readings from before the deletion, so they are below the new row's too
- * while the clock does not step back at all, which that setting assumes anyway.
- * <p>
- * The retention can be as short as {@linkplain #MIN_RETENTION a second}. Keep it far above any clock step back the
- * server may take, and above the minute for which a {@code PESSIMISTIC} or {@code OPTIMISTIC} provider remembers that
- * a row exists: a row deleted while remembered fails that provider's next acquisition inside a transaction with a
- * {@code TransientDataAccessResourceException} (retry the transaction). Spring Boot's
- * {@code distributed-lock.cleanup.retention} accepts one hour and more.
- * <p>
- * One call of {@link #deleteExpired()} runs at most {@value #MAX_BATCHES_PER_RUN} batches. Each batch:
- * <ol>
- * <li>{@code SELECT resource FROM t WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND AND fencing_token <
- * <server µs> - ? ORDER BY expires_at LIMIT ?} ({@code batchSize}): a plain (non-locking) read in autocommit, a range
- * of the {@code expires_at} index (InnoDB secondary indexes carry the primary key) with a primary-key lookup per row
- * in it for the token. It locks nothing, so it cannot block lock operations. If it finds nothing, the call ends: a
- * run over a table with no stale row costs this one statement.</li>
- * <li>Then, for each chunk of at most {@value #MAX_KEYS_PER_STATEMENT} of these candidates, one short
- * transaction:
- * <ol type="a">
- * <li>{@code START TRANSACTION} (on a pool that hands out connections with autocommit off, the transaction
- * starts implicitly);</li>
- * <li>{@code SELECT resource FROM t FORCE INDEX (PRIMARY) WHERE resource IN (?, ...) AND expires_at < <cutoff> AND
- * fencing_token < <token cutoff> FOR UPDATE SKIP LOCKED}: locks the candidates by primary key, re-checking the
- * conditions on the latest committed version, and <em>skips</em> every row another transaction has locked (a PESSIMISTIC holder, or a lock
- * statement running right now) instead of waiting for it;</li>
- * <li>{@code DELETE t FROM t FORCE INDEX (PRIMARY) WHERE resource IN (?, ...) AND expires_at < <cutoff> AND
- * fencing_token < <token cutoff>} on the
- * rows locked in step b, re-checked once more (those rows are ours, so this never waits); left out if step b
- * locked nothing;</li>
- * <li>{@code COMMIT}. The transaction lasts for steps b and c only: a few milliseconds.</li>
- * </ol>
- * </li>
- * </ol>
- * The call goes on with the next batch while a batch found a full {@code batchSize} of candidates and deleted
- * at least one of them (so each further batch sees new candidates and a run never spins on rows it keeps
- * skipping). A chunk costs at most four statements, so a batch of up to {@value #MAX_KEYS_PER_STATEMENT} rows
- * at most five.
- * <p>
- * The index hint and the chunk size are not optional. When an {@code IN} list covers a large part of the table
- * the optimizer prefers a full table scan, and a locking read or {@code DELETE} that scans the table locks every
- * row it reads: the {@code DELETE} then waits for a PESSIMISTIC holder's row although that row is not in its
- * list, and {@code SKIP LOCKED} locks every other row of the table, fresh ones included, until the commit (seen
- * on MariaDB 11.4: a 19-key {@code DELETE} on a 20-row table, a 500-key one on a 3,000-row table).
- * {@code FORCE INDEX (PRIMARY)} keeps both statements on primary-key lookups; MySQL accepts index hints in a
- * {@code DELETE} only in its multi-table form, hence {@code DELETE t FROM t}. From 1,000 values on, MariaDB
- * turns an {@code IN} list into a join with a temporary table ({@code in_predicate_conversion_threshold}),
- * which scans the whole table despite the hint (seen with 1,500 keys), and MySQL abandons range optimization
- * when it would need more than {@code range_optimizer_max_mem_size} (8 MB by default; keys are up to 1020
- * bytes): hence at most {@value #MAX_KEYS_PER_STATEMENT} keys per statement.
- * <p>
- * Why {@code SKIP LOCKED} rather than bounding the {@code DELETE}'s lock wait: a {@code DELETE} that meets a
- * row locked by a PESSIMISTIC holder must wait for it (at best for one second, with MariaDB's
- * {@code SET STATEMENT innodb_lock_wait_timeout=1 FOR DELETE ...} or, on MySQL, a session variable set and
- * reset around it or a JDBC query timeout), and the lock-wait timeout then rolls back the whole batch, while the
- * batch holds locks on the other rows it has reached. As the candidates are taken oldest first, a long-running
- * holder of an old row would fail the same batch on every run and stop all cleanup. {@code SKIP LOCKED} never
- * waits, deletes everything else, and is the same SQL on both supported servers (MySQL 8.0+, MariaDB 10.6+).
- * Locking by primary key (not through the {@code expires_at} range) keeps the locks on the rows themselves, as
- * the lock operations do; under REPEATABLE READ a key deleted meanwhile by a concurrent run gets a gap lock
- * until the commit a few milliseconds later.
- * <p>
- * Every statement has a query timeout of the statement timeout (row locks never make these statements wait,
- * but a metadata lock or an overloaded server could). A lock wait timeout (error 1205) or query timeout ends the
- * call after rolling that chunk back; its rows are tried again on the next call. Deadlocks (1213) are retried.
- * Statements run on connections taken directly from the data source (a {@code TransactionAwareDataSourceProxy}
- * is unwrapped), never in a caller's transaction; each batch on a fresh connection.
- * <p>
- * Thread-safe: instances are immutable. Runs on several nodes at once are safe too: they split the rows
- * between them through the row locks and never delete a row twice.
+ * One {@link #deleteExpired()} runs at most {@value #MAX_BATCHES_PER_RUN} batches of short transactions, each
+ * statement bounded by the statement timeout. Thread-safe; runs on the caller's thread.
  */
 public class LockTableCleaner {
 

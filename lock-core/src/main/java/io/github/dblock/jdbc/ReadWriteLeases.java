@@ -453,33 +453,16 @@ final class ReadWriteLeases {
 		}
 	}
 
-	/**
-	 * The last look, when the wait's deadline has passed after an attempt whose outcome is unknown: one query on a
-	 * fresh connection for this owner's live holder row, within what is left of the call's deadline.
-	 * @return the lock if the row is there, else {@code null} (also if the database cannot be asked: the row, if
-	 * any, then ends with its lease, unrenewed)
-	 */
-	@Nullable
+	/** {@link LateLeases#lastLook} for this owner's holder row of the resource. */
 	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
-	private HeldLock lastLookForOwnHold(LockRequest request, String kind, String owner, CallDeadline deadline) {
-		try {
-			Attempt own = this.jdbc.execute("look for the unacknowledged " + (kind.equals(READ) ? "read" : "write")
-					+ " lock '" + request.resource() + "'", deadline, (connection) -> ownHold(connection, request,
-							LockRows.bytes(request.resource()), owner, kind, this.jdbc.queryTimeoutSeconds(0),
-							System.nanoTime()));
-			HeldLock found = (own != null) ? own.lock : null;
-			if (found != null && LateLeases.arrivedLate(found)) {
-				LateLeases.giveBack(request, found); // over by this JVM's clock already: not handed out
-				return null;
-			}
-			return found;
-		}
-		catch (RuntimeException ex) {
-			logger.warn("Could not look for a read/write lock of '" + request.resource() + "' whose grant may have "
-					+ "committed unacknowledged; if it did, it ends with its lease (" + request.leaseTime().toMillis()
-					+ " ms), unrenewed: " + ex);
-			return null;
-		}
+	private @Nullable HeldLock lastLookForOwnHold(LockRequest request, String kind, String owner,
+			CallDeadline deadline) {
+		return LateLeases.lastLook(this.jdbc, "the " + (kind.equals(READ) ? "read" : "write") + " lock '"
+				+ request.resource() + "'", request, deadline, (connection) -> {
+					Attempt own = ownHold(connection, request, LockRows.bytes(request.resource()), owner, kind,
+							this.jdbc.queryTimeoutSeconds(0), System.nanoTime());
+					return (own != null) ? own.lock : null;
+				});
 	}
 
 	/** A grant known to be committed: starts its renewal if the request asks for it. */
