@@ -1,6 +1,7 @@
 package io.github.dblock.jdbc;
 
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 
 import io.github.dblock.spi.Backoff;
 import io.github.dblock.spi.HeldLock;
@@ -18,7 +19,10 @@ import org.jspecify.annotations.Nullable;
 final class ExclusiveLease extends RenewableLease {
 
 	/** The provider's logger: these messages are the provider's. */
-	private static final Log logger = LogFactory.getLog(LeaseLockProvider.class);
+	private static final Log logger = LogFactory.getLog(ExclusiveLease.class);
+
+	/** How long one JVM may keep passing a lease between its own threads before releasing it in the database. */
+	static final long HAND_OFF_BUDGET_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
 
 	private final LeaseLockProvider provider;
 

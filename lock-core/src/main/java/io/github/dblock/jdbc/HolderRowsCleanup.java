@@ -19,7 +19,7 @@ import org.apache.commons.logging.LogFactory;
 final class HolderRowsCleanup {
 
 	/** The cleaner's logger: these messages are the cleaner's. */
-	private static final Log logger = LogFactory.getLog(LockTableCleaner.class);
+	private static final Log logger = LogFactory.getLog(HolderRowsCleanup.class);
 
 	private final JdbcLockSupport jdbc;
 

@@ -20,7 +20,7 @@ import org.jspecify.annotations.Nullable;
 final class HolderSessions {
 
 	/** The provider's logger: these messages are the provider's. */
-	private static final Log logger = LogFactory.getLog(PessimisticLockProvider.class);
+	private static final Log logger = LogFactory.getLog(HolderSessions.class);
 
 	private final JdbcLockSupport jdbc;
 

@@ -25,14 +25,14 @@ import org.springframework.dao.DataAccessException;
 final class LeaseAcquisition {
 
 	/** The provider's logger: these messages are the provider's. */
-	private static final Log logger = LogFactory.getLog(LeaseLockProvider.class);
+	private static final Log logger = LogFactory.getLog(LeaseAcquisition.class);
 
 	/** Bound on immediate re-attempts after a lost race (insert collision, lease ending between statements). */
 	private static final int MAX_RACES_PER_ATTEMPT = 4;
 
 	/**
 	 * How often, at most, the waiter next in line tries again while the lease it waits for is younger than
-	 * {@link LeaseLockProvider#HAND_OFF_BUDGET_NANOS} (a chain of another JVM that ends soon and hands the lease to it): each try is a
+	 * {@link ExclusiveLease#HAND_OFF_BUDGET_NANOS} (a chain of another JVM that ends soon and hands the lease to it): each try is a
 	 * take that matches nothing and a read, neither of which writes.
 	 */
 	private static final long NEXT_IN_LINE_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
@@ -156,7 +156,7 @@ final class LeaseAcquisition {
 		 */
 		@Override
 		public long pauseNanos(Attempt result, int attempt, long remaining, Backoff backoff) {
-			boolean young = result.heldForNanos() < LeaseLockProvider.HAND_OFF_BUDGET_NANOS;
+			boolean young = result.heldForNanos() < ExclusiveLease.HAND_OFF_BUDGET_NANOS;
 			long pause = backoff.pauseNanos(young ? 0 : attempt, result.leaseRemainingNanos(), remaining);
 			if (result.leaseRemainingNanos() > 0 && pause < remaining) {
 				boolean nextInLine = result.nextInLine(this.owner, pause + backoff.initial().toNanos())

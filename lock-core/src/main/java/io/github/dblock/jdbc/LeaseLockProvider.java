@@ -52,16 +52,12 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	 */
 	static final int TOKEN_BLOCK = 1024;
 
-	/** How long one JVM may keep passing a lease between its own threads before releasing it in the database. */
-	static final long HAND_OFF_BUDGET_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
-
 	/**
-	 * The same while another node wants the lock too ({@link #contended}): its threads wait for the whole chain, so
-	 * chains are kept short and the lock changes node about every 10 ms instead of every 200 ms. A change of node costs
-	 * the release (which hands the lease to the waiter next in line), that waiter's next poll (at most
-	 * {@link LeaseAcquisition#NEXT_IN_LINE_POLL_NANOS} away) and its take: a couple of milliseconds on a server that flushes its log
-	 * at every commit. (Before the hand-over, a change of node left the lock idle until the other node's next poll at
-	 * the first back-off step, and 50 ms chains were the better trade.)
+	 * {@link ExclusiveLease#HAND_OFF_BUDGET_NANOS} while another node wants the lock too ({@link #contended}): its
+	 * threads wait for the whole chain, so chains are kept short and the lock changes node about every 10 ms instead of
+	 * every 200 ms. A change of node costs the release (which hands the lease to the waiter next in line), that
+	 * waiter's next poll (at most {@link LeaseAcquisition#NEXT_IN_LINE_POLL_NANOS} away) and its take: a couple of
+	 * milliseconds on a server that flushes its log at every commit.
 	 */
 	private static final long CONTENDED_HAND_OFF_BUDGET_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
 
@@ -296,7 +292,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	private HeldLock leased(LockRequest request, String owner, long blockEnd, long sentAt, boolean contended) {
 		ExclusiveLease lease = new ExclusiveLease(this, request.resource(), owner, blockEnd, request.leaseTime().toNanos(),
 				request.renew(), request.minHoldMicros(), sentAt + request.leaseTime().toNanos(),
-				contended ? CONTENDED_HAND_OFF_BUDGET_NANOS : HAND_OFF_BUDGET_NANOS);
+				contended ? CONTENDED_HAND_OFF_BUDGET_NANOS : ExclusiveLease.HAND_OFF_BUDGET_NANOS);
 		if (request.renew()) {
 			lease.startRenewal(renewals());
 		}

@@ -27,7 +27,7 @@ import org.springframework.dao.DataAccessException;
 final class OwnConnectionLocks {
 
 	/** The provider's logger: these messages are the provider's. */
-	private static final Log logger = LogFactory.getLog(PessimisticLockProvider.class);
+	private static final Log logger = LogFactory.getLog(OwnConnectionLocks.class);
 
 	private final JdbcLockSupport jdbc;
 

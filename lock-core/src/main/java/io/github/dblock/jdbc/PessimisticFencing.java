@@ -21,7 +21,7 @@ import org.jspecify.annotations.Nullable;
 final class PessimisticFencing {
 
 	/** The provider's logger: these messages are the provider's. */
-	private static final Log logger = LogFactory.getLog(PessimisticLockProvider.class);
+	private static final Log logger = LogFactory.getLog(PessimisticFencing.class);
 
 	private final JdbcLockSupport jdbc;
 

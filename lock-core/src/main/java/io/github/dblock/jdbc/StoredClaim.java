@@ -22,7 +22,7 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  */
 final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldClaim {
 
-	private static final Log logger = LogFactory.getLog(IdempotencyStore.class);
+	private static final Log logger = LogFactory.getLog(StoredClaim.class);
 
 	private final IdempotencyStore store;
 
