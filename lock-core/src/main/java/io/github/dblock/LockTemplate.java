@@ -20,51 +20,29 @@ import io.micrometer.observation.ObservationRegistry;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The programmatic entry point, the standard {@link LockOperations}: acquire distributed locks on named resources, or run code while holding one.
- * <p>
- * Locks are reentrant per thread, like {@link java.util.concurrent.locks.ReentrantLock}: the holding thread may
- * acquire the same resource again without a database round trip, and the lock is released in the database when
- * its hold count returns to zero. Other threads of the same JVM are other owners; they wait in a fair local
- * queue rather than polling the database, so at most one thread per JVM asks the database for a resource. The
- * threads of every mode share that queue, but a caller only ever gets a hold of the mode it asked for: a lease passes
- * in memory to a waiting thread of the same mode only, and a thread re-enters only in the mode it holds
- * ({@link LockModeConflictException} otherwise, at once).
- * <p>
- * Expired holds: a LEASE hold lasts only as long as its lease (by this JVM's clock, which errs early; a renewed lease
- * until a renewal is overdue or finds it lost). Once it is over, the holding thread cannot re-enter it (the call is a
- * new acquisition from the database, with a new fencing token, or busy like any other owner's), the other threads of
- * this JVM no longer wait for it (the first of them asks the database), and its handles' last {@code close()} throws
- * {@link LockLostException} without touching the next holder's lock. The same holds for read and write holds.
- * <p>
- * Waiting: a wait time of zero makes a single attempt; a positive wait time retries (with backoff and jitter in
- * {@link LockMode#LEASE}; in the server's lock queue, in whole seconds, in {@link LockMode#PESSIMISTIC}) until
- * the wait time has passed. Waiting is interruptible.
- * <p>
- * Outages: in {@link LockMode#LEASE}, and in {@link LockMode#PESSIMISTIC} outside a transaction ({@code acquire}
- * and {@code tryAcquire} on a connection of their own; {@code execute} with nothing transactional bound to the
- * thread, in a new transaction for each attempt until the action has started), a waiter whose connection breaks or
- * cannot be had (server restart, killed connection, failover) keeps trying until its wait time ends; only then does
- * the database failure surface. Otherwise a PESSIMISTIC attempt fails with the transaction's connection. A LEASE
- * holder learns of an outage that outlasts its lease through {@link LockHandle#onLost}; a PESSIMISTIC holder's
- * transaction ends with its connection, and its release throws {@link LockLostException}.
- * <p>
- * Read/write locks: {@link LockOptions#withType(LockType)} with {@link LockType#READ} or {@link LockType#WRITE}
- * takes the shared or exclusive side of the resource's read/write lock ({@link LockMode#LEASE} only; a different
- * lock from the resource's exclusive one). Every thread is its own owner in the database (readers of one JVM
- * overlap, writers exclude everything); a thread may re-enter its read or write lock, and take the read lock while
- * it holds the write lock, but asking for the write lock while holding only the read lock throws
- * {@link LockUpgradeException} at once. Writers are preferred over new readers, see {@link LockType}.
- * <p>
- * Commit-time validation (on by default, {@link #setValidateAtCommit(boolean)}): a transaction on the lock's data
- * source that runs while its thread holds a LEASE lock commits only while that lock is held; if it is no longer
- * held, the commit throws {@link LockLostException} and the transaction rolls back. A LEASE hold whose last handle is
- * closed inside such a transaction is released in the database only once the transaction has completed. See
- * {@link CommitValidation}.
- * <p>
- * Resource names are compared exactly (byte for byte in UTF-8: case, accents and trailing spaces matter) and
- * may have 1 to {@value #MAX_RESOURCE_LENGTH} characters (Unicode code points), emoji included.
- * <p>
- * Thread-safe; one instance serves the whole application.
+ * The programmatic entry point, the standard {@link LockOperations}: acquire distributed locks on named resources, or
+ * run code while holding one.
+ * <ul>
+ * <li><b>Reentrant per thread</b>, like {@link java.util.concurrent.locks.ReentrantLock}: the holding thread acquires
+ * again without a round trip, and the lock is released in the database when its hold count returns to zero. Other
+ * threads of this JVM wait in a fair local queue, so at most one thread per JVM asks the database for a resource; a
+ * caller only ever gets a hold of the mode and type it asked for ({@link LockModeConflictException} at once for
+ * re-entry in another mode, {@link LockUpgradeException} for a write lock asked while holding only the read lock).</li>
+ * <li><b>Expiry</b>: a LEASE hold lasts as long as its lease by this JVM's clock (which errs early); once over, it
+ * cannot be re-entered, other threads stop waiting for it, and its last {@code close()} throws
+ * {@link LockLostException} without touching the next holder's lock.</li>
+ * <li><b>Waiting</b>: a wait time of zero makes one attempt, a positive one retries until it has passed; waiting is
+ * interruptible. Broken connections are retried within the wait time (LEASE, and PESSIMISTIC outside a
+ * transaction); a holder learns of an outage that outlasts its lease through {@link LockHandle#onLost}.</li>
+ * <li><b>Commit-time validation</b> (on by default, {@link #setValidateAtCommit(boolean)}): a transaction on the
+ * lock's data source that runs while its thread holds a LEASE lock commits only while that lock is held
+ * ({@link CommitValidation}).</li>
+ * <li><b>Resource names</b> are compared byte for byte in UTF-8 and have 1 to {@value #MAX_RESOURCE_LENGTH} code
+ * points.</li>
+ * </ul>
+ * Modes, read/write locks, time bounds and what each guarantees: docs/reference ({@code lock-modes.md},
+ * {@code read-write-locks.md}, {@code limits.md}, {@code reliability.md}, {@code safety.md}). Thread-safe; one instance serves the whole
+ * application.
  */
 public class LockTemplate implements LockOperations {
 
