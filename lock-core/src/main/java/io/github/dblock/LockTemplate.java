@@ -41,8 +41,8 @@ import org.jspecify.annotations.Nullable;
  * points.</li>
  * </ul>
  * Modes, read/write locks, time bounds and what each guarantees: docs/reference ({@code lock-modes.md},
- * {@code read-write-locks.md}, {@code limits.md}, {@code reliability.md}, {@code safety.md}). Thread-safe; one instance serves the whole
- * application.
+ * {@code read-write-locks.md}, {@code limits.md}, {@code reliability.md}, {@code safety.md}). Thread-safe; one
+ * instance serves the whole application.
  */
 public class LockTemplate implements LockOperations {
 
