@@ -6,6 +6,7 @@ import java.util.Map;
 import java.util.Objects;
 
 import io.github.dblock.LockMode;
+import io.github.dblock.interceptor.DistributedLocksConfiguration;
 import io.github.dblock.jdbc.LockDialect;
 import io.github.dblock.jdbc.LockTable;
 import org.jspecify.annotations.Nullable;
@@ -13,7 +14,6 @@ import org.springframework.beans.factory.InitializingBean;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.NestedConfigurationProperty;
 import org.springframework.boot.context.properties.source.InvalidConfigurationPropertyValueException;
-import org.springframework.core.Ordered;
 
 /**
  * Configuration of distributed locks, under {@code distributed-lock.*}: the lock defaults here, each group of
@@ -29,7 +29,7 @@ public class DistributedLockProperties implements InitializingBean {
 	public static final String PREFIX = "distributed-lock";
 
 	/** Default order of the lock advisor: smaller (outer) than the transaction advisor's default. */
-	public static final int DEFAULT_INTERCEPTOR_ORDER = Ordered.LOWEST_PRECEDENCE - 100;
+	public static final int DEFAULT_INTERCEPTOR_ORDER = DistributedLocksConfiguration.DEFAULT_INTERCEPTOR_ORDER;
 
 	/**
 	 * Whether to enable distributed locks (the LockTemplate bean and @DistributedLock interception).

@@ -15,8 +15,8 @@ import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.methods;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 
 /**
- * The architecture of the whole library (lock-core and lock-autoconfigure, issue 17): Spring Boot wiring stays in the
- * auto-configuration package, and the core stays free of Spring Boot. Package cycles are checked elsewhere.
+ * The architecture of the whole library (lock-core, lock-spring and lock-autoconfigure, issue 17): Spring Boot wiring
+ * stays in the auto-configuration package, and the core and lock-spring stay free of Spring Boot. Package cycles are checked elsewhere.
  */
 class LibraryArchitectureTests {
 
@@ -24,6 +24,10 @@ class LibraryArchitectureTests {
 
 	private static final String[] CORE = { "io.github.dblock", "io.github.dblock.spi..", "io.github.dblock.jdbc..",
 			"io.github.dblock.semaphore..", "io.github.dblock.idempotency.." };
+
+	/** The packages of lock-spring: annotation interceptors, ShedLock and Spring Integration adapters. */
+	private static final String[] SPRING = { "io.github.dblock.interceptor..", "io.github.dblock.shedlock..",
+			"io.github.dblock.integration.." };
 
 	private static JavaClasses library;
 
@@ -90,6 +94,17 @@ class LibraryArchitectureTests {
 			.resideInAnyPackage(AUTOCONFIGURE + "..", "io.github.dblock.interceptor..", "io.github.dblock.actuate..",
 					"io.github.dblock.integration..", "io.github.dblock.shedlock..")
 			.because("lock-autoconfigure builds on lock-core, not the other way round")
+			.check(library);
+	}
+
+	@Test
+	void springModuleDoesNotDependOnSpringBoot() {
+		noClasses().that()
+			.resideInAnyPackage(SPRING)
+			.should()
+			.dependOnClassesThat()
+			.resideInAnyPackage("org.springframework.boot..", AUTOCONFIGURE + "..", "io.github.dblock.actuate..")
+			.because("lock-spring must work in a plain Spring application; lock-autoconfigure builds on it")
 			.check(library);
 	}
 

@@ -5,7 +5,6 @@ import java.time.Duration;
 import java.util.List;
 
 import org.jspecify.annotations.Nullable;
-import org.springframework.boot.convert.DurationStyle;
 import org.springframework.context.expression.MethodBasedEvaluationContext;
 import org.springframework.core.DefaultParameterNameDiscoverer;
 import org.springframework.core.ParameterNameDiscoverer;
@@ -20,6 +19,7 @@ import org.springframework.expression.spel.SpelNode;
 import org.springframework.expression.spel.ast.VariableReference;
 import org.springframework.expression.spel.standard.SpelExpression;
 import org.springframework.expression.spel.standard.SpelExpressionParser;
+import org.springframework.format.datetime.standard.DurationFormatterUtils;
 import org.springframework.util.StringUtils;
 
 /**
@@ -195,7 +195,7 @@ final class TemplateExpressions {
 			throw new IllegalStateException(where + ": " + attribute + " '" + value + "': " + ex.getMessage(), ex);
 		}
 		try {
-			return DurationStyle.detectAndParse(resolved);
+			return DurationFormatterUtils.detectAndParse(resolved);
 		}
 		catch (IllegalArgumentException ex) {
 			throw new IllegalStateException(where + ": " + attribute + " '" + value + "'"
