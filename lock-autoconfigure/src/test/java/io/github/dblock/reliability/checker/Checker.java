@@ -13,6 +13,7 @@ import java.util.function.Function;
 
 import io.github.dblock.reliability.checker.History.Effect;
 import io.github.dblock.reliability.checker.History.Family;
+import io.github.dblock.reliability.checker.History.Forced;
 import io.github.dblock.reliability.checker.History.Observed;
 import io.github.dblock.reliability.checker.History.Op;
 import io.github.dblock.reliability.checker.History.Section;
@@ -36,6 +37,13 @@ public final class Checker {
 	 * several nodes' threads, a cleanup thread and the fault injector in one JVM.
 	 */
 	public static final Duration BOUND_SLACK = Duration.ofSeconds(2);
+
+	/**
+	 * How much later than another owner's grant {@code onLost} may run: the pause of this JVM that the documented
+	 * sentence exempts ("the scheduler's few milliseconds"), widened for a loaded 2-core machine. The grant is taken
+	 * when the other owner's call returned, which is already after the server granted it.
+	 */
+	public static final Duration LOSS_SLACK = Duration.ofMillis(100);
 
 	/**
 	 * One invariant.
@@ -76,7 +84,15 @@ public final class Checker {
 			new Invariant("call-bounds", "docs/reference/limits.md",
 					"**Every call is bounded in time, whatever the network does**", Checker::bounds),
 			new Invariant("nothing-left-locked", "docs/reference/safety.md",
-					"a crashed holder still frees the lock within one lease.", Checker::leftovers));
+					"a crashed holder still frees the lock within one lease.", Checker::leftovers),
+			new Invariant("lost-before-grant", "docs/reference/safety.md",
+					"so `onLost` runs before another owner can take the lock (barring a pause of this JVM longer than"
+							+ " the scheduler's few milliseconds)",
+					Checker::lostBeforeGrant),
+			new Invariant("force-release-told", "docs/reference/actuator.md",
+					"so the old holder's release fails with `LockLostException` and its fencing token is below every"
+							+ " later one",
+					Checker::forceReleaseTold));
 
 	private Checker() {
 	}
@@ -161,8 +177,8 @@ public final class Checker {
 			Section highest = null;
 			Section highestNonReader = null;
 			for (Section b : sections) {
-				if (b.mode().startsWith("OPTIMISTIC")) {
-					continue; // given the version it started from, not a token of its own
+				if (!b.tokened()) {
+					continue; // OPTIMISTIC work is given the version it started from; ShedLock exposes no token
 				}
 				Section against = (b.family() == Family.READ) ? highestNonReader : highest;
 				if (against != null && (b.entryAccepted() || b.clean()) && b.token() <= against.token()) {
@@ -178,6 +194,76 @@ public final class Checker {
 				}
 			}
 		});
+		return violations;
+	}
+
+	/**
+	 * Per resource: when a section B (another operation, a larger token) was handed its lock while an earlier
+	 * watched section A (a renewed lease whose {@code onLost} it listened to) had not yet given its lock up, both by
+	 * this JVM's clock, A's lease had ended by B's grant, so A's {@code onLost} must have run no later than B's grant
+	 * (plus {@link #LOSS_SLACK}). B's grant is taken when its call returned, after the server granted it. A hold freed
+	 * by a forced release is left out: it learns of it at its next renewal (the actuator's promise is checked by
+	 * {@code force-release-told}). Readers beside readers aside.
+	 */
+	static List<Violation> lostBeforeGrant(Observed observed) {
+		List<Violation> violations = new ArrayList<>();
+		Set<String> forced = new java.util.HashSet<>();
+		for (Forced f : observed.forced()) {
+			forced.add(f.resource() + "#" + f.previousToken());
+		}
+		byResource(observed, Set.of(Family.EXCLUSIVE, Family.READ, Family.WRITE)).forEach((resource, sections) -> {
+			for (Section a : sections) {
+				if (!a.watched() || !a.tokened() || a.releasedNanos() == null
+						|| forced.contains(resource + "#" + a.token())) {
+					continue;
+				}
+				sections.stream()
+					.filter((b) -> b.opId() != a.opId() && b.tokened() && b.token() > a.token()
+							&& b.grantedNanos() != null && b.grantedNanos() < a.releasedNanos()
+							&& !(a.family() == Family.READ && b.family() == Family.READ))
+					.min(Comparator.comparing(Section::grantedNanos))
+					.ifPresent((b) -> {
+						long latest = b.grantedNanos() + LOSS_SLACK.toNanos();
+						if (a.lostNanos() == null || a.lostNanos() > latest) {
+							String when = (a.lostNanos() == null) ? "never ran"
+									: "ran " + (a.lostNanos() - b.grantedNanos()) / 1_000_000 + " ms after";
+							violations.add(new Violation("lost-before-grant", resource + ": another owner (token "
+									+ b.token() + ") was granted the lock while op " + a.opId()
+									+ " still held it by this JVM, and its onLost " + when,
+									List.of(a, b), List.of(a.opId(), b.opId())));
+						}
+					});
+			}
+		});
+		return violations;
+	}
+
+	/**
+	 * Per forced release that freed a held lock: the LEASE section that held it (its token) is not clean, since its
+	 * release must fail; and every section of the resource granted after the forced release returned has a larger
+	 * token. PESSIMISTIC holds are left out: their row stays locked, and the forced release fails instead.
+	 */
+	static List<Violation> forceReleaseTold(Observed observed) {
+		List<Violation> violations = new ArrayList<>();
+		for (Forced f : observed.forced()) {
+			for (Section s : observed.sections()) {
+				if (!s.resource().equals(f.resource()) || !s.counted() || !s.tokened()
+						|| s.mode().startsWith("PESSIMISTIC")) {
+					continue;
+				}
+				if (s.token() == f.previousToken() && s.clean()) {
+					violations.add(new Violation("force-release-told", f.resource() + ": the holder of token "
+							+ f.previousToken() + " was force-released, yet the library confirmed its hold to the end",
+							List.of(s), List.of(s.opId())));
+				}
+				if (s.grantedNanos() != null && s.grantedNanos() > f.completedNanos()
+						&& s.token() <= f.previousToken()) {
+					violations.add(new Violation("force-release-told", f.resource() + ": token " + s.token()
+							+ " granted after the forced release of token " + f.previousToken() + " is not larger",
+							List.of(s), List.of(s.opId())));
+				}
+			}
+		}
 		return violations;
 	}
 
