@@ -230,21 +230,26 @@ class CheckerTests {
 	@Test
 	void aForceReleasedHolderIsJudgedByTheActuatorsPromise() {
 		// onLost at the next renewal, after the new owner's grant: the forced release, not the lease, freed it
-		Observed told = new Observed(List.of(watched(1, 10, 600L), grantedAt(2, 11, 300)), List.of(), List.of(),
-				Set.of(), Map.of(), List.of(), List.of(new Forced("x", 10, millis(250), millis(260))));
+		Observed told = new Observed(List.of(watched(1, 10, 600L), grantedAt(2, 2_000, 300)), List.of(), List.of(),
+				Set.of(), Map.of(), List.of(), List.of(new Forced("x", 10 + 1_023, "n0 [t]", millis(250), millis(260))));
 		assertThat(check(told)).isEmpty();
 		// the force-released holder's hold was confirmed to its end
 		Section confirmed = new Section(1, "n0", "x", Family.EXCLUSIVE, "LEASE acquire", 10, at(0), at(200), true, true,
 				true, false, 0L, millis(200), null, true);
-		Observed notTold = new Observed(List.of(confirmed), List.of(), List.of(), Set.of(), Map.of(), List.of(),
-				List.of(new Forced("x", 10, millis(100), millis(110))));
+		Section earlier = clean(0, "x", Family.EXCLUSIVE, 5, -20, -10);
+		Observed notTold = new Observed(List.of(earlier, confirmed), List.of(), List.of(), Set.of(), Map.of(),
+				List.of(), List.of(new Forced("x", 10 + 1_023, "n0 [t]", millis(100), millis(110))));
 		assertThat(failed(notTold)).containsExactly("force-release-told");
-		// a later grant with a token not above the freed one
-		Section older = new Section(3, "n1", "x", Family.EXCLUSIVE, "LEASE acquire", 9, at(300), at(310), false, false,
-				true, true, millis(300), millis(310), null, true);
-		Observed reused = new Observed(List.of(watched(1, 10, 150L), older), List.of(), List.of(), Set.of(), Map.of(),
-				List.of(), List.of(new Forced("x", 10, millis(100), millis(110))));
-		assertThat(failed(reused)).contains("force-release-told");
+		// a holder that gave the lock up before the forced release began, a ShedLock holder and a PESSIMISTIC one
+		// are not judged
+		assertThat(check(new Observed(List.of(earlier, confirmed), List.of(), List.of(), Set.of(), Map.of(), List.of(),
+				List.of(new Forced("x", 10 + 1_023, "n0 [t]", millis(300), millis(310)))))).isEmpty();
+		assertThat(check(new Observed(List.of(earlier, confirmed), List.of(), List.of(), Set.of(), Map.of(), List.of(),
+				List.of(new Forced("x", 10 + 1_023, "n0 [t] (ShedLock)", millis(100), millis(110)))))).isEmpty();
+		Section pessimistic = new Section(1, "n0", "x", Family.EXCLUSIVE, "PESSIMISTIC acquire", 10, at(0), at(200),
+				true, true, true, false, 0L, millis(200), null, false);
+		assertThat(check(new Observed(List.of(earlier, pessimistic), List.of(), List.of(), Set.of(), Map.of(),
+				List.of(), List.of(new Forced("x", 10, "n0 [t]", millis(100), millis(110)))))).isEmpty();
 	}
 
 	@Test

@@ -153,4 +153,61 @@ final class Defects {
 		};
 	}
 
+	/**
+	 * Every second ShedLock acquisition (a request whose holder is the ShedLock adapter's) is reported held without
+	 * asking the database, as if the adapter skipped the take: a lease valid for its {@code lockAtMostFor} by this
+	 * JVM's clock, whose release does nothing. Every other acquisition goes to the real provider.
+	 */
+	static Function<LockProvider, LockProvider> shedLockHeldWithoutTheDatabase() {
+		return (provider) -> {
+			ReadWriteLockProvider real = (ReadWriteLockProvider) provider;
+			AtomicInteger calls = new AtomicInteger();
+			return new ReadWriteLockProvider() {
+
+				@Override
+				public LockMode mode() {
+					return real.mode();
+				}
+
+				@Override
+				public AcquireResult acquire(LockRequest request) throws InterruptedException {
+					if (!request.holder().endsWith("(ShedLock)") || calls.incrementAndGet() % 2 != 0) {
+						return real.acquire(request);
+					}
+					long validUntil = System.nanoTime() + request.leaseTime().toNanos();
+					String owner = UUID.randomUUID().toString();
+					return AcquireResult.acquired(new HeldLock() {
+
+						@Override
+						public long fencingToken() {
+							return 0;
+						}
+
+						@Override
+						public String ownerToken() {
+							return owner;
+						}
+
+						@Override
+						public long validUntilNanos() {
+							return validUntil;
+						}
+
+						@Override
+						public boolean release() {
+							return true;
+						}
+
+					});
+				}
+
+				@Override
+				public AcquireResult acquire(LockRequest request, LockType type) throws InterruptedException {
+					return real.acquire(request, type);
+				}
+
+			};
+		};
+	}
+
 }

@@ -148,11 +148,14 @@ public final class History {
 	/**
 	 * A forced release that found the lock held ({@code LockTableAdmin.ForceRelease#wasHeld()}).
 	 * @param resource the resource
-	 * @param previousToken the fencing token of the holder it freed
+	 * @param previousToken the row's fencing token before: at least the freed holder's token (a LEASE take
+	 * reserves a block of tokens, so it may be up to 1,023 above)
+	 * @param previousHolder the row's holder before
 	 * @param invokedNanos {@link System#nanoTime()} at invocation
 	 * @param completedNanos {@link System#nanoTime()} at completion
 	 */
-	public record Forced(String resource, long previousToken, long invokedNanos, long completedNanos) {
+	public record Forced(String resource, long previousToken, String previousHolder, long invokedNanos,
+			long completedNanos) {
 	}
 
 	/** The effect of an idempotent call that committed: its key and operation. */
@@ -316,9 +319,10 @@ public final class History {
 				+ " WHERE run = ? AND op_id = ?", grantedNanos, releasedNanos, lostNanos, watched, this.prefix, opId);
 	}
 
-	/** Records a forced release that freed the holder of {@code previousToken}. */
-	public void forced(String resource, long previousToken, long invokedNanos, long completedNanos) {
-		this.forced.add(new Forced(resource, previousToken, invokedNanos, completedNanos));
+	/** Records a forced release that found the lock held. */
+	public void forced(String resource, long previousToken, String previousHolder, long invokedNanos,
+			long completedNanos) {
+		this.forced.add(new Forced(resource, previousToken, previousHolder, invokedNanos, completedNanos));
 	}
 
 	/** Writes the commit marker of a transactional section; call on the section's own transaction. */

@@ -55,10 +55,13 @@ import org.springframework.transaction.support.TransactionTemplate;
  * renewed lease of 1 s, or a short explicit one of 200 to 800 ms that a long hold outlives), PESSIMISTIC (on a
  * connection of its own, and {@code execute} in a transaction of its own) and OPTIMISTIC ({@code execute}); READ and
  * WRITE; semaphore permits; idempotency keys (the work writes its effect in the call's transaction); re-entry (the
- * token must not change); {@code extend}. A cleanup thread runs {@link LockTableCleaner} every 100 to 400 ms with
- * the shortest retention (1 s). With faults, every 1 to 3 s one node gets one of: {@code KILL CONNECTION} of one of
- * its sessions, a blackhole of its proxy for 0.5 to 3 s (then passed on, or every connection reset), or late replies
- * (every chunk delayed 100 to 700 ms) for 1 to 3 s.
+ * token must not change); {@code extend}; {@code @DistributedLock} methods ({@link LockedMethods}: alone, in a
+ * caller's transaction, {@code REQUIRES_NEW} in a caller's transaction); the Spring Integration
+ * {@link DistributedLockRegistry}; the {@link DistributedLockShedLockProvider}. A cleanup thread runs
+ * {@link LockTableCleaner} every 100 to 400 ms with the shortest retention (1 s). With faults, every 1 to 3 s one
+ * node gets one of: {@code KILL CONNECTION} of one of its sessions, a blackhole of its proxy for 0.5 to 3 s (then
+ * passed on, or every connection reset), or late replies (every chunk delayed 100 to 700 ms) for 1 to 3 s; and every
+ * 1.5 to 4 s the Actuator's {@link ForceReleasingLocksEndpoint} forces a random exclusive resource free.
  * <p>
  * Every call goes into the {@link History}, every critical section into its tables. The seed fixes each thread's
  * sequence of calls and the faults' choices (not the interleaving, which the machine decides). Not thread-safe: one
@@ -836,7 +839,8 @@ public final class Workload {
 				long completed = System.nanoTime();
 				if (body instanceof LockTableAdmin.ForceRelease released) {
 					if (released.wasHeld()) {
-						this.history.forced(resource, released.previousFencingToken(), invoked, completed);
+						this.history.forced(resource, released.previousFencingToken(),
+								String.valueOf(released.previousHolder()), invoked, completed);
 						count(this.faults, "force-release (held)");
 					}
 					else {
