@@ -98,9 +98,10 @@ public final class Checker {
 
 	/** Every violation of every invariant in the history. */
 	public static List<Violation> check(Observed observed) {
+		Observed judged = shedLockForceReleasesUnconfirmed(observed);
 		List<Violation> violations = new ArrayList<>();
 		for (Invariant invariant : INVARIANTS) {
-			violations.addAll(invariant.check().apply(observed));
+			violations.addAll(invariant.check().apply(judged));
 		}
 		return violations;
 	}
@@ -112,7 +113,37 @@ public final class Checker {
 			.findFirst()
 			.orElseThrow()
 			.check()
-			.apply(observed);
+			.apply(shedLockForceReleasesUnconfirmed(observed));
+	}
+
+	/**
+	 * The history with every ShedLock section that a forced release may have freed counted as not confirmed: the
+	 * adapter's {@code unlock()} of a lock whose lease ended only logs a warning (as ShedLock's own providers do), so
+	 * nothing tells the task. Such a section is one of the holder's node on the resource whose hold, by this JVM's
+	 * clock, came within 100 ms of the forced release.
+	 */
+	static Observed shedLockForceReleasesUnconfirmed(Observed observed) {
+		List<Forced> shedLockForced = observed.forced()
+			.stream()
+			.filter((f) -> f.previousHolder().endsWith("(ShedLock)"))
+			.toList();
+		if (shedLockForced.isEmpty()) {
+			return observed;
+		}
+		long margin = Duration.ofMillis(100).toNanos();
+		List<Section> sections = observed.sections().stream().map((s) -> {
+			boolean freed = s.mode().startsWith("ShedLock") && s.grantedNanos() != null && s.releasedNanos() != null
+					&& shedLockForced.stream()
+						.anyMatch((f) -> f.resource().equals(s.resource())
+								&& f.previousHolder().startsWith(s.node() + " [")
+								&& s.grantedNanos() <= f.completedNanos() + margin
+								&& s.releasedNanos() >= f.invokedNanos() - margin);
+			return (!freed || s.lost()) ? s : new Section(s.opId(), s.node(), s.resource(), s.family(), s.mode(),
+					s.token(), s.enteredAt(), s.exitedAt(), s.entryAccepted(), s.exitAccepted(), s.counted(), true,
+					s.grantedNanos(), s.releasedNanos(), s.lostNanos(), s.watched());
+		}).toList();
+		return new Observed(sections, observed.ops(), observed.effects(), observed.succeededKeys(),
+				observed.permits(), observed.leftovers(), observed.forced());
 	}
 
 	private static Map<String, List<Section>> byResource(Observed observed, Set<Family> families) {

@@ -265,6 +265,14 @@ class CheckerTests {
 		Section stale = section(3, "x", Family.EXCLUSIVE, "LEASE acquire (short lease)", 10, 25, 40L, true, false, true,
 				true);
 		assertThat(check(sections(shedLock, after, stale))).isEmpty();
+		// a ShedLock holder that a forced release freed is not told (its unlock only logs): it is not confirmed
+		Section freed = new Section(1, "n0", "x", Family.EXCLUSIVE, "ShedLock lock", History.NO_TOKEN, at(0), at(20),
+				false, false, true, false, 0L, millis(20), null, false);
+		Section next = new Section(2, "n1", "x", Family.EXCLUSIVE, "LEASE acquire", 10, at(10), at(30), true, true,
+				true, false, millis(10), millis(30), null, true);
+		assertThat(failed(sections(freed, next))).containsExactly("exclusion");
+		assertThat(check(new Observed(List.of(freed, next), List.of(), List.of(), Set.of(), Map.of(), List.of(),
+				List.of(new Forced("x", 5, "n0 [checker-n0-1] (ShedLock)", millis(5), millis(8)))))).isEmpty();
 	}
 
 	@Test

@@ -210,4 +210,70 @@ final class Defects {
 		};
 	}
 
+	/**
+	 * Exclusive LEASE acquisitions that ask for a renewed lease take a lease of 100 ms that is not renewed, and never
+	 * tell their {@code onLost} listeners: the hold ends on the server under its holder, silently. The other
+	 * acquisitions go to the real provider.
+	 */
+	static Function<LockProvider, LockProvider> renewalDroppedSilently() {
+		return (provider) -> {
+			ReadWriteLockProvider real = (ReadWriteLockProvider) provider;
+			return new ReadWriteLockProvider() {
+
+				@Override
+				public LockMode mode() {
+					return real.mode();
+				}
+
+				@Override
+				public AcquireResult acquire(LockRequest request) throws InterruptedException {
+					if (!request.renew()) {
+						return real.acquire(request);
+					}
+					AcquireResult result = real.acquire(new LockRequest(request.resource(),
+							java.time.Duration.ofMillis(100), false, request.minHoldTime(), request.deadlineNanos(),
+							request.holder()));
+					HeldLock lock = result.lock();
+					if (lock == null) {
+						return result;
+					}
+					return AcquireResult.acquired(new HeldLock() {
+
+						@Override
+						public long fencingToken() {
+							return lock.fencingToken();
+						}
+
+						@Override
+						public String ownerToken() {
+							return lock.ownerToken();
+						}
+
+						@Override
+						public long validUntilNanos() {
+							return lock.validUntilNanos();
+						}
+
+						@Override
+						public void onLost(Runnable callback) {
+							// never told
+						}
+
+						@Override
+						public boolean release() {
+							return lock.release();
+						}
+
+					});
+				}
+
+				@Override
+				public AcquireResult acquire(LockRequest request, LockType type) throws InterruptedException {
+					return real.acquire(request, type);
+				}
+
+			};
+		};
+	}
+
 }

@@ -72,6 +72,15 @@ class MixedWorkloadCheckerTests {
 		assertThat(runWith(Defects.shedLockHeldWithoutTheDatabase())).contains("exclusion");
 	}
 
+	/**
+	 * With one node's renewed exclusive LEASE locks taking a 100 ms lease that is not renewed and never reported lost
+	 * ({@link Defects#renewalDroppedSilently()}), a short run without faults fails the lost-before-grant invariant.
+	 */
+	@Test
+	void aLeaseThatEndsWithoutOnLostIsCaught() throws Exception {
+		assertThat(runWith(Defects.renewalDroppedSilently())).contains("lost-before-grant");
+	}
+
 	/** 15 s without faults with the defect on node 0; the names of the invariants violated. */
 	private static List<String> runWith(java.util.function.Function<io.github.dblock.spi.LockProvider,
 			io.github.dblock.spi.LockProvider> defect) throws Exception {
