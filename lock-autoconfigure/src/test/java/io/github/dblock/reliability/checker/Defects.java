@@ -211,7 +211,7 @@ final class Defects {
 	}
 
 	/**
-	 * Exclusive LEASE acquisitions that ask for a renewed lease take a lease of 100 ms that is not renewed, and never
+	 * Exclusive LEASE acquisitions that ask for a renewed lease take a lease of 50 ms that is not renewed, and never
 	 * tell their {@code onLost} listeners: the hold ends on the server under its holder, silently. The other
 	 * acquisitions go to the real provider.
 	 */
@@ -231,7 +231,7 @@ final class Defects {
 						return real.acquire(request);
 					}
 					AcquireResult result = real.acquire(new LockRequest(request.resource(),
-							java.time.Duration.ofMillis(100), false, request.minHoldTime(), request.deadlineNanos(),
+							java.time.Duration.ofMillis(50), false, request.minHoldTime(), request.deadlineNanos(),
 							request.holder()));
 					HeldLock lock = result.lock();
 					if (lock == null) {

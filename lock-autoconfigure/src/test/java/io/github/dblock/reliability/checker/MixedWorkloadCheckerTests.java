@@ -73,7 +73,7 @@ class MixedWorkloadCheckerTests {
 	}
 
 	/**
-	 * With one node's renewed exclusive LEASE locks taking a 100 ms lease that is not renewed and never reported lost
+	 * With one node's renewed exclusive LEASE locks taking a 50 ms lease that is not renewed and never reported lost
 	 * ({@link Defects#renewalDroppedSilently()}), a short run without faults fails the lost-before-grant invariant.
 	 */
 	@Test
