@@ -63,7 +63,7 @@ class MixedWorkloadCheckerTests {
 	}
 
 	/**
-	 * With one node's ShedLock adapter reporting every second lock held without the database
+	 * With one node's ShedLock adapter reporting every lock held without the database
 	 * ({@link Defects#shedLockHeldWithoutTheDatabase()}), a short run without faults fails the exclusion invariant,
 	 * although ShedLock's sections have no fencing token.
 	 */
