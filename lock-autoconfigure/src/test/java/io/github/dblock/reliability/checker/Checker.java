@@ -13,6 +13,7 @@ import java.util.function.Function;
 
 import io.github.dblock.reliability.checker.History.Effect;
 import io.github.dblock.reliability.checker.History.Family;
+import io.github.dblock.reliability.checker.History.Forced;
 import io.github.dblock.reliability.checker.History.Observed;
 import io.github.dblock.reliability.checker.History.Op;
 import io.github.dblock.reliability.checker.History.Section;
@@ -36,6 +37,13 @@ public final class Checker {
 	 * several nodes' threads, a cleanup thread and the fault injector in one JVM.
 	 */
 	public static final Duration BOUND_SLACK = Duration.ofSeconds(2);
+
+	/**
+	 * How much later than another owner's grant {@code onLost} may run: the pause of this JVM that the documented
+	 * sentence exempts ("the scheduler's few milliseconds"), widened for a loaded 2-core machine. The grant is taken
+	 * when the other owner's call returned, which is already after the server granted it.
+	 */
+	public static final Duration LOSS_SLACK = Duration.ofMillis(100);
 
 	/**
 	 * One invariant.
@@ -76,16 +84,24 @@ public final class Checker {
 			new Invariant("call-bounds", "docs/reference/limits.md",
 					"**Every call is bounded in time, whatever the network does**", Checker::bounds),
 			new Invariant("nothing-left-locked", "docs/reference/safety.md",
-					"a crashed holder still frees the lock within one lease.", Checker::leftovers));
+					"a crashed holder still frees the lock within one lease.", Checker::leftovers),
+			new Invariant("lost-before-grant", "docs/reference/safety.md",
+					"so `onLost` runs before another owner can take the lock (barring a pause of this JVM longer than"
+							+ " the scheduler's few milliseconds)",
+					Checker::lostBeforeGrant),
+			new Invariant("force-release-told", "docs/reference/actuator.md",
+					"so the old holder's release fails with `LockLostException`",
+					Checker::forceReleaseTold));
 
 	private Checker() {
 	}
 
 	/** Every violation of every invariant in the history. */
 	public static List<Violation> check(Observed observed) {
+		Observed judged = shedLockForceReleasesUnconfirmed(observed);
 		List<Violation> violations = new ArrayList<>();
 		for (Invariant invariant : INVARIANTS) {
-			violations.addAll(invariant.check().apply(observed));
+			violations.addAll(invariant.check().apply(judged));
 		}
 		return violations;
 	}
@@ -97,7 +113,37 @@ public final class Checker {
 			.findFirst()
 			.orElseThrow()
 			.check()
-			.apply(observed);
+			.apply(shedLockForceReleasesUnconfirmed(observed));
+	}
+
+	/**
+	 * The history with every ShedLock section that a forced release may have freed counted as not confirmed: the
+	 * adapter's {@code unlock()} of a lock whose lease ended only logs a warning (as ShedLock's own providers do), so
+	 * nothing tells the task. Such a section is one of the holder's node on the resource whose hold, by this JVM's
+	 * clock, came within 100 ms of the forced release.
+	 */
+	static Observed shedLockForceReleasesUnconfirmed(Observed observed) {
+		List<Forced> shedLockForced = observed.forced()
+			.stream()
+			.filter((f) -> f.previousHolder().endsWith("(ShedLock)"))
+			.toList();
+		if (shedLockForced.isEmpty()) {
+			return observed;
+		}
+		long margin = Duration.ofMillis(100).toNanos();
+		List<Section> sections = observed.sections().stream().map((s) -> {
+			boolean freed = s.mode().startsWith("ShedLock") && s.grantedNanos() != null && s.releasedNanos() != null
+					&& shedLockForced.stream()
+						.anyMatch((f) -> f.resource().equals(s.resource())
+								&& f.previousHolder().startsWith(s.node() + " [")
+								&& s.grantedNanos() <= f.completedNanos() + margin
+								&& s.releasedNanos() >= f.invokedNanos() - margin);
+			return (!freed || s.lost()) ? s : new Section(s.opId(), s.node(), s.resource(), s.family(), s.mode(),
+					s.token(), s.enteredAt(), s.exitedAt(), s.entryAccepted(), s.exitAccepted(), s.counted(), true,
+					s.grantedNanos(), s.releasedNanos(), s.lostNanos(), s.watched());
+		}).toList();
+		return new Observed(sections, observed.ops(), observed.effects(), observed.succeededKeys(),
+				observed.permits(), observed.leftovers(), observed.forced());
 	}
 
 	private static Map<String, List<Section>> byResource(Observed observed, Set<Family> families) {
@@ -161,8 +207,8 @@ public final class Checker {
 			Section highest = null;
 			Section highestNonReader = null;
 			for (Section b : sections) {
-				if (b.mode().startsWith("OPTIMISTIC")) {
-					continue; // given the version it started from, not a token of its own
+				if (!b.tokened()) {
+					continue; // OPTIMISTIC work is given the version it started from; ShedLock exposes no token
 				}
 				Section against = (b.family() == Family.READ) ? highestNonReader : highest;
 				if (against != null && (b.entryAccepted() || b.clean()) && b.token() <= against.token()) {
@@ -178,6 +224,75 @@ public final class Checker {
 				}
 			}
 		});
+		return violations;
+	}
+
+	/**
+	 * Per resource: when a section B (another operation, a larger token) was handed its lock while an earlier
+	 * watched section A (a renewed lease whose {@code onLost} it listened to) had not yet given its lock up, both by
+	 * this JVM's clock, A's lease had ended by B's grant, so A's {@code onLost} must have run no later than B's grant
+	 * (plus {@link #LOSS_SLACK}). B's grant is taken when its call returned, after the server granted it. A hold that
+	 * a forced release may have freed (one came after A's token and before A gave the lock up) is left out: it learns
+	 * of it at its next renewal, and {@code force-release-told} checks what the actuator promises. Readers beside
+	 * readers aside.
+	 */
+	static List<Violation> lostBeforeGrant(Observed observed) {
+		List<Violation> violations = new ArrayList<>();
+		byResource(observed, Set.of(Family.EXCLUSIVE, Family.READ, Family.WRITE)).forEach((resource, sections) -> {
+			for (Section a : sections) {
+				if (!a.watched() || !a.tokened() || a.releasedNanos() == null || observed.forced()
+					.stream()
+					.anyMatch((f) -> f.resource().equals(resource) && a.token() <= f.previousToken()
+							&& f.invokedNanos() < a.releasedNanos())) {
+					continue;
+				}
+				sections.stream()
+					.filter((b) -> b.opId() != a.opId() && b.tokened() && b.token() > a.token()
+							&& b.grantedNanos() != null && b.grantedNanos() < a.releasedNanos()
+							&& !(a.family() == Family.READ && b.family() == Family.READ))
+					.min(Comparator.comparing(Section::grantedNanos))
+					.ifPresent((b) -> {
+						long latest = b.grantedNanos() + LOSS_SLACK.toNanos();
+						if (a.lostNanos() == null || a.lostNanos() > latest) {
+							String when = (a.lostNanos() == null) ? "never ran"
+									: "ran " + (a.lostNanos() - b.grantedNanos()) / 1_000_000 + " ms after";
+							violations.add(new Violation("lost-before-grant", resource + ": another owner (token "
+									+ b.token() + ") was granted the lock while op " + a.opId()
+									+ " still held it by this JVM, and its onLost " + when,
+									List.of(a, b), List.of(a.opId(), b.opId())));
+						}
+					});
+			}
+		});
+		return violations;
+	}
+
+	/**
+	 * Per forced release that found the lock held: the section that held it is not clean, since its release must
+	 * fail. The holder is the section of the resource with the largest token not above the row's token before (a
+	 * LEASE take reserves a block of tokens, so the row's may be above the holder's), provided it is a LEASE hold
+	 * that gave its lock up only after the forced release began. Left out: a ShedLock holder (its adapter's
+	 * {@code unlock()} does not throw, and its token is not known) and PESSIMISTIC holds (their row stays locked,
+	 * and the forced release fails instead).
+	 */
+	static List<Violation> forceReleaseTold(Observed observed) {
+		List<Violation> violations = new ArrayList<>();
+		for (Forced f : observed.forced()) {
+			if (f.previousHolder().endsWith("(ShedLock)")) {
+				continue;
+			}
+			observed.sections()
+				.stream()
+				.filter((s) -> s.resource().equals(f.resource()) && s.counted() && s.tokened()
+						&& s.token() <= f.previousToken())
+				.max(Comparator.comparingLong(Section::token))
+				.filter((holder) -> !holder.mode().startsWith("PESSIMISTIC") && holder.releasedNanos() != null
+						&& holder.releasedNanos() > f.invokedNanos() && holder.clean())
+				.ifPresent((holder) -> violations.add(new Violation("force-release-told", f.resource()
+						+ ": the holder of token " + holder.token() + " (row token " + f.previousToken()
+						+ ", holder " + f.previousHolder() + ") was force-released, yet the library confirmed its hold"
+						+ " to the end", List.of(holder), List.of(holder.opId()))));
+		}
 		return violations;
 	}
 

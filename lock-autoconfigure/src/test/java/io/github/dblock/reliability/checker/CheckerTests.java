@@ -13,6 +13,7 @@ import io.github.dblock.reliability.checker.Checker.Invariant;
 import io.github.dblock.reliability.checker.Checker.Violation;
 import io.github.dblock.reliability.checker.History.Effect;
 import io.github.dblock.reliability.checker.History.Family;
+import io.github.dblock.reliability.checker.History.Forced;
 import io.github.dblock.reliability.checker.History.Observed;
 import io.github.dblock.reliability.checker.History.Op;
 import io.github.dblock.reliability.checker.History.Section;
@@ -183,6 +184,95 @@ class CheckerTests {
 	void aLockLeftHeldFails() {
 		assertThat(failed(new Observed(List.of(), List.of(), List.of(), Set.of(), Map.of(), List.of("x held by n1"))))
 			.containsExactly("nothing-left-locked");
+	}
+
+	/**
+	 * A watched section (a renewed lease) from 0 to 1,000 ms by the JVM, whose lease ended under it: its exit write
+	 * was rejected, and {@code onLost} ran at {@code lostAtMillis} (null: never).
+	 */
+	private static Section watched(long op, long token, @Nullable Long lostAtMillis) {
+		return new Section(op, "n0", "x", Family.EXCLUSIVE, "LEASE acquire", token, at(0), at(1_000), true, false, true,
+				true, 0L, millis(1_000), (lostAtMillis != null) ? millis(lostAtMillis) : null, true);
+	}
+
+	/** A clean section of another owner, granted at {@code grantedMillis} by the JVM and entered then. */
+	private static Section grantedAt(long op, long token, long grantedMillis) {
+		return new Section(op, "n1", "x", Family.EXCLUSIVE, "LEASE acquire", token, at(grantedMillis),
+				at(grantedMillis + 10), true, true, true, false, millis(grantedMillis), millis(grantedMillis + 10), null,
+				true);
+	}
+
+	private static long millis(long millis) {
+		return millis * 1_000_000;
+	}
+
+	@Test
+	void onLostThatRanBeforeAnotherOwnerWasGrantedPasses() {
+		assertThat(check(sections(watched(1, 10, 299L), grantedAt(2, 11, 300)))).isEmpty();
+		// within the slack for this JVM's scheduling
+		assertThat(check(sections(watched(1, 10, 300 + Checker.LOSS_SLACK.toMillis()), grantedAt(2, 11, 300))))
+			.isEmpty();
+		// a lease with an explicit lease time is not watched: it ends without onLost
+		Section explicit = new Section(1, "n0", "x", Family.EXCLUSIVE, "LEASE acquire (short lease)", 10, at(0),
+				at(1_000), true, false, true, true, 0L, millis(1_000), null, false);
+		assertThat(check(sections(explicit, grantedAt(2, 11, 300)))).isEmpty();
+		// another owner granted after the holder gave the lock up
+		assertThat(check(sections(watched(1, 10, null), grantedAt(2, 11, 1_001)))).isEmpty();
+	}
+
+	@Test
+	void onLostThatRanAfterAnotherOwnerWasGrantedFails() {
+		assertThat(failed(sections(watched(1, 10, 300 + Checker.LOSS_SLACK.toMillis() + 1), grantedAt(2, 11, 300))))
+			.containsExactly("lost-before-grant");
+		assertThat(failed(sections(watched(1, 10, null), grantedAt(2, 11, 300)))).containsExactly("lost-before-grant");
+	}
+
+	@Test
+	void aForceReleasedHolderIsJudgedByTheActuatorsPromise() {
+		// onLost at the next renewal, after the new owner's grant: the forced release, not the lease, freed it
+		Observed told = new Observed(List.of(watched(1, 10, 600L), grantedAt(2, 2_000, 300)), List.of(), List.of(),
+				Set.of(), Map.of(), List.of(), List.of(new Forced("x", 10 + 1_023, "n0 [t]", millis(250), millis(260))));
+		assertThat(check(told)).isEmpty();
+		// the force-released holder's hold was confirmed to its end
+		Section confirmed = new Section(1, "n0", "x", Family.EXCLUSIVE, "LEASE acquire", 10, at(0), at(200), true, true,
+				true, false, 0L, millis(200), null, true);
+		Section earlier = clean(0, "x", Family.EXCLUSIVE, 5, -20, -10);
+		Observed notTold = new Observed(List.of(earlier, confirmed), List.of(), List.of(), Set.of(), Map.of(),
+				List.of(), List.of(new Forced("x", 10 + 1_023, "n0 [t]", millis(100), millis(110))));
+		assertThat(failed(notTold)).containsExactly("force-release-told");
+		// a holder that gave the lock up before the forced release began, a ShedLock holder and a PESSIMISTIC one
+		// are not judged
+		assertThat(check(new Observed(List.of(earlier, confirmed), List.of(), List.of(), Set.of(), Map.of(), List.of(),
+				List.of(new Forced("x", 10 + 1_023, "n0 [t]", millis(300), millis(310)))))).isEmpty();
+		assertThat(check(new Observed(List.of(earlier, confirmed), List.of(), List.of(), Set.of(), Map.of(), List.of(),
+				List.of(new Forced("x", 10 + 1_023, "n0 [t] (ShedLock)", millis(100), millis(110)))))).isEmpty();
+		Section pessimistic = new Section(1, "n0", "x", Family.EXCLUSIVE, "PESSIMISTIC acquire", 10, at(0), at(200),
+				true, true, true, false, 0L, millis(200), null, false);
+		assertThat(check(new Observed(List.of(earlier, pessimistic), List.of(), List.of(), Set.of(), Map.of(),
+				List.of(), List.of(new Forced("x", 10, "n0 [t]", millis(100), millis(110)))))).isEmpty();
+	}
+
+	@Test
+	void twoTokenlessCleanSectionsAtOneInstantFail() {
+		Section shedLock = section(1, "x", Family.EXCLUSIVE, "ShedLock lock", History.NO_TOKEN, 0, 20L, false, false,
+				true, false);
+		Section other = section(2, "x", Family.EXCLUSIVE, "ShedLock lock", History.NO_TOKEN, 10, 30L, false, false, true,
+				false);
+		assertThat(failed(sections(shedLock, other))).containsExactly("exclusion");
+		// one after the other, and a token-less section beside a stale holder stopped by fencing, pass
+		Section after = section(2, "x", Family.EXCLUSIVE, "ShedLock lock", History.NO_TOKEN, 20, 30L, false, false, true,
+				false);
+		Section stale = section(3, "x", Family.EXCLUSIVE, "LEASE acquire (short lease)", 10, 25, 40L, true, false, true,
+				true);
+		assertThat(check(sections(shedLock, after, stale))).isEmpty();
+		// a ShedLock holder that a forced release freed is not told (its unlock only logs): it is not confirmed
+		Section freed = new Section(1, "n0", "x", Family.EXCLUSIVE, "ShedLock lock", History.NO_TOKEN, at(0), at(20),
+				false, false, true, false, 0L, millis(20), null, false);
+		Section next = new Section(2, "n1", "x", Family.EXCLUSIVE, "LEASE acquire", 10, at(10), at(30), true, true,
+				true, false, millis(10), millis(30), null, true);
+		assertThat(failed(sections(freed, next))).containsExactly("exclusion");
+		assertThat(check(new Observed(List.of(freed, next), List.of(), List.of(), Set.of(), Map.of(), List.of(),
+				List.of(new Forced("x", 5, "n0 [checker-n0-1] (ShedLock)", millis(5), millis(8)))))).isEmpty();
 	}
 
 	@Test

@@ -153,4 +153,126 @@ final class Defects {
 		};
 	}
 
+	/**
+	 * Every ShedLock acquisition (a request whose holder is the ShedLock adapter's) is reported held without asking
+	 * the database, as if the adapter skipped the take: a lease valid for its {@code lockAtMostFor} by this JVM's
+	 * clock, whose release does nothing. Every other acquisition goes to the real provider.
+	 */
+	static Function<LockProvider, LockProvider> shedLockHeldWithoutTheDatabase() {
+		return (provider) -> {
+			ReadWriteLockProvider real = (ReadWriteLockProvider) provider;
+			return new ReadWriteLockProvider() {
+
+				@Override
+				public LockMode mode() {
+					return real.mode();
+				}
+
+				@Override
+				public AcquireResult acquire(LockRequest request) throws InterruptedException {
+					if (!request.holder().endsWith("(ShedLock)")) {
+						return real.acquire(request);
+					}
+					long validUntil = System.nanoTime() + request.leaseTime().toNanos();
+					String owner = UUID.randomUUID().toString();
+					return AcquireResult.acquired(new HeldLock() {
+
+						@Override
+						public long fencingToken() {
+							return 0;
+						}
+
+						@Override
+						public String ownerToken() {
+							return owner;
+						}
+
+						@Override
+						public long validUntilNanos() {
+							return validUntil;
+						}
+
+						@Override
+						public boolean release() {
+							return true;
+						}
+
+					});
+				}
+
+				@Override
+				public AcquireResult acquire(LockRequest request, LockType type) throws InterruptedException {
+					return real.acquire(request, type);
+				}
+
+			};
+		};
+	}
+
+	/**
+	 * Exclusive LEASE acquisitions that ask for a renewed lease take a lease of 50 ms that is not renewed, and never
+	 * tell their {@code onLost} listeners: the hold ends on the server under its holder, silently. The other
+	 * acquisitions go to the real provider.
+	 */
+	static Function<LockProvider, LockProvider> renewalDroppedSilently() {
+		return (provider) -> {
+			ReadWriteLockProvider real = (ReadWriteLockProvider) provider;
+			return new ReadWriteLockProvider() {
+
+				@Override
+				public LockMode mode() {
+					return real.mode();
+				}
+
+				@Override
+				public AcquireResult acquire(LockRequest request) throws InterruptedException {
+					if (!request.renew()) {
+						return real.acquire(request);
+					}
+					AcquireResult result = real.acquire(new LockRequest(request.resource(),
+							java.time.Duration.ofMillis(50), false, request.minHoldTime(), request.deadlineNanos(),
+							request.holder()));
+					HeldLock lock = result.lock();
+					if (lock == null) {
+						return result;
+					}
+					return AcquireResult.acquired(new HeldLock() {
+
+						@Override
+						public long fencingToken() {
+							return lock.fencingToken();
+						}
+
+						@Override
+						public String ownerToken() {
+							return lock.ownerToken();
+						}
+
+						@Override
+						public long validUntilNanos() {
+							return lock.validUntilNanos();
+						}
+
+						@Override
+						public void onLost(Runnable callback) {
+							// never told
+						}
+
+						@Override
+						public boolean release() {
+							return lock.release();
+						}
+
+					});
+				}
+
+				@Override
+				public AcquireResult acquire(LockRequest request, LockType type) throws InterruptedException {
+					return real.acquire(request, type);
+				}
+
+			};
+		};
+	}
+
 }

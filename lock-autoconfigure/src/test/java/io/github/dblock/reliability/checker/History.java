@@ -65,10 +65,32 @@ public final class History {
 	 * OPTIMISTIC {@code execute}) only when that transaction committed; the others always
 	 * @param lost whether the library did not confirm the hold to its end: {@code onLost} ran, the handle was no
 	 * longer held at the exit, or its release threw (a committed transactional section is never lost)
+	 * @param grantedNanos {@link System#nanoTime()} when the library handed the lock to the caller (the acquisition
+	 * returned, or the callback or method began); {@code null} if not recorded
+	 * @param releasedNanos {@link System#nanoTime()} when the caller gave the lock up (before its release, or when
+	 * its callback or method returned); {@code null} if not recorded
+	 * @param lostNanos {@link System#nanoTime()} when an {@code onLost} listener of the hold ran; {@code null} if
+	 * none ran
+	 * @param watched whether the hold is a renewed lease whose {@code onLost} the section listened to, so that the
+	 * documented timing of {@code onLost} applies to it
 	 */
 	public record Section(long opId, String node, String resource, Family family, String mode, long token,
 			LocalDateTime enteredAt, @Nullable LocalDateTime exitedAt, boolean entryAccepted,
-			@Nullable Boolean exitAccepted, boolean counted, boolean lost) {
+			@Nullable Boolean exitAccepted, boolean counted, boolean lost, @Nullable Long grantedNanos,
+			@Nullable Long releasedNanos, @Nullable Long lostNanos, boolean watched) {
+
+		/** A section without the JVM's timing of its hold. */
+		public Section(long opId, String node, String resource, Family family, String mode, long token,
+				LocalDateTime enteredAt, @Nullable LocalDateTime exitedAt, boolean entryAccepted,
+				@Nullable Boolean exitAccepted, boolean counted, boolean lost) {
+			this(opId, node, resource, family, mode, token, enteredAt, exitedAt, entryAccepted, exitAccepted, counted,
+					lost, null, null, null, false);
+		}
+
+		/** Whether the section has a fencing token of its own (not OPTIMISTIC work, not a token-less adapter). */
+		boolean tokened() {
+			return this.token != NO_TOKEN && !this.mode.startsWith("OPTIMISTIC");
+		}
 
 		/** A section the library called valid from its entry to its exit. */
 		boolean clean() {
@@ -87,7 +109,11 @@ public final class History {
 					+ this.resource + " token=" + this.token + " [" + this.enteredAt + " .. " + this.exitedAt
 					+ "] entryFence=" + (this.entryAccepted ? "accepted" : "rejected") + " exitFence="
 					+ ((this.exitAccepted == null) ? "none" : (this.exitAccepted ? "accepted" : "rejected"))
-					+ (this.counted ? "" : " (rolled back: does not count)") + (this.lost ? " (lost)" : "");
+					+ (this.counted ? "" : " (rolled back: does not count)") + (this.lost ? " (lost)" : "")
+					+ ((this.grantedNanos != null) ? " jvm[granted " + this.grantedNanos / 1_000_000 + " ms, released "
+							+ ((this.releasedNanos != null) ? this.releasedNanos / 1_000_000 + " ms" : "-") + ", onLost "
+							+ ((this.lostNanos != null) ? this.lostNanos / 1_000_000 + " ms" : "never")
+							+ (this.watched ? "" : " (not watched)") + "]" : "");
 		}
 
 	}
@@ -119,6 +145,19 @@ public final class History {
 
 	}
 
+	/**
+	 * A forced release that found the lock held ({@code LockTableAdmin.ForceRelease#wasHeld()}).
+	 * @param resource the resource
+	 * @param previousToken the row's fencing token before: at least the freed holder's token (a LEASE take
+	 * reserves a block of tokens, so it may be up to 1,023 above)
+	 * @param previousHolder the row's holder before
+	 * @param invokedNanos {@link System#nanoTime()} at invocation
+	 * @param completedNanos {@link System#nanoTime()} at completion
+	 */
+	public record Forced(String resource, long previousToken, String previousHolder, long invokedNanos,
+			long completedNanos) {
+	}
+
 	/** The effect of an idempotent call that committed: its key and operation. */
 	public record Effect(String key, long opId) {
 	}
@@ -131,14 +170,27 @@ public final class History {
 	 * @param succeededKeys the keys for which some call returned normally
 	 * @param permits the permits of each semaphore
 	 * @param leftovers what was still held after the run (resource and where)
+	 * @param forced the forced releases that freed a held lock
 	 */
 	public record Observed(List<Section> sections, List<Op> ops, List<Effect> effects, Set<String> succeededKeys,
-			Map<String, Integer> permits, List<String> leftovers) {
+			Map<String, Integer> permits, List<String> leftovers, List<Forced> forced) {
+
+		/** A history without forced releases. */
+		public Observed(List<Section> sections, List<Op> ops, List<Effect> effects, Set<String> succeededKeys,
+				Map<String, Integer> permits, List<String> leftovers) {
+			this(sections, ops, effects, succeededKeys, permits, leftovers, List.of());
+		}
+
 	}
+
+	/** The token of a section whose lock does not expose one (ShedLock's {@code SimpleLock}). */
+	public static final long NO_TOKEN = -1;
 
 	private final AtomicLong ids = new AtomicLong();
 
 	private final ConcurrentLinkedQueue<Op> ops = new ConcurrentLinkedQueue<>();
+
+	private final ConcurrentLinkedQueue<Forced> forced = new ConcurrentLinkedQueue<>();
 
 	private final Set<String> succeededKeys = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
@@ -169,6 +221,10 @@ public final class History {
 				+ " exited_at DATETIME(6) NULL, entry_accepted BOOLEAN NOT NULL, exit_accepted BOOLEAN NULL,"
 				+ " lost BOOLEAN NOT NULL DEFAULT FALSE, transactional BOOLEAN NOT NULL,"
 				+ " PRIMARY KEY (run, op_id))");
+		// the JVM's timing of the hold (System.nanoTime()), added to tables created before it was recorded
+		jdbc.execute("ALTER TABLE checker_section ADD COLUMN IF NOT EXISTS granted_nanos BIGINT NULL,"
+				+ " ADD COLUMN IF NOT EXISTS released_nanos BIGINT NULL, ADD COLUMN IF NOT EXISTS lost_nanos BIGINT NULL,"
+				+ " ADD COLUMN IF NOT EXISTS watched BOOLEAN NOT NULL DEFAULT FALSE");
 		jdbc.execute("CREATE TABLE IF NOT EXISTS checker_fenced (resource VARCHAR(100) PRIMARY KEY,"
 				+ " token BIGINT NOT NULL, writes BIGINT NOT NULL)");
 		jdbc.execute("CREATE TABLE IF NOT EXISTS checker_commit (run VARCHAR(64) NOT NULL, op_id BIGINT NOT NULL,"
@@ -253,6 +309,22 @@ public final class History {
 		this.jdbc.update("UPDATE checker_section SET lost = TRUE WHERE run = ? AND op_id = ?", this.prefix, opId);
 	}
 
+	/**
+	 * Records the JVM's timing of a section's hold ({@link System#nanoTime()}; {@code null} where unknown) and
+	 * whether its {@code onLost} was listened to on a renewed lease.
+	 */
+	public void timing(long opId, @Nullable Long grantedNanos, @Nullable Long releasedNanos, @Nullable Long lostNanos,
+			boolean watched) {
+		this.jdbc.update("UPDATE checker_section SET granted_nanos = ?, released_nanos = ?, lost_nanos = ?, watched = ?"
+				+ " WHERE run = ? AND op_id = ?", grantedNanos, releasedNanos, lostNanos, watched, this.prefix, opId);
+	}
+
+	/** Records a forced release that found the lock held. */
+	public void forced(String resource, long previousToken, String previousHolder, long invokedNanos,
+			long completedNanos) {
+		this.forced.add(new Forced(resource, previousToken, previousHolder, invokedNanos, completedNanos));
+	}
+
 	/** Writes the commit marker of a transactional section; call on the section's own transaction. */
 	public void commitMarker(JdbcTemplate inTransaction, long opId) {
 		inTransaction.update("INSERT INTO checker_commit (run, op_id) VALUES (?, ?)", this.prefix, opId);
@@ -270,7 +342,8 @@ public final class History {
 				this.jdbc.queryForList("SELECT op_id FROM checker_commit WHERE run = ?", Long.class, this.prefix));
 		List<Section> sections = new ArrayList<>();
 		this.jdbc.query("SELECT op_id, node, resource, family, mode, token, entered_at, exited_at, entry_accepted,"
-				+ " exit_accepted, lost, transactional FROM checker_section WHERE run = ? ORDER BY entered_at, op_id",
+				+ " exit_accepted, lost, transactional, granted_nanos, released_nanos, lost_nanos, watched"
+				+ " FROM checker_section WHERE run = ? ORDER BY entered_at, op_id",
 				(rs) -> {
 					long opId = rs.getLong(1);
 					Family family = Family.valueOf(rs.getString(4));
@@ -281,7 +354,8 @@ public final class History {
 					Boolean exit = rs.wasNull() ? null : exitAccepted;
 					sections.add(new Section(opId, rs.getString(2), rs.getString(3), family, rs.getString(5),
 							rs.getLong(6), rs.getObject(7, LocalDateTime.class), rs.getObject(8, LocalDateTime.class),
-							rs.getBoolean(9), exit, counted, lost));
+							rs.getBoolean(9), exit, counted, lost, rs.getObject(13, Long.class),
+							rs.getObject(14, Long.class), rs.getObject(15, Long.class), rs.getBoolean(16)));
 				}, this.prefix);
 		List<Effect> effects = new ArrayList<>();
 		this.jdbc.query("SELECT idem_key, op_id FROM checker_effect WHERE run = ? ORDER BY op_id",
@@ -289,7 +363,7 @@ public final class History {
 					effects.add(new Effect(rs.getString(1), rs.getLong(2)));
 				}, this.prefix);
 		return new Observed(sections, new ArrayList<>(this.ops), effects, new HashSet<>(this.succeededKeys),
-				new HashMap<>(permits), leftovers);
+				new HashMap<>(permits), leftovers, new ArrayList<>(this.forced));
 	}
 
 }

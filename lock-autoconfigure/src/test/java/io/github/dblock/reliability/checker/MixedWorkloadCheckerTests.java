@@ -33,6 +33,9 @@ class MixedWorkloadCheckerTests {
 		assertThat(count(observed, Family.WRITE)).as("write sections").isGreaterThanOrEqualTo(10);
 		assertThat(count(observed, Family.PERMIT)).as("permit sections").isGreaterThanOrEqualTo(10);
 		assertThat(observed.effects()).as("idempotent effects").hasSizeGreaterThanOrEqualTo(5);
+		assertThat(count(observed, "@DistributedLock")).as("@DistributedLock sections").isGreaterThanOrEqualTo(5);
+		assertThat(count(observed, "registry")).as("Spring Integration registry sections").isGreaterThanOrEqualTo(5);
+		assertThat(count(observed, "ShedLock")).as("ShedLock sections").isGreaterThanOrEqualTo(5);
 	}
 
 	@Test
@@ -57,6 +60,25 @@ class MixedWorkloadCheckerTests {
 	@Test
 	void aTokenThatIsNotAdvancedIsCaught() throws Exception {
 		assertThat(runWith(Defects.tokenNotAdvanced())).contains("tokens-increase");
+	}
+
+	/**
+	 * With one node's ShedLock adapter reporting every lock held without the database
+	 * ({@link Defects#shedLockHeldWithoutTheDatabase()}), a short run without faults fails the exclusion invariant,
+	 * although ShedLock's sections have no fencing token.
+	 */
+	@Test
+	void aShedLockLockReportedHeldWithoutTheDatabaseIsCaught() throws Exception {
+		assertThat(runWith(Defects.shedLockHeldWithoutTheDatabase())).contains("exclusion");
+	}
+
+	/**
+	 * With one node's renewed exclusive LEASE locks taking a 50 ms lease that is not renewed and never reported lost
+	 * ({@link Defects#renewalDroppedSilently()}), a short run without faults fails the lost-before-grant invariant.
+	 */
+	@Test
+	void aLeaseThatEndsWithoutOnLostIsCaught() throws Exception {
+		assertThat(runWith(Defects.renewalDroppedSilently())).contains("lost-before-grant");
 	}
 
 	/** 15 s without faults with the defect on node 0; the names of the invariants violated. */
@@ -94,9 +116,16 @@ class MixedWorkloadCheckerTests {
 		long lost = observed.sections().stream().filter(Section::lost).count();
 		long rolledBack = observed.sections().stream().filter((s) -> !s.counted()).count();
 		long rejected = observed.sections().stream().filter((s) -> Boolean.FALSE.equals(s.exitAccepted())).count();
-		return observed.sections().size() + " sections (" + lost + " lost, " + rolledBack + " rolled back, " + rejected
-				+ " with a rejected fenced write at exit), " + observed.effects().size() + " idempotent effects, "
+		long watchedLost = observed.sections().stream().filter((s) -> s.watched() && s.lostNanos() != null).count();
+		return observed.sections().size() + " sections (" + lost + " lost, " + watchedLost + " of them renewed leases"
+				+ " whose onLost ran, " + rolledBack + " rolled back, " + rejected + " with a rejected fenced write at exit), "
+				+ observed.forced().size() + " forced releases of a held lock, " + observed.effects().size()
+				+ " idempotent effects, "
 				+ observed.ops().size() + " calls recorded " + result.calls() + ", faults " + result.faults();
+	}
+
+	static long count(Observed observed, String modePrefix) {
+		return observed.sections().stream().filter((s) -> s.mode().startsWith(modePrefix) && s.counted()).count();
 	}
 
 	static long count(Observed observed, Family family) {

@@ -17,12 +17,17 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 
 import com.zaxxer.hikari.HikariDataSource;
+import net.javacrumbs.shedlock.core.LockConfiguration;
+import net.javacrumbs.shedlock.core.SimpleLock;
+import io.github.dblock.CurrentLock;
 import io.github.dblock.LockHandle;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.LockType;
+import io.github.dblock.actuate.ForceReleasingLocksEndpoint;
 import io.github.dblock.idempotency.IdempotencyOptions;
+import io.github.dblock.integration.DistributedLockRegistry;
 import io.github.dblock.jdbc.LeaseLockProvider;
 import io.github.dblock.jdbc.LockTableAdmin;
 import io.github.dblock.jdbc.LockTableCleaner;
@@ -31,6 +36,7 @@ import io.github.dblock.reliability.checker.History.Observed;
 import io.github.dblock.semaphore.PermitHandle;
 import io.github.dblock.semaphore.SemaphoreOptions;
 import io.github.dblock.semaphore.SemaphoreTemplate;
+import io.github.dblock.shedlock.DistributedLockShedLockProvider;
 import io.github.dblock.spi.LockProvider;
 import io.github.dblock.test.FaultProxy;
 import io.github.dblock.test.IdempotencyNodes;
@@ -49,10 +55,13 @@ import org.springframework.transaction.support.TransactionTemplate;
  * renewed lease of 1 s, or a short explicit one of 200 to 800 ms that a long hold outlives), PESSIMISTIC (on a
  * connection of its own, and {@code execute} in a transaction of its own) and OPTIMISTIC ({@code execute}); READ and
  * WRITE; semaphore permits; idempotency keys (the work writes its effect in the call's transaction); re-entry (the
- * token must not change); {@code extend}. A cleanup thread runs {@link LockTableCleaner} every 100 to 400 ms with
- * the shortest retention (1 s). With faults, every 1 to 3 s one node gets one of: {@code KILL CONNECTION} of one of
- * its sessions, a blackhole of its proxy for 0.5 to 3 s (then passed on, or every connection reset), or late replies
- * (every chunk delayed 100 to 700 ms) for 1 to 3 s.
+ * token must not change); {@code extend}; {@code @DistributedLock} methods ({@link LockedMethods}: alone, in a
+ * caller's transaction, {@code REQUIRES_NEW} in a caller's transaction); the Spring Integration
+ * {@link DistributedLockRegistry}; the {@link DistributedLockShedLockProvider}. A cleanup thread runs
+ * {@link LockTableCleaner} every 100 to 400 ms with the shortest retention (1 s). With faults, every 1 to 3 s one
+ * node gets one of: {@code KILL CONNECTION} of one of its sessions, a blackhole of its proxy for 0.5 to 3 s (then
+ * passed on, or every connection reset), or late replies (every chunk delayed 100 to 700 ms) for 1 to 3 s; and every
+ * 1.5 to 4 s the Actuator's {@link ForceReleasingLocksEndpoint} forces a random exclusive resource free.
  * <p>
  * Every call goes into the {@link History}, every critical section into its tables. The seed fixes each thread's
  * sequence of calls and the faults' choices (not the interleaving, which the machine decides). Not thread-safe: one
@@ -145,7 +154,8 @@ public final class Workload {
 	/** One node: its pool behind its proxy, and its templates. */
 	private record Node(String name, FaultProxy proxy, HikariDataSource pool, LockTemplate locks,
 			List<LeaseLockProvider> leaseProviders, SemaphoreTemplate semaphores, IdempotencyNodes.Node idempotency,
-			TransactionTemplate transactions, JdbcTemplate jdbc) {
+			TransactionTemplate transactions, JdbcTemplate jdbc, LockedMethods methods,
+			DistributedLockRegistry registry, DistributedLockShedLockProvider shedLock, boolean validateAtCommit) {
 	}
 
 	/** Runs the workload for its duration, lets every call finish, and returns the history. */
@@ -174,10 +184,12 @@ public final class Workload {
 		}
 		Thread cleanup = new Thread(() -> cleanup(new Random(this.settings.seed() + 1)), "checker-cleanup");
 		Thread injector = new Thread(() -> inject(new Random(this.settings.seed() + 2), direct), "checker-faults");
+		Thread forcer = new Thread(() -> forceReleases(new Random(this.settings.seed() + 3)), "checker-force-release");
 		workers.forEach(Thread::start);
 		cleanup.start();
 		if (this.settings.faults()) {
 			injector.start();
+			forcer.start();
 		}
 		for (Thread worker : workers) {
 			worker.join(TimeUnit.MINUTES.toMillis(5) + this.settings.duration().toMillis());
@@ -187,8 +199,10 @@ public final class Workload {
 		}
 		this.stopping = true;
 		injector.join(10_000);
+		forcer.join(10_000);
 		cleanup.join(10_000);
 		for (Node node : this.nodes) {
+			node.methods().close();
 			node.proxy().passThrough();
 			node.idempotency().close();
 			node.leaseProviders().forEach(LeaseLockProvider::close);
@@ -235,7 +249,9 @@ public final class Workload {
 		SemaphoreTemplate semaphores = SemaphoreNodes.node(name, pool, Duration.ofSeconds(1), permits);
 		IdempotencyNodes.Node idempotency = IdempotencyNodes.node(pool, name, Duration.ofSeconds(2));
 		return new Node(name, proxy, pool, locks, leaseProviders, semaphores, idempotency,
-				new TransactionTemplate(new DataSourceTransactionManager(pool)), new JdbcTemplate(pool));
+				new TransactionTemplate(new DataSourceTransactionManager(pool)), new JdbcTemplate(pool),
+				new LockedMethods(locks, pool), new DistributedLockRegistry(locks, null),
+				new DistributedLockShedLockProvider(lease, name), validateAtCommit);
 	}
 
 	private void count(Map<String, AtomicLong> counts, String what) {
@@ -244,7 +260,7 @@ public final class Workload {
 
 	private void work(Node node, Random random, long until) {
 		while (System.nanoTime() < until) {
-			int pick = random.nextInt(100);
+			int pick = random.nextInt(118);
 			String x = this.prefix + "x" + random.nextInt(EXCLUSIVE);
 			String rw = this.prefix + "rw" + random.nextInt(READ_WRITE);
 			try {
@@ -272,8 +288,17 @@ public final class Workload {
 				else if (pick < 88) {
 					permit(node, random, this.prefix + (random.nextBoolean() ? "s0" : "s1"));
 				}
-				else {
+				else if (pick < 100) {
 					idempotent(node, random, this.prefix + "k" + random.nextInt(KEYS));
+				}
+				else if (pick < 106) {
+					annotated(node, random, x);
+				}
+				else if (pick < 112) {
+					registry(node, random, x);
+				}
+				else {
+					shedLock(node, random, x);
 				}
 			}
 			catch (Throwable ex) {
@@ -328,15 +353,20 @@ public final class Workload {
 			this.history.op(id, node.name(), call, resource, invoked, System.nanoTime(), bound, outcome(ex));
 			return;
 		}
-		this.history.op(id, node.name(), call, resource, invoked, System.nanoTime(), bound,
-				handle.isPresent() ? "ok" : "busy");
+		long granted = System.nanoTime();
+		this.history.op(id, node.name(), call, resource, invoked, granted, bound, handle.isPresent() ? "ok" : "busy");
 		if (handle.isEmpty()) {
 			return;
 		}
 		LockHandle lock = handle.get();
 		AtomicBoolean lost = new AtomicBoolean();
-		lock.onLost((l) -> lost.set(true));
+		AtomicLong lostAt = new AtomicLong();
+		lock.onLost((l) -> {
+			lostAt.compareAndSet(0, System.nanoTime());
+			lost.set(true);
+		});
 		long token = lock.fencingToken();
+		boolean watched = mode == LockMode.LEASE && !shortLease;
 		try {
 			this.history.enter(id, node.name(), resource, family(type), call, token, false, true);
 			if (random.nextInt(5) == 0) {
@@ -376,7 +406,13 @@ public final class Workload {
 			if (lost.get()) {
 				this.history.lost(id);
 			}
+			this.history.timing(id, granted, started, nanosOrNull(lostAt), watched);
 		}
+	}
+
+	private static Long nanosOrNull(AtomicLong nanos) {
+		long value = nanos.get();
+		return (value == 0) ? null : value;
 	}
 
 	/**
@@ -416,11 +452,15 @@ public final class Workload {
 		long invoked = System.nanoTime();
 		long[] entered = new long[2];
 		AtomicBoolean lost = new AtomicBoolean();
+		AtomicLong lostAt = new AtomicLong();
 		Duration wait = Duration.ofSeconds(1);
 		try {
 			node.locks().execute(resource, LockOptions.defaults().withWaitTime(wait), (lock) -> {
 				entered[0] = System.nanoTime();
-				lock.onLost((l) -> lost.set(true));
+				lock.onLost((l) -> {
+					lostAt.compareAndSet(0, System.nanoTime());
+					lost.set(true);
+				});
 				this.history.enter(id, node.name(), resource, Family.EXCLUSIVE, call, lock.fencingToken(), false, true);
 				hold(random);
 				if (!lock.isHeld()) {
@@ -438,6 +478,9 @@ public final class Workload {
 		}
 		if (lost.get() && entered[0] != 0) {
 			this.history.lost(id);
+		}
+		if (entered[0] != 0) {
+			this.history.timing(id, entered[0], (entered[1] != 0) ? entered[1] : null, nanosOrNull(lostAt), true);
 		}
 	}
 
@@ -472,9 +515,11 @@ public final class Workload {
 						if (first[0] == 0) {
 							first[0] = System.nanoTime();
 						}
+						long granted = System.nanoTime();
 						long id = this.history.nextId();
 						this.history.enter(id, node.name(), resource, Family.EXCLUSIVE, call, lock.fencingToken(), true,
 								fenced);
+						this.history.timing(id, granted, null, null, false);
 						this.history.commitMarker(node.jdbc(), id);
 						hold(random);
 						this.history.exit(id, resource, lock.fencingToken(), fenced);
@@ -562,6 +607,260 @@ public final class Workload {
 		}
 		catch (RuntimeException ex) {
 			this.history.op(id, node.name(), call, key, invoked, System.nanoTime(), 0, outcome(ex));
+		}
+	}
+
+	/**
+	 * A {@code @DistributedLock} method (renewed lease, wait 1 s) called on its own, inside a caller's transaction
+	 * (the lock is held until that transaction completes, so the section's exit is written after the method returned,
+	 * still in the caller's transaction), or with {@code REQUIRES_NEW} inside a caller's transaction (the exit is
+	 * written in the method). The section takes the handle from {@link CurrentLock}. In a caller's transaction on a
+	 * node without the commit check, the section is not confirmed (see below).
+	 */
+	private void annotated(Node node, Random random, String resource) {
+		int variant = random.nextInt(3);
+		String call = switch (variant) {
+			case 0 -> "@DistributedLock";
+			case 1 -> "@DistributedLock in caller's tx";
+			default -> "@DistributedLock REQUIRES_NEW in caller's tx";
+		};
+		count(this.calls, call);
+		long id = this.history.nextId();
+		long[] times = new long[3]; // invoked, granted, released
+		long[] token = new long[1];
+		LockHandle[] held = new LockHandle[1];
+		AtomicBoolean lost = new AtomicBoolean();
+		AtomicLong lostAt = new AtomicLong();
+		Runnable section = () -> {
+			times[1] = System.nanoTime();
+			LockHandle lock = CurrentLock.get(resource).orElseThrow();
+			held[0] = lock;
+			lock.onLost((l) -> {
+				lostAt.compareAndSet(0, System.nanoTime());
+				lost.set(true);
+			});
+			token[0] = lock.fencingToken();
+			this.history.enter(id, node.name(), resource, Family.EXCLUSIVE, call, token[0], false, true);
+			hold(random);
+			if (variant != 1) {
+				leave(id, resource, token[0], lock, lost, times);
+			}
+		};
+		Duration wait = Duration.ofSeconds(1);
+		String outcome = "ok";
+		try {
+			if (variant == 0) {
+				times[0] = System.nanoTime();
+				node.methods().service().locked(resource, section);
+			}
+			else {
+				node.methods().transactions().executeWithoutResult((status) -> {
+					times[0] = System.nanoTime();
+					if (variant == 1) {
+						node.methods().service().locked(resource, section);
+						leave(id, resource, token[0], held[0], lost, times);
+					}
+					else {
+						node.methods().service().lockedInNewTransaction(resource, section);
+					}
+				});
+			}
+		}
+		catch (RuntimeException ex) {
+			lost.set(true);
+			outcome = outcome(ex);
+		}
+		long now = System.nanoTime();
+		long acquireBound = wait.plus(STATEMENT_TIMEOUT).plusSeconds(2).toNanos();
+		if (times[1] == 0) {
+			this.history.op(id, node.name(), call, resource, (times[0] != 0) ? times[0] : now, now, acquireBound,
+					outcome);
+			return;
+		}
+		this.history.op(id, node.name(), call + " (acquisition)", resource, times[0], times[1], acquireBound, "ok");
+		this.history.op(id, node.name(), call + " (return)", resource, times[1], now, 0, outcome);
+		// Inside a caller's transaction the lock is released once that transaction has completed, when nothing can be
+		// thrown to the caller any more (a failed release is only logged). Without the commit check, nothing the
+		// caller sees confirms the hold to its end, so the section is not counted as confirmed.
+		if (lost.get() || (variant != 0 && !node.validateAtCommit())) {
+			this.history.lost(id);
+		}
+		this.history.timing(id, times[1], (times[2] != 0) ? times[2] : null, nanosOrNull(lostAt), true);
+	}
+
+	/** The exit of a section whose handle is given: not held any more is lost; the release time is taken after. */
+	private void leave(long id, String resource, long token, LockHandle lock, AtomicBoolean lost, long[] times) {
+		if (!lock.isHeld()) {
+			lost.set(true);
+		}
+		this.history.exit(id, resource, token, true);
+		times[2] = System.nanoTime();
+	}
+
+	/**
+	 * A lock of the Spring Integration {@link DistributedLockRegistry} of the node: {@code tryLock} with a wait of 0 to
+	 * 300 ms, on a renewed lease or (one in 4) with a TTL of 200 to 800 ms that a long hold outlives. The token and
+	 * {@code onLost} come from the thread's hold ({@link CurrentLock}); {@code unlock()} of a lock whose lease ended
+	 * throws {@link java.util.ConcurrentModificationException}.
+	 */
+	private void registry(Node node, Random random, String resource) {
+		Duration wait = Duration.ofMillis(random.nextInt(300));
+		boolean ttl = random.nextInt(4) == 0;
+		String call = "registry tryLock" + (ttl ? " (ttl)" : "");
+		count(this.calls, call);
+		long id = this.history.nextId();
+		long bound = wait.plus(STATEMENT_TIMEOUT).plusSeconds(2).toNanos();
+		org.springframework.integration.support.locks.DistributedLock lock = node.registry().obtain(resource);
+		long invoked = System.nanoTime();
+		boolean locked;
+		try {
+			locked = ttl ? lock.tryLock(wait, Duration.ofMillis(200 + random.nextInt(600)))
+					: lock.tryLock(wait.toNanos(), TimeUnit.NANOSECONDS);
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+			return;
+		}
+		catch (RuntimeException ex) {
+			this.history.op(id, node.name(), call, resource, invoked, System.nanoTime(), bound, outcome(ex));
+			return;
+		}
+		long granted = System.nanoTime();
+		this.history.op(id, node.name(), call, resource, invoked, granted, bound, locked ? "ok" : "busy");
+		if (!locked) {
+			return;
+		}
+		AtomicBoolean lost = new AtomicBoolean();
+		AtomicLong lostAt = new AtomicLong();
+		long released = 0;
+		try {
+			LockHandle hold = CurrentLock.get(resource).orElseThrow();
+			hold.onLost((l) -> {
+				lostAt.compareAndSet(0, System.nanoTime());
+				lost.set(true);
+			});
+			this.history.enter(id, node.name(), resource, Family.EXCLUSIVE, call, hold.fencingToken(), false, true);
+			hold(random);
+			if (!hold.isHeld()) {
+				lost.set(true);
+			}
+			this.history.exit(id, resource, hold.fencingToken(), true);
+		}
+		finally {
+			released = System.nanoTime();
+			try {
+				lock.unlock();
+				this.history.op(id, node.name(), "registry unlock", resource, released, System.nanoTime(),
+						RELEASE_BOUND.toNanos(), "ok");
+			}
+			catch (RuntimeException ex) {
+				lost.set(true);
+				this.history.op(id, node.name(), "registry unlock", resource, released, System.nanoTime(),
+						RELEASE_BOUND.toNanos(), outcome(ex));
+			}
+			if (lost.get()) {
+				this.history.lost(id);
+			}
+			this.history.timing(id, granted, released, nanosOrNull(lostAt), !ttl);
+		}
+	}
+
+	/**
+	 * A lock of the node's {@link DistributedLockShedLockProvider}: one attempt, {@code lockAtMostFor} 2 s or (one in
+	 * 4) 200 to 800 ms, not renewed. ShedLock exposes no fencing token and tells nothing when the lease ends under the
+	 * task, so the section has no token and writes nothing fenced, and counts as lost when its exit was written
+	 * {@code lockAtMostFor} or later after the take was sent (the lease, counted on the server from the take, may
+	 * have ended inside it).
+	 */
+	private void shedLock(Node node, Random random, String resource) {
+		Duration atMostFor = (random.nextInt(4) == 0) ? Duration.ofMillis(200 + random.nextInt(600))
+				: Duration.ofSeconds(2);
+		String call = "ShedLock lock" + (atMostFor.getSeconds() < 2 ? " (short lockAtMostFor)" : "");
+		count(this.calls, call);
+		long id = this.history.nextId();
+		long bound = STATEMENT_TIMEOUT.plusSeconds(2).toNanos();
+		long invoked = System.nanoTime();
+		Optional<SimpleLock> handle;
+		try {
+			handle = node.shedLock()
+				.lock(new LockConfiguration(java.time.Instant.now(), resource, atMostFor, Duration.ZERO));
+		}
+		catch (RuntimeException ex) {
+			this.history.op(id, node.name(), call, resource, invoked, System.nanoTime(), bound, outcome(ex));
+			return;
+		}
+		long granted = System.nanoTime();
+		this.history.op(id, node.name(), call, resource, invoked, granted, bound, handle.isPresent() ? "ok" : "busy");
+		if (handle.isEmpty()) {
+			return;
+		}
+		boolean lost = false;
+		long released = 0;
+		try {
+			this.history.enter(id, node.name(), resource, Family.EXCLUSIVE, call, History.NO_TOKEN, false, false);
+			hold(random);
+			this.history.exit(id, resource, History.NO_TOKEN, false);
+		}
+		finally {
+			released = System.nanoTime();
+			if (released - invoked >= atMostFor.toNanos()) {
+				lost = true;
+			}
+			try {
+				handle.get().unlock();
+				this.history.op(id, node.name(), "ShedLock unlock", resource, released, System.nanoTime(),
+						RELEASE_BOUND.toNanos(), "ok");
+			}
+			catch (RuntimeException ex) {
+				lost = true;
+				this.history.op(id, node.name(), "ShedLock unlock", resource, released, System.nanoTime(),
+						RELEASE_BOUND.toNanos(), outcome(ex));
+			}
+			if (lost) {
+				this.history.lost(id);
+			}
+			this.history.timing(id, granted, released, null, false);
+		}
+	}
+
+	/**
+	 * Every 1.5 to 4 s, the Actuator's {@link ForceReleasingLocksEndpoint} forces one exclusive resource free (on the
+	 * history pool, which faults never touch); a release that found the lock held goes into the history with the
+	 * token it freed.
+	 */
+	private void forceReleases(Random random) {
+		ForceReleasingLocksEndpoint endpoint = new ForceReleasingLocksEndpoint(
+				new LockTableAdmin(this.historyPool, LockNodes.TABLE, STATEMENT_TIMEOUT));
+		while (!this.stopping) {
+			try {
+				Thread.sleep(1_500 + random.nextInt(2_500));
+				if (this.stopping) {
+					return;
+				}
+				String resource = this.prefix + "x" + random.nextInt(EXCLUSIVE);
+				long invoked = System.nanoTime();
+				Object body = endpoint.forceRelease(null, resource).getBody();
+				long completed = System.nanoTime();
+				if (body instanceof LockTableAdmin.ForceRelease released) {
+					if (released.wasHeld()) {
+						this.history.forced(resource, released.previousFencingToken(),
+								String.valueOf(released.previousHolder()), invoked, completed);
+						count(this.faults, "force-release (held)");
+					}
+					else {
+						count(this.faults, "force-release (not held)");
+					}
+				}
+				else {
+					count(this.faults, "force-release (" + ((body == null) ? "no row" : "refused") + ")");
+				}
+			}
+			catch (InterruptedException ex) {
+				return;
+			}
+			catch (RuntimeException ex) {
+				this.harnessErrors.add("force-release: " + ex);
+			}
 		}
 	}
 
