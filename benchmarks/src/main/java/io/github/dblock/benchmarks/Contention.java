@@ -26,11 +26,16 @@ public final class Contention {
 	/**
 	 * The figures of one contended run.
 	 * @param failed cycles that failed before the measured period ended (a run with any throws instead of returning)
+	 * @param cpuNanosPerCycle CPU time of the worker threads per cycle started in the measured period, in
+	 * nanoseconds; NaN when not measured (other processes)
+	 * @param allocatedBytesPerCycle bytes the worker threads allocated per cycle started in the measured period; NaN
+	 * when not measured
 	 */
-	public record Result(long completed, double seconds, Samples waits, List<Long> completedPerProcess, long failed) {
+	public record Result(long completed, double seconds, Samples waits, List<Long> completedPerProcess, long failed,
+			double cpuNanosPerCycle, double allocatedBytesPerCycle) {
 
 		public Result(long completed, double seconds, Samples waits, List<Long> completedPerProcess) {
-			this(completed, seconds, waits, completedPerProcess, 0);
+			this(completed, seconds, waits, completedPerProcess, 0, Double.NaN, Double.NaN);
 		}
 
 		public Result(long completed, double seconds, Samples waits) {
@@ -65,6 +70,9 @@ public final class Contention {
 		long[] cycles = new long[threads];
 		long[] failures = new long[threads];
 		Samples[] waits = new Samples[threads];
+		ThreadCost[] costFrom = new ThreadCost[threads];
+		ThreadCost[] costTo = new ThreadCost[threads];
+		long[] costCycles = new long[threads];
 		AtomicReference<Throwable> failure = new AtomicReference<>();
 		java.util.concurrent.atomic.AtomicBoolean stopped = new java.util.concurrent.atomic.AtomicBoolean();
 		List<Thread> workers = new ArrayList<>();
@@ -73,9 +81,16 @@ public final class Contention {
 			waits[t] = new Samples();
 			Thread worker = new Thread(() -> {
 				long[] entered = new long[1];
-				while (System.nanoTime() < measureUntil && !stopped.get()) {
+				try {
+					loop: while (System.nanoTime() < measureUntil && !stopped.get()) {
 					String resource = resources.get(ThreadLocalRandom.current().nextInt(resources.size()));
 					long attempt = System.nanoTime();
+					if (costFrom[index] == null && attempt >= measureFrom) {
+						costFrom[index] = ThreadCost.now();
+					}
+					if (costFrom[index] != null) {
+						costCycles[index]++;
+					}
 					try {
 						contender.cycle(resource, () -> {
 							entered[0] = System.nanoTime();
@@ -86,7 +101,7 @@ public final class Contention {
 					}
 					catch (Throwable ex) {
 						if (stopped.get()) {
-							return; // interrupted after the measured period (or failed after it): not counted
+							break loop; // interrupted after the measured period (or failed after it): not counted
 						}
 						failures[index]++;
 						cycles[index]++;
@@ -96,7 +111,7 @@ public final class Contention {
 						}
 						if (ex instanceof InterruptedException) {
 							Thread.currentThread().interrupt();
-							return;
+							break loop;
 						}
 						LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1)); // no busy loop on a database that is down
 						continue;
@@ -108,6 +123,12 @@ public final class Contention {
 						if (attempt >= measureFrom) {
 							waits[index].add(entered[0] - attempt);
 						}
+					}
+					}
+				}
+				finally {
+					if (costFrom[index] != null) {
+						costTo[index] = ThreadCost.now();
 					}
 				}
 			}, contender.kind().name().toLowerCase() + "-" + t);
@@ -136,7 +157,15 @@ public final class Contention {
 		long failed = 0;
 		long run = 0;
 		Samples all = new Samples();
+		long cpu = 0;
+		long allocated = 0;
+		long costed = 0;
 		for (int t = 0; t < threads; t++) {
+			if (costFrom[t] != null && costTo[t] != null) {
+				cpu += costTo[t].cpuNanos() - costFrom[t].cpuNanos();
+				allocated += costTo[t].allocatedBytes() - costFrom[t].allocatedBytes();
+				costed += costCycles[t];
+			}
 			completed += counts[t];
 			failed += failures[t];
 			run += cycles[t];
@@ -147,7 +176,8 @@ public final class Contention {
 					+ " cycles failed under contention (" + threads + " threads, " + resources.size()
 					+ " resources); the first failure is the cause", failure.get());
 		}
-		return new Result(completed, measure.toNanos() / 1e9, all, List.of(completed), failed);
+		return new Result(completed, measure.toNanos() / 1e9, all, List.of(completed), failed,
+				(costed > 0) ? cpu / (double) costed : Double.NaN, (costed > 0) ? allocated / (double) costed : Double.NaN);
 	}
 
 	/** {@code count} resources named {@code r-0} … from the pre-filled tables. */
