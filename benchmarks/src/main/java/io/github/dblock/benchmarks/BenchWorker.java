@@ -53,12 +53,12 @@ public final class BenchWorker {
 		Duration warmup = Duration.ofMillis(Long.parseLong(args[7]));
 		Duration measure = Duration.ofMillis(Long.parseLong(args[8]));
 		BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-		try (HikariDataSource pool = db.newPool(threads + 2, node)) {
+		{
 			for (int p = 0; p < phases.length; p++) {
 				String[] phase = phases[p].split(":");
 				Contender.Kind kind = Contender.Kind.valueOf(phase[0]);
 				Duration hold = Duration.ofNanos(Long.parseLong(phase[1]) * 1000);
-				try (Contender contender = Contenders.create(kind, pool, BenchSchema.SMALL, node)) {
+				try (Contender contender = Contenders.pooled(kind, db, threads + 2, BenchSchema.SMALL, node)) {
 					System.out.println("READY " + p);
 					System.out.flush();
 					if (in.readLine() == null) {
