@@ -531,7 +531,7 @@ public final class Contenders {
 	/**
 	 * The row lock loop a user would write: {@code START TRANSACTION}, {@code SELECT … FOR UPDATE} of the resource's
 	 * row by primary key (the server's own lock wait timeout), the section, {@code COMMIT}; three round trips, nothing
-	 * written. The rows exist (the harness fills the table).
+	 * written. A missing row (a name outside the pre-filled table) is inserted free first, once.
 	 */
 	private static final class MinimalForUpdate implements Contender {
 
@@ -539,9 +539,12 @@ public final class Contenders {
 
 		private final String lockSql;
 
+		private final String insertSql;
+
 		MinimalForUpdate(DataSource dataSource, LockTable table) {
 			this.dataSource = dataSource;
 			this.lockSql = "SELECT fencing_token FROM " + table.quoted() + " WHERE resource = ? FOR UPDATE";
+			this.insertSql = insertFreeRow(table);
 		}
 
 		@Override
@@ -552,14 +555,26 @@ public final class Contenders {
 		@Override
 		public void cycle(String resource, Runnable section) throws Exception {
 			try (Connection c = this.dataSource.getConnection(); Statement s = c.createStatement()) {
-				s.execute("START TRANSACTION");
-				try (PreparedStatement ps = c.prepareStatement(this.lockSql)) {
-					ps.setString(1, resource);
-					try (ResultSet rs = ps.executeQuery()) {
-						if (!rs.next()) {
-							s.execute("ROLLBACK");
-							throw new IllegalStateException("lock row '" + resource + "' missing");
+				for (int attempt = 0;; attempt++) {
+					s.execute("START TRANSACTION");
+					boolean found;
+					try (PreparedStatement ps = c.prepareStatement(this.lockSql)) {
+						ps.setString(1, resource);
+						try (ResultSet rs = ps.executeQuery()) {
+							found = rs.next();
 						}
+					}
+					if (found) {
+						break;
+					}
+					// a resource not in the pre-filled table (the hot scenarios' names): insert it free, once
+					s.execute("ROLLBACK");
+					if (attempt > 0) {
+						throw new IllegalStateException("lock row '" + resource + "' could not be created");
+					}
+					try (PreparedStatement insert = c.prepareStatement(this.insertSql)) {
+						insert.setString(1, resource);
+						insert.executeUpdate();
 					}
 				}
 				section.run();
