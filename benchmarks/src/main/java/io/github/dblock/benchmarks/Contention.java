@@ -11,7 +11,8 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * Runs threads that take a lock in a loop for a warm-up and then a measured period, and counts the critical
  * sections completed in the measured period and the time each waited (from the start of its attempt to the
- * start of its critical section).
+ * start of its critical section), and the worker threads' CPU time and allocated bytes per cycle from the first
+ * cycle each starts in the measured period to its last ({@link ThreadCost}).
  * <p>
  * A cycle that fails (the contender throws: a lock not taken within its minute, a database error) is counted, the
  * thread goes on with the next cycle, and the run fails at the end with the count and the first failure, so that a
@@ -83,47 +84,47 @@ public final class Contention {
 				long[] entered = new long[1];
 				try {
 					loop: while (System.nanoTime() < measureUntil && !stopped.get()) {
-					String resource = resources.get(ThreadLocalRandom.current().nextInt(resources.size()));
-					long attempt = System.nanoTime();
-					if (costFrom[index] == null && attempt >= measureFrom) {
-						costFrom[index] = ThreadCost.now();
-					}
-					if (costFrom[index] != null) {
-						costCycles[index]++;
-					}
-					try {
-						contender.cycle(resource, () -> {
-							entered[0] = System.nanoTime();
-							if (holdNanos > 0) {
-								LockSupport.parkNanos(holdNanos);
+						String resource = resources.get(ThreadLocalRandom.current().nextInt(resources.size()));
+						long attempt = System.nanoTime();
+						if (costFrom[index] == null && attempt >= measureFrom) {
+							costFrom[index] = ThreadCost.now();
+						}
+						if (costFrom[index] != null) {
+							costCycles[index]++;
+						}
+						try {
+							contender.cycle(resource, () -> {
+								entered[0] = System.nanoTime();
+								if (holdNanos > 0) {
+									LockSupport.parkNanos(holdNanos);
+								}
+							});
+						}
+						catch (Throwable ex) {
+							if (stopped.get()) {
+								break loop; // interrupted after the measured period (or failed after it): not counted
 							}
-						});
-					}
-					catch (Throwable ex) {
-						if (stopped.get()) {
-							break loop; // interrupted after the measured period (or failed after it): not counted
+							failures[index]++;
+							cycles[index]++;
+							Throwable first = failure.compareAndExchange(null, ex);
+							if (first != null && first != ex && first.getSuppressed().length < 4) {
+								first.addSuppressed(ex);
+							}
+							if (ex instanceof InterruptedException) {
+								Thread.currentThread().interrupt();
+								break loop;
+							}
+							LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1)); // no busy loop on a database that is down
+							continue;
 						}
-						failures[index]++;
 						cycles[index]++;
-						Throwable first = failure.compareAndExchange(null, ex);
-						if (first != null && first != ex && first.getSuppressed().length < 4) {
-							first.addSuppressed(ex);
+						long done = System.nanoTime();
+						if (done >= measureFrom && done <= measureUntil) {
+							counts[index]++; // throughput: sections completed inside the measured period
+							if (attempt >= measureFrom) {
+								waits[index].add(entered[0] - attempt);
+							}
 						}
-						if (ex instanceof InterruptedException) {
-							Thread.currentThread().interrupt();
-							break loop;
-						}
-						LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1)); // no busy loop on a database that is down
-						continue;
-					}
-					cycles[index]++;
-					long done = System.nanoTime();
-					if (done >= measureFrom && done <= measureUntil) {
-						counts[index]++; // throughput: sections completed inside the measured period
-						if (attempt >= measureFrom) {
-							waits[index].add(entered[0] - attempt);
-						}
-					}
 					}
 				}
 				finally {
