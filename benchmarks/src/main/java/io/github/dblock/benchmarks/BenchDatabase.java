@@ -137,7 +137,8 @@ public final class BenchDatabase {
 	 * A new connection pool of the given size; the caller closes it. Connector/J runs with the settings a tuned
 	 * application uses: prepared statements cached on the client ({@code cachePrepStmts}, client-side preparation as
 	 * the library's statements use it), session state tracked locally ({@code useLocalSessionState}) and
-	 * {@code tcpNoDelay}.
+	 * {@code tcpNoDelay}; {@code -Dbench.driver-defaults=true} leaves Connector/J's defaults instead, to see what the
+	 * settings change.
 	 */
 	public HikariDataSource newPool(int size, String name) {
 		return newPool(size, name, java.util.Map.of());
@@ -152,11 +153,13 @@ public final class BenchDatabase {
 		config.setMaximumPoolSize(size);
 		config.setMinimumIdle(size);
 		config.setPoolName(name);
-		config.addDataSourceProperty("cachePrepStmts", "true");
-		config.addDataSourceProperty("prepStmtCacheSize", "250");
-		config.addDataSourceProperty("prepStmtCacheSqlLimit", "4096");
-		config.addDataSourceProperty("useLocalSessionState", "true");
-		config.addDataSourceProperty("tcpNoDelay", "true");
+		if (!Boolean.getBoolean("bench.driver-defaults")) { // -Dbench.driver-defaults=true: Connector/J's defaults
+			config.addDataSourceProperty("cachePrepStmts", "true");
+			config.addDataSourceProperty("prepStmtCacheSize", "250");
+			config.addDataSourceProperty("prepStmtCacheSqlLimit", "4096");
+			config.addDataSourceProperty("useLocalSessionState", "true");
+			config.addDataSourceProperty("tcpNoDelay", "true");
+		}
 		driverProperties.forEach(config::addDataSourceProperty);
 		return new HikariDataSource(config);
 	}
