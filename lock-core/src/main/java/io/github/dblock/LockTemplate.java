@@ -1,6 +1,5 @@
 package io.github.dblock;
 
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -383,9 +382,10 @@ public class LockTemplate implements LockOperations {
 					+ MAX_RESOURCE_LENGTH + " are allowed: '" + resource.substring(0, resource.offsetByCodePoints(0, 40))
 					+ "...'");
 		}
-		if (!StandardCharsets.UTF_8.newEncoder().canEncode(resource)) {
+		int unpaired = unpairedSurrogate(resource); // what UTF-8 cannot encode, found without an encoder per call
+		if (unpaired >= 0) {
 			throw new IllegalArgumentException("Lock resource name is not well-formed Unicode (unpaired surrogate at index "
-					+ unpairedSurrogate(resource) + "): '" + resource.replaceAll("\\p{Cs}", "\uFFFD")
+					+ unpaired + "): '" + resource.replaceAll("\\p{Cs}", "\uFFFD")
 					+ "'; only well-formed Unicode can be stored exactly");
 		}
 	}

@@ -133,8 +133,19 @@ public final class BenchDatabase {
 		return this.description;
 	}
 
-	/** A new connection pool of the given size; the caller closes it. */
+	/**
+	 * A new connection pool of the given size; the caller closes it. Connector/J runs with the settings a tuned
+	 * application uses: prepared statements cached on the client ({@code cachePrepStmts}, client-side preparation as
+	 * the library's statements use it), session state tracked locally ({@code useLocalSessionState}) and
+	 * {@code tcpNoDelay}; {@code -Dbench.driver-defaults=true} leaves Connector/J's defaults instead, to see what the
+	 * settings change.
+	 */
 	public HikariDataSource newPool(int size, String name) {
+		return newPool(size, name, java.util.Map.of());
+	}
+
+	/** {@link #newPool(int, String)} with further driver properties. */
+	public HikariDataSource newPool(int size, String name, java.util.Map<String, String> driverProperties) {
 		HikariConfig config = new HikariConfig();
 		config.setJdbcUrl(this.jdbcUrl);
 		config.setUsername(username());
@@ -142,6 +153,14 @@ public final class BenchDatabase {
 		config.setMaximumPoolSize(size);
 		config.setMinimumIdle(size);
 		config.setPoolName(name);
+		if (!Boolean.getBoolean("bench.driver-defaults")) { // -Dbench.driver-defaults=true: Connector/J's defaults
+			config.addDataSourceProperty("cachePrepStmts", "true");
+			config.addDataSourceProperty("prepStmtCacheSize", "250");
+			config.addDataSourceProperty("prepStmtCacheSqlLimit", "4096");
+			config.addDataSourceProperty("useLocalSessionState", "true");
+			config.addDataSourceProperty("tcpNoDelay", "true");
+		}
+		driverProperties.forEach(config::addDataSourceProperty);
 		return new HikariDataSource(config);
 	}
 

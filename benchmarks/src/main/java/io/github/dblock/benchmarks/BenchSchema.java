@@ -30,7 +30,7 @@ public final class BenchSchema {
 		db.execute("DROP TABLE IF EXISTS bench_lock, bench_lock_schema_history, bench_lock_rw, bench_lock_rw_hold, "
 				+ "bench_lock_sem, bench_lock_sem_hold, bench_lock_idem, bench_lock_large, bench_lock_large_schema_history, "
 				+ "bench_lock_large_rw, bench_lock_large_rw_hold, bench_lock_large_sem, bench_lock_large_sem_hold, "
-				+ "bench_lock_large_idem, shedlock, INT_LOCK, bench_baseline, bench_digits");
+				+ "bench_lock_large_idem, shedlock, INT_LOCK, bench_baseline, bench_raw_lease, bench_digits");
 		LockSchema.migrate(dataSource, SMALL);
 		LockSchema.migrate(dataSource, LARGE);
 		db.execute("CREATE TABLE bench_digits (d INT PRIMARY KEY)",
@@ -42,6 +42,8 @@ public final class BenchSchema {
 						+ "CREATED_DATE DATETIME(6) NOT NULL, EXPIRED_AFTER DATETIME(6) NOT NULL, "
 						+ "constraint INT_LOCK_PK primary key (LOCK_KEY, REGION)) ENGINE=InnoDB",
 				"CREATE TABLE bench_baseline (id VARCHAR(64) NOT NULL PRIMARY KEY, owner CHAR(36) NULL, "
+						+ "expires_at DATETIME(6) NOT NULL) ENGINE=InnoDB",
+				"CREATE TABLE bench_raw_lease (name VARCHAR(64) NOT NULL PRIMARY KEY, owner CHAR(36) NOT NULL, "
 						+ "expires_at DATETIME(6) NOT NULL) ENGINE=InnoDB");
 		String numbers = "SELECT CONCAT('r-', a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * f.d + 100000 * g.d) AS id "
 				+ "FROM bench_digits a, bench_digits b, bench_digits c, bench_digits e, bench_digits f, bench_digits g";
@@ -57,7 +59,7 @@ public final class BenchSchema {
 						+ below + SMALL_ROWS + ") n",
 				"INSERT INTO shedlock (name, lock_until, locked_at, locked_by) SELECT id, UTC_TIMESTAMP(3), "
 						+ "UTC_TIMESTAMP(3), 'setup' FROM (" + numbers + below + SMALL_ROWS + ") n",
-				"ANALYZE TABLE bench_lock, bench_lock_large, bench_baseline, shedlock");
+				"ANALYZE TABLE bench_lock, bench_lock_large, bench_baseline, bench_raw_lease, shedlock");
 	}
 
 }

@@ -53,28 +53,26 @@ public final class BenchWorker {
 		Duration warmup = Duration.ofMillis(Long.parseLong(args[7]));
 		Duration measure = Duration.ofMillis(Long.parseLong(args[8]));
 		BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-		try (HikariDataSource pool = db.newPool(threads + 2, node)) {
-			for (int p = 0; p < phases.length; p++) {
-				String[] phase = phases[p].split(":");
-				Contender.Kind kind = Contender.Kind.valueOf(phase[0]);
-				Duration hold = Duration.ofNanos(Long.parseLong(phase[1]) * 1000);
-				try (Contender contender = Contenders.create(kind, pool, BenchSchema.SMALL, node)) {
-					System.out.println("READY " + p);
-					System.out.flush();
-					if (in.readLine() == null) {
-						throw new IllegalStateException("the harness went away");
-					}
-					Contention.Result result = Contention.run(contender, List.of(prefix + p), threads, hold, warmup,
-							measure);
-					try (PrintWriter writer = new PrintWriter(Files.newBufferedWriter(Path.of(args[9] + p)))) {
-						writer.println(result.completed());
-						for (long wait : result.waits().toArray()) {
-							writer.println(wait);
-						}
-					}
-					System.out.println("DONE " + p);
-					System.out.flush();
+		for (int p = 0; p < phases.length; p++) {
+			String[] phase = phases[p].split(":");
+			Contender.Kind kind = Contender.Kind.valueOf(phase[0]);
+			Duration hold = Duration.ofNanos(Long.parseLong(phase[1]) * 1000);
+			try (Contender contender = Contenders.pooled(kind, db, threads + 2, BenchSchema.SMALL, node)) {
+				System.out.println("READY " + p);
+				System.out.flush();
+				if (in.readLine() == null) {
+					throw new IllegalStateException("the harness went away");
 				}
+				Contention.Result result = Contention.run(contender, List.of(prefix + p), threads, hold, warmup,
+						measure);
+				try (PrintWriter writer = new PrintWriter(Files.newBufferedWriter(Path.of(args[9] + p)))) {
+					writer.println(result.completed());
+					for (long wait : result.waits().toArray()) {
+						writer.println(wait);
+					}
+				}
+				System.out.println("DONE " + p);
+				System.out.flush();
 			}
 		}
 		System.exit(0);

@@ -35,8 +35,13 @@ import org.openjdk.jmh.util.Statistics;
  */
 public final class BenchmarkRun {
 
-	static final Contender.Kind[] LOCKS = { Contender.Kind.LEASE, Contender.Kind.PESSIMISTIC, Contender.Kind.OPTIMISTIC,
-			Contender.Kind.SHEDLOCK, Contender.Kind.JDBC_LOCK_REGISTRY };
+	static final Contender.Kind[] LOCKS = { Contender.Kind.LEASE, Contender.Kind.PESSIMISTIC,
+			Contender.Kind.PESSIMISTIC_SERVER_CLOCK, Contender.Kind.OPTIMISTIC, Contender.Kind.SHEDLOCK,
+			Contender.Kind.JDBC_LOCK_REGISTRY, Contender.Kind.RAW_LEASE_UPSERT, Contender.Kind.MINIMAL_FOR_UPDATE,
+			Contender.Kind.GET_LOCK };
+
+	/** Connections of each contender's own pool in the contended scenarios run in this JVM. */
+	static final int POOL = 20;
 
 	/**
 	 * The contenders of the hot-lock scenarios (2 and 3): {@link #LOCKS}, PESSIMISTIC with {@code fencing =
@@ -45,7 +50,8 @@ public final class BenchmarkRun {
 	 */
 	static final Contender.Kind[] HOT = { Contender.Kind.LEASE, Contender.Kind.PESSIMISTIC,
 			Contender.Kind.PESSIMISTIC_SERVER_CLOCK, Contender.Kind.PLAIN_PESSIMISTIC, Contender.Kind.BARE_ROW_LOCK,
-			Contender.Kind.OPTIMISTIC, Contender.Kind.SHEDLOCK, Contender.Kind.JDBC_LOCK_REGISTRY };
+			Contender.Kind.OPTIMISTIC, Contender.Kind.SHEDLOCK, Contender.Kind.JDBC_LOCK_REGISTRY,
+			Contender.Kind.MINIMAL_FOR_UPDATE, Contender.Kind.GET_LOCK };
 
 	/** The hold times of scenarios 2 and 3, in milliseconds. */
 	private static final int[] HOLDS = { 0, 1 };
@@ -91,7 +97,7 @@ public final class BenchmarkRun {
 			for (int round = 0; round < this.settings.hotRounds(); round++) {
 				for (int hold : HOLDS) {
 					for (Contender.Kind kind : rotated(round)) {
-						try (Contender contender = Contenders.create(kind, pool, BenchSchema.SMALL, "jvm")) {
+						try (Contender contender = Contenders.pooled(kind, this.db, POOL, BenchSchema.SMALL, "jvm")) {
 							inJvm.computeIfAbsent(hold, (h) -> new EnumMap<>(Contender.Kind.class))
 								.computeIfAbsent(kind, (k) -> new ArrayList<>())
 								.add(throughput(kind, Contention.run(contender, List.of("hot-jvm-" + hold), 8,
@@ -123,7 +129,7 @@ public final class BenchmarkRun {
 			acrossProcesses.forEach((hold, byKind) -> this.results.hotAcrossProcesses.put(hold, medianRounds(byKind)));
 			log("scenario 4: 16 threads over 1,000 resources");
 			for (Contender.Kind kind : LOCKS) {
-				try (Contender contender = Contenders.create(kind, pool, BenchSchema.SMALL, "spread")) {
+				try (Contender contender = Contenders.pooled(kind, this.db, POOL, BenchSchema.SMALL, "spread")) {
 					this.results.spread.add(throughput(kind, Contention.run(contender,
 							Contention.resources(BenchSchema.SMALL_ROWS), 16, Duration.ZERO, this.settings.warmup(),
 							this.settings.measure())));
@@ -168,7 +174,10 @@ public final class BenchmarkRun {
 				+ System.getProperty("os.name") + " " + System.getProperty("os.arch"));
 		this.results.environment.put("JVM", System.getProperty("java.vm.name") + " " + System.getProperty("java.version")
 				+ ", max heap " + runtime.maxMemory() / (1024 * 1024) + " MB");
-		this.results.environment.put("connection pool", "HikariCP, 24 connections, shared by every contender in this JVM");
+		this.results.environment.put("connection pool", "HikariCP; scenarios 1, 2 and 4: a pool of " + POOL
+				+ " connections per contender (worker processes of scenario 3: threads + 2 per contender); Connector/J with "
+				+ "cachePrepStmts=true, prepStmtCacheSize=250, prepStmtCacheSqlLimit=4096, useLocalSessionState=true, "
+				+ "tcpNoDelay=true, client-side prepared statements (the raw lease upsert's pool also useAffectedRows=true)");
 	}
 
 	private void uncontended() throws RunnerException {
@@ -184,7 +193,12 @@ public final class BenchmarkRun {
 					.param("table", "small")
 					.build()).run();
 				Contender.Kind k = Contender.Kind.valueOf(kind);
-				rounds.computeIfAbsent(k, (x) -> new ArrayList<>()).add(latency(k.label(), find(runs, "kind", kind)));
+				Results.Latency l = latency(k.label(), find(runs, "kind", kind));
+				ThreadCost cost = UncontendedBenchmark.lastMeasuredCost();
+				long operations = UncontendedBenchmark.lastMeasuredOperations();
+				rounds.computeIfAbsent(k, (x) -> new ArrayList<>()).add(new Results.Latency(l.label(), l.p50(), l.p99(),
+						l.mean(), l.samples(), (operations > 0) ? cost.cpuNanos() / 1000.0 / operations : Double.NaN,
+						(operations > 0) ? cost.allocatedBytes() / (double) operations : Double.NaN));
 			}
 		}
 		for (Contender.Kind kind : kinds) {
@@ -225,7 +239,8 @@ public final class BenchmarkRun {
 	/** The median across rounds of each statistic, and the samples of all rounds. */
 	private static Results.Latency medianOf(String label, List<Results.Latency> rounds) {
 		return new Results.Latency(label, median(rounds, Results.Latency::p50), median(rounds, Results.Latency::p99),
-				median(rounds, Results.Latency::mean), rounds.stream().mapToLong(Results.Latency::samples).sum());
+				median(rounds, Results.Latency::mean), rounds.stream().mapToLong(Results.Latency::samples).sum(),
+				median(rounds, Results.Latency::cpuMicrosPerOp), median(rounds, Results.Latency::allocatedBytesPerOp));
 	}
 
 	private static double median(List<Results.Latency> rounds, java.util.function.ToDoubleFunction<Results.Latency> f) {
@@ -308,7 +323,7 @@ public final class BenchmarkRun {
 				Results.Throughput t = throughput(Contender.Kind.SEMAPHORE, result);
 				this.results.semaphore.add(new Results.SemaphoreRun(permits, new Results.Throughput("N = " + permits,
 						t.perSecond(), t.waitP50Millis(), t.waitP99Millis(), t.completed(), t.waitSamples(),
-						t.completedPerProcess()), contender.mostInside()));
+						t.completedPerProcess(), t.cpuMicrosPerOp(), t.allocatedBytesPerOp()), contender.mostInside()));
 			}
 		}
 	}
@@ -353,9 +368,7 @@ public final class BenchmarkRun {
 	}
 
 	private static Results.Throughput throughput(Contender.Kind kind, Contention.Result result) {
-		return new Results.Throughput(kind.label(), result.perSecond(), result.waits().percentileMillis(50),
-				result.waits().percentileMillis(99), result.completed(), result.waits().size(),
-				result.completedPerProcess());
+		return Results.Throughput.of(kind.label(), result);
 	}
 
 	private static void log(String message) {

@@ -32,7 +32,9 @@ public interface Contender extends AutoCloseable {
 		PLAIN_PESSIMISTIC("baseline: JDBC row lock", false), SEMAPHORE("semaphore permit (N = 1)", false),
 		PESSIMISTIC_EXECUTE("PESSIMISTIC, execute", true),
 		PESSIMISTIC_SERVER_CLOCK("PESSIMISTIC, fencing = server-clock", true),
-		BARE_ROW_LOCK("baseline: bare row lock (no write)", false);
+		BARE_ROW_LOCK("baseline: bare row lock (no write)", false),
+		RAW_LEASE_UPSERT("baseline: raw lease upsert", false),
+		MINIMAL_FOR_UPDATE("baseline: minimal FOR UPDATE", false), GET_LOCK("baseline: GET_LOCK", false);
 
 		private final String label;
 

@@ -78,6 +78,9 @@ public final class Contenders {
 			case PESSIMISTIC_EXECUTE -> ours(kind, LockMode.PESSIMISTIC, dataSource, table, node);
 			case PESSIMISTIC_SERVER_CLOCK -> ours(kind, LockMode.PESSIMISTIC, dataSource, table, node);
 			case BARE_ROW_LOCK -> new BareRowLock(dataSource, table);
+			case RAW_LEASE_UPSERT -> new RawLeaseUpsert(dataSource);
+			case MINIMAL_FOR_UPDATE -> new MinimalForUpdate(dataSource, table);
+			case GET_LOCK -> new GetLock(dataSource);
 		};
 	}
 
@@ -475,6 +478,192 @@ public final class Contenders {
 				insert.executeUpdate();
 			}
 		}
+	}
+
+	/**
+	 * The lease loop a user would write: one autocommit {@code INSERT … ON DUPLICATE KEY UPDATE} that takes the row
+	 * of {@code bench_raw_lease} when it is missing or its lease has run out, and one owner-checked autocommit
+	 * {@code DELETE} that gives it back; a busy row is tried again after a jittered sleep of 0.1–1 ms. The upsert's
+	 * affected-row count says whether it took the row (1 inserted, 2 updated, 0 unchanged), which needs the driver's
+	 * {@code useAffectedRows=true}: {@link Contenders#pooled} sets it on this contender's pool only.
+	 */
+	private record RawLeaseUpsert(DataSource dataSource) implements Contender {
+
+		private static final String TAKE = "INSERT INTO bench_raw_lease (name, owner, expires_at)"
+				+ " VALUES (?, ?, UTC_TIMESTAMP(6) + INTERVAL 30 SECOND) ON DUPLICATE KEY UPDATE"
+				+ " owner = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(owner), owner),"
+				+ " expires_at = IF(expires_at <= UTC_TIMESTAMP(6), VALUES(expires_at), expires_at)";
+
+		private static final String GIVE_BACK = "DELETE FROM bench_raw_lease WHERE name = ? AND owner = ?";
+
+		@Override
+		public Contender.Kind kind() {
+			return Contender.Kind.RAW_LEASE_UPSERT;
+		}
+
+		@Override
+		public void cycle(String resource, Runnable section) throws Exception {
+			String owner = UUID.randomUUID().toString();
+			long deadline = System.nanoTime() + WAIT.toNanos();
+			while (true) {
+				int taken;
+				try (Connection c = this.dataSource.getConnection()) {
+					taken = update(c, TAKE, resource, owner);
+				}
+				if (taken == 1 || taken == 2) {
+					break;
+				}
+				if (System.nanoTime() > deadline) {
+					throw new IllegalStateException("raw lease '" + resource + "' stayed busy for " + WAIT);
+				}
+				TimeUnit.MICROSECONDS.sleep(ThreadLocalRandom.current().nextLong(100, 1_001));
+			}
+			section.run();
+			try (Connection c = this.dataSource.getConnection()) {
+				if (update(c, GIVE_BACK, resource, owner) != 1) {
+					throw new IllegalStateException("raw lease '" + resource + "' lost");
+				}
+			}
+		}
+
+	}
+
+	/**
+	 * The row lock loop a user would write: {@code START TRANSACTION}, {@code SELECT … FOR UPDATE} of the resource's
+	 * row by primary key (the server's own lock wait timeout), the section, {@code COMMIT}; three round trips, nothing
+	 * written. A missing row (a name outside the pre-filled table) is inserted free first, once.
+	 */
+	private static final class MinimalForUpdate implements Contender {
+
+		private final DataSource dataSource;
+
+		private final String lockSql;
+
+		private final String insertSql;
+
+		MinimalForUpdate(DataSource dataSource, LockTable table) {
+			this.dataSource = dataSource;
+			this.lockSql = "SELECT fencing_token FROM " + table.quoted() + " WHERE resource = ? FOR UPDATE";
+			this.insertSql = insertFreeRow(table);
+		}
+
+		@Override
+		public Contender.Kind kind() {
+			return Contender.Kind.MINIMAL_FOR_UPDATE;
+		}
+
+		@Override
+		public void cycle(String resource, Runnable section) throws Exception {
+			try (Connection c = this.dataSource.getConnection(); Statement s = c.createStatement()) {
+				for (int attempt = 0;; attempt++) {
+					s.execute("START TRANSACTION");
+					boolean found;
+					try (PreparedStatement ps = c.prepareStatement(this.lockSql)) {
+						ps.setString(1, resource);
+						try (ResultSet rs = ps.executeQuery()) {
+							found = rs.next();
+						}
+					}
+					if (found) {
+						break;
+					}
+					// a resource not in the pre-filled table (the hot scenarios' names): insert it free, once
+					s.execute("ROLLBACK");
+					if (attempt > 0) {
+						throw new IllegalStateException("lock row '" + resource + "' could not be created");
+					}
+					try (PreparedStatement insert = c.prepareStatement(this.insertSql)) {
+						insert.setString(1, resource);
+						insert.executeUpdate();
+					}
+				}
+				section.run();
+				s.execute("COMMIT");
+			}
+		}
+
+	}
+
+	/**
+	 * The server's named lock: {@code SELECT GET_LOCK(?, 60)} and {@code SELECT RELEASE_LOCK(?)} on one connection
+	 * kept for the section (the lock belongs to the session); two round trips, no write.
+	 */
+	private record GetLock(DataSource dataSource) implements Contender {
+
+		@Override
+		public Contender.Kind kind() {
+			return Contender.Kind.GET_LOCK;
+		}
+
+		@Override
+		public void cycle(String resource, Runnable section) throws Exception {
+			try (Connection c = this.dataSource.getConnection()) {
+				try (PreparedStatement ps = c.prepareStatement("SELECT GET_LOCK(?, 60)")) {
+					ps.setString(1, resource);
+					try (ResultSet rs = ps.executeQuery()) {
+						if (!rs.next() || rs.getInt(1) != 1) {
+							throw new IllegalStateException("GET_LOCK('" + resource + "') not granted within 60 s");
+						}
+					}
+				}
+				try {
+					section.run();
+				}
+				finally {
+					try (PreparedStatement ps = c.prepareStatement("SELECT RELEASE_LOCK(?)")) {
+						ps.setString(1, resource);
+						try (ResultSet rs = ps.executeQuery()) {
+							if (!rs.next() || rs.getInt(1) != 1) {
+								throw new IllegalStateException("RELEASE_LOCK('" + resource + "') found no lock of ours");
+							}
+						}
+					}
+				}
+			}
+		}
+
+	}
+
+	/**
+	 * The contender of the given kind on a pool of its own of {@code size} connections (driver settings of
+	 * {@link BenchDatabase#newPool}; the raw lease upsert's pool also counts affected rather than found rows), closed
+	 * with the contender.
+	 */
+	public static Contender pooled(Contender.Kind kind, BenchDatabase db, int size, LockTable table, String node) {
+		com.zaxxer.hikari.HikariDataSource pool = db.newPool(size, "bench-" + kind.name().toLowerCase(),
+				(kind == Contender.Kind.RAW_LEASE_UPSERT) ? java.util.Map.of("useAffectedRows", "true")
+						: java.util.Map.of());
+		Contender contender;
+		try {
+			contender = create(kind, pool, table, node);
+		}
+		catch (RuntimeException ex) {
+			pool.close();
+			throw ex;
+		}
+		return new Contender() {
+
+			@Override
+			public Contender.Kind kind() {
+				return contender.kind();
+			}
+
+			@Override
+			public void cycle(String resource, Runnable section) throws Exception {
+				contender.cycle(resource, section);
+			}
+
+			@Override
+			public void close() {
+				try {
+					contender.close();
+				}
+				finally {
+					pool.close();
+				}
+			}
+
+		};
 	}
 
 	private static int update(Connection c, String sql, Object... args) throws java.sql.SQLException {

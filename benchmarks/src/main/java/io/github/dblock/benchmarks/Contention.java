@@ -11,7 +11,8 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * Runs threads that take a lock in a loop for a warm-up and then a measured period, and counts the critical
  * sections completed in the measured period and the time each waited (from the start of its attempt to the
- * start of its critical section).
+ * start of its critical section), and the worker threads' CPU time and allocated bytes per cycle from the first
+ * cycle each starts in the measured period to its last ({@link ThreadCost}).
  * <p>
  * A cycle that fails (the contender throws: a lock not taken within its minute, a database error) is counted, the
  * thread goes on with the next cycle, and the run fails at the end with the count and the first failure, so that a
@@ -26,11 +27,16 @@ public final class Contention {
 	/**
 	 * The figures of one contended run.
 	 * @param failed cycles that failed before the measured period ended (a run with any throws instead of returning)
+	 * @param cpuNanosPerCycle CPU time of the worker threads per cycle started in the measured period, in
+	 * nanoseconds; NaN when not measured (other processes)
+	 * @param allocatedBytesPerCycle bytes the worker threads allocated per cycle started in the measured period; NaN
+	 * when not measured
 	 */
-	public record Result(long completed, double seconds, Samples waits, List<Long> completedPerProcess, long failed) {
+	public record Result(long completed, double seconds, Samples waits, List<Long> completedPerProcess, long failed,
+			double cpuNanosPerCycle, double allocatedBytesPerCycle) {
 
 		public Result(long completed, double seconds, Samples waits, List<Long> completedPerProcess) {
-			this(completed, seconds, waits, completedPerProcess, 0);
+			this(completed, seconds, waits, completedPerProcess, 0, Double.NaN, Double.NaN);
 		}
 
 		public Result(long completed, double seconds, Samples waits) {
@@ -65,6 +71,9 @@ public final class Contention {
 		long[] cycles = new long[threads];
 		long[] failures = new long[threads];
 		Samples[] waits = new Samples[threads];
+		ThreadCost[] costFrom = new ThreadCost[threads];
+		ThreadCost[] costTo = new ThreadCost[threads];
+		long[] costCycles = new long[threads];
 		AtomicReference<Throwable> failure = new AtomicReference<>();
 		java.util.concurrent.atomic.AtomicBoolean stopped = new java.util.concurrent.atomic.AtomicBoolean();
 		List<Thread> workers = new ArrayList<>();
@@ -73,41 +82,54 @@ public final class Contention {
 			waits[t] = new Samples();
 			Thread worker = new Thread(() -> {
 				long[] entered = new long[1];
-				while (System.nanoTime() < measureUntil && !stopped.get()) {
-					String resource = resources.get(ThreadLocalRandom.current().nextInt(resources.size()));
-					long attempt = System.nanoTime();
-					try {
-						contender.cycle(resource, () -> {
-							entered[0] = System.nanoTime();
-							if (holdNanos > 0) {
-								LockSupport.parkNanos(holdNanos);
+				try {
+					loop: while (System.nanoTime() < measureUntil && !stopped.get()) {
+						String resource = resources.get(ThreadLocalRandom.current().nextInt(resources.size()));
+						long attempt = System.nanoTime();
+						if (costFrom[index] == null && attempt >= measureFrom) {
+							costFrom[index] = ThreadCost.now();
+						}
+						if (costFrom[index] != null) {
+							costCycles[index]++;
+						}
+						try {
+							contender.cycle(resource, () -> {
+								entered[0] = System.nanoTime();
+								if (holdNanos > 0) {
+									LockSupport.parkNanos(holdNanos);
+								}
+							});
+						}
+						catch (Throwable ex) {
+							if (stopped.get()) {
+								break loop; // interrupted after the measured period (or failed after it): not counted
 							}
-						});
-					}
-					catch (Throwable ex) {
-						if (stopped.get()) {
-							return; // interrupted after the measured period (or failed after it): not counted
+							failures[index]++;
+							cycles[index]++;
+							Throwable first = failure.compareAndExchange(null, ex);
+							if (first != null && first != ex && first.getSuppressed().length < 4) {
+								first.addSuppressed(ex);
+							}
+							if (ex instanceof InterruptedException) {
+								Thread.currentThread().interrupt();
+								break loop;
+							}
+							LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1)); // no busy loop on a database that is down
+							continue;
 						}
-						failures[index]++;
 						cycles[index]++;
-						Throwable first = failure.compareAndExchange(null, ex);
-						if (first != null && first != ex && first.getSuppressed().length < 4) {
-							first.addSuppressed(ex);
+						long done = System.nanoTime();
+						if (done >= measureFrom && done <= measureUntil) {
+							counts[index]++; // throughput: sections completed inside the measured period
+							if (attempt >= measureFrom) {
+								waits[index].add(entered[0] - attempt);
+							}
 						}
-						if (ex instanceof InterruptedException) {
-							Thread.currentThread().interrupt();
-							return;
-						}
-						LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1)); // no busy loop on a database that is down
-						continue;
 					}
-					cycles[index]++;
-					long done = System.nanoTime();
-					if (done >= measureFrom && done <= measureUntil) {
-						counts[index]++; // throughput: sections completed inside the measured period
-						if (attempt >= measureFrom) {
-							waits[index].add(entered[0] - attempt);
-						}
+				}
+				finally {
+					if (costFrom[index] != null) {
+						costTo[index] = ThreadCost.now();
 					}
 				}
 			}, contender.kind().name().toLowerCase() + "-" + t);
@@ -136,7 +158,15 @@ public final class Contention {
 		long failed = 0;
 		long run = 0;
 		Samples all = new Samples();
+		long cpu = 0;
+		long allocated = 0;
+		long costed = 0;
 		for (int t = 0; t < threads; t++) {
+			if (costFrom[t] != null && costTo[t] != null) {
+				cpu += costTo[t].cpuNanos() - costFrom[t].cpuNanos();
+				allocated += costTo[t].allocatedBytes() - costFrom[t].allocatedBytes();
+				costed += costCycles[t];
+			}
 			completed += counts[t];
 			failed += failures[t];
 			run += cycles[t];
@@ -147,7 +177,8 @@ public final class Contention {
 					+ " cycles failed under contention (" + threads + " threads, " + resources.size()
 					+ " resources); the first failure is the cause", failure.get());
 		}
-		return new Result(completed, measure.toNanos() / 1e9, all, List.of(completed), failed);
+		return new Result(completed, measure.toNanos() / 1e9, all, List.of(completed), failed,
+				(costed > 0) ? cpu / (double) costed : Double.NaN, (costed > 0) ? allocated / (double) costed : Double.NaN);
 	}
 
 	/** {@code count} resources named {@code r-0} … from the pre-filled tables. */

@@ -64,9 +64,7 @@ final class ReadWriteScenario {
 	}
 
 	private static Results.Throughput throughput(String label, Contention.Result result) {
-		return new Results.Throughput(label, result.perSecond(), result.waits().percentileMillis(50),
-				result.waits().percentileMillis(99), result.completed(), result.waits().size(),
-				result.completedPerProcess());
+		return Results.Throughput.of(label, result);
 	}
 
 }

@@ -10,13 +10,40 @@ import org.jspecify.annotations.Nullable;
 /** Every figure of one run, filled in by {@link BenchmarkRun} and written out by {@link Report}. */
 public final class Results {
 
-	/** Latency of one uncontended acquire + release (or one JMH operation), in microseconds. */
-	public record Latency(String label, double p50, double p99, double mean, long samples) {
+	/**
+	 * Latency of one uncontended acquire + release (or one JMH operation), in microseconds, with the measuring thread's
+	 * CPU time (µs) and allocated bytes per operation (NaN where not measured).
+	 */
+	public record Latency(String label, double p50, double p99, double mean, long samples, double cpuMicrosPerOp,
+			double allocatedBytesPerOp) {
+
+		public Latency(String label, double p50, double p99, double mean, long samples) {
+			this(label, p50, p99, mean, samples, Double.NaN, Double.NaN);
+		}
+
 	}
 
-	/** One contended run. */
+	/**
+	 * One contended run, with the worker threads' CPU time (µs) and allocated bytes per cycle (NaN where not
+	 * measured: in other processes).
+	 */
 	public record Throughput(String label, double perSecond, double waitP50Millis, double waitP99Millis,
-			long completed, int waitSamples, List<Long> completedPerProcess) {
+			long completed, int waitSamples, List<Long> completedPerProcess, double cpuMicrosPerOp,
+			double allocatedBytesPerOp) {
+
+		public Throughput(String label, double perSecond, double waitP50Millis, double waitP99Millis, long completed,
+				int waitSamples, List<Long> completedPerProcess) {
+			this(label, perSecond, waitP50Millis, waitP99Millis, completed, waitSamples, completedPerProcess, Double.NaN,
+					Double.NaN);
+		}
+
+		/** The figures of a contended run under a label. */
+		public static Throughput of(String label, Contention.Result result) {
+			return new Throughput(label, result.perSecond(), result.waits().percentileMillis(50),
+					result.waits().percentileMillis(99), result.completed(), result.waits().size(),
+					result.completedPerProcess(), result.cpuNanosPerCycle() / 1000, result.allocatedBytesPerCycle());
+		}
+
 	}
 
 	/**

@@ -2,7 +2,6 @@ package io.github.dblock.benchmarks;
 
 import java.util.concurrent.ThreadLocalRandom;
 
-import com.zaxxer.hikari.HikariDataSource;
 import org.jspecify.annotations.Nullable;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.Level;
@@ -32,8 +31,6 @@ public class UncontendedBenchmark {
 	@Param("1000000")
 	public int largeRows;
 
-	private HikariDataSource pool;
-
 	private Contender contender;
 
 	private int rows;
@@ -47,12 +44,32 @@ public class UncontendedBenchmark {
 	private static final Runnable NOTHING = () -> {
 	};
 
+	/** The measuring thread's cost over the measured iterations of the last trial, and its operations. */
+	private static volatile ThreadCost measuredCost = new ThreadCost(0, 0);
+
+	private static volatile long measuredOperations;
+
+	private long operations;
+
+	private @Nullable ThreadCost iterationStart;
+
+	/** The benchmark thread's CPU time and allocated bytes over the measured iterations of the last trial. */
+	static ThreadCost lastMeasuredCost() {
+		return measuredCost;
+	}
+
+	/** The operations those were spent on. */
+	static long lastMeasuredOperations() {
+		return measuredOperations;
+	}
+
 	@Setup(Level.Trial)
 	public void setUp() {
-		this.pool = BenchDatabase.get().newPool(4, "bench-uncontended");
+		measuredCost = new ThreadCost(0, 0);
+		measuredOperations = 0;
 		boolean large = this.table.equals("large");
 		this.rows = large ? this.largeRows : BenchSchema.SMALL_ROWS;
-		this.contender = Contenders.create(Contender.Kind.valueOf(this.kind), this.pool,
+		this.contender = Contenders.pooled(Contender.Kind.valueOf(this.kind), BenchDatabase.get(), BenchmarkRun.POOL,
 				large ? BenchSchema.LARGE : BenchSchema.SMALL, "jmh");
 		if (!large) {
 			this.names = Contention.resources(this.rows);
@@ -69,15 +86,36 @@ public class UncontendedBenchmark {
 		}
 	}
 
+	/** Starts counting the cost of a measured iteration (on the benchmark thread: one thread, forks 0). */
+	@Setup(Level.Iteration)
+	public void startIteration(org.openjdk.jmh.infra.IterationParams iteration) {
+		this.operations = 0;
+		this.iterationStart = (iteration.getType() == org.openjdk.jmh.runner.IterationType.MEASUREMENT)
+				? ThreadCost.now() : null;
+	}
+
+	/** Adds a measured iteration's cost to the trial's. */
+	@TearDown(Level.Iteration)
+	public void endIteration() {
+		ThreadCost start = this.iterationStart;
+		if (start != null) {
+			ThreadCost spent = start.since();
+			ThreadCost total = measuredCost;
+			measuredCost = new ThreadCost(total.cpuNanos() + spent.cpuNanos(),
+					total.allocatedBytes() + spent.allocatedBytes());
+			measuredOperations += this.operations;
+		}
+	}
+
 	@TearDown(Level.Trial)
 	public void tearDown() {
 		this.contender.close();
-		this.pool.close();
 	}
 
 	/** One uncontended acquire and release on a random resource of the table. */
 	@Benchmark
 	public void acquireAndRelease() throws Exception {
+		this.operations++;
 		int n = ThreadLocalRandom.current().nextInt(this.rows);
 		this.contender.cycle((this.names != null) ? this.names.get(n) : "r-" + n, NOTHING);
 	}
