@@ -98,12 +98,17 @@ public final class Checker {
 
 	/** Every violation of every invariant in the history. */
 	public static List<Violation> check(Observed observed) {
-		Observed judged = shedLockForceReleasesUnconfirmed(observed);
+		Observed judged = forceReleasedUnconfirmed(observed);
 		List<Violation> violations = new ArrayList<>();
 		for (Invariant invariant : INVARIANTS) {
-			violations.addAll(invariant.check().apply(judged));
+			violations.addAll(invariant.check().apply(historyFor(invariant.name(), observed, judged)));
 		}
 		return violations;
+	}
+
+	/** {@code force-release-told} judges what the library confirmed; the others the history with freed holds unconfirmed. */
+	private static Observed historyFor(String invariant, Observed observed, Observed judged) {
+		return invariant.equals("force-release-told") ? observed : judged;
 	}
 
 	/** The violations of the named invariant only. */
@@ -113,31 +118,30 @@ public final class Checker {
 			.findFirst()
 			.orElseThrow()
 			.check()
-			.apply(shedLockForceReleasesUnconfirmed(observed));
+			.apply(historyFor(invariant, observed, forceReleasedUnconfirmed(observed)));
 	}
 
 	/**
-	 * The history with every ShedLock section that a forced release may have freed counted as not confirmed: the
-	 * adapter's {@code unlock()} of a lock whose lease ended only logs a warning (as ShedLock's own providers do), so
-	 * nothing tells the task. Such a section is one of the holder's node on the resource whose hold, by this JVM's
-	 * clock, came within 100 ms of the forced release.
+	 * The history with every section that a forced release may have freed counted as not confirmed, so that the
+	 * other invariants judge it by its fencing token:
+	 * <ul>
+	 * <li>a ShedLock section of the holder's node on the resource whose hold, by this JVM's clock, came within 100 ms
+	 * of the forced release: the adapter's {@code unlock()} of a lock whose lease ended only logs a warning (as
+	 * ShedLock's own providers do), so nothing tells the task;</li>
+	 * <li>a LEASE section of the holder's node with a token of the freed lease's block (at most 1,023 below the row's
+	 * token) held when the forced release began or after: a lease passes in memory between the threads of its JVM
+	 * (hand-off), and only the thread that gives it back to the database learns that it was freed
+	 * ({@code force-release-told} checks that one).</li>
+	 * </ul>
 	 */
-	static Observed shedLockForceReleasesUnconfirmed(Observed observed) {
-		List<Forced> shedLockForced = observed.forced()
-			.stream()
-			.filter((f) -> f.previousHolder().endsWith("(ShedLock)"))
-			.toList();
-		if (shedLockForced.isEmpty()) {
+	static Observed forceReleasedUnconfirmed(Observed observed) {
+		if (observed.forced().isEmpty()) {
 			return observed;
 		}
 		long margin = Duration.ofMillis(100).toNanos();
 		List<Section> sections = observed.sections().stream().map((s) -> {
-			boolean freed = s.mode().startsWith("ShedLock") && s.grantedNanos() != null && s.releasedNanos() != null
-					&& shedLockForced.stream()
-						.anyMatch((f) -> f.resource().equals(s.resource())
-								&& f.previousHolder().startsWith(s.node() + " [")
-								&& s.grantedNanos() <= f.completedNanos() + margin
-								&& s.releasedNanos() >= f.invokedNanos() - margin);
+			boolean freed = observed.forced().stream().anyMatch((f) -> f.resource().equals(s.resource())
+					&& f.previousHolder().startsWith(s.node() + " [") && freedBy(f, s, margin));
 			return (!freed || s.lost()) ? s : new Section(s.opId(), s.node(), s.resource(), s.family(), s.mode(),
 					s.token(), s.enteredAt(), s.exitedAt(), s.entryAccepted(), s.exitAccepted(), s.counted(), true,
 					s.grantedNanos(), s.releasedNanos(), s.lostNanos(), s.watched());
@@ -145,6 +149,20 @@ public final class Checker {
 		return new Observed(sections, observed.ops(), observed.effects(), observed.succeededKeys(),
 				observed.permits(), observed.leftovers(), observed.forced());
 	}
+
+	private static boolean freedBy(Forced f, Section s, long margin) {
+		if (f.previousHolder().endsWith("(ShedLock)")) {
+			return s.mode().startsWith("ShedLock") && s.grantedNanos() != null && s.releasedNanos() != null
+					&& s.grantedNanos() <= f.completedNanos() + margin && s.releasedNanos() >= f.invokedNanos() - margin;
+		}
+		return s.tokened() && !s.mode().startsWith("PESSIMISTIC") && !s.mode().startsWith("OPTIMISTIC")
+				&& !s.mode().startsWith("ShedLock") && s.token() <= f.previousToken()
+				&& s.token() > f.previousToken() - LEASE_TOKEN_BLOCK
+				&& (s.releasedNanos() == null || s.releasedNanos() >= f.invokedNanos() - margin);
+	}
+
+	/** The fencing tokens a LEASE take reserves (docs/DESIGN.md, "Fencing tokens"). */
+	private static final long LEASE_TOKEN_BLOCK = 1_024;
 
 	private static Map<String, List<Section>> byResource(Observed observed, Set<Family> families) {
 		Map<String, List<Section>> result = new LinkedHashMap<>();
@@ -268,9 +286,10 @@ public final class Checker {
 	}
 
 	/**
-	 * Per forced release that found the lock held: the section that held it is not clean, since its release must
-	 * fail. The holder is the section of the resource with the largest token not above the row's token before (a
-	 * LEASE take reserves a block of tokens, so the row's may be above the holder's), provided it is a LEASE hold
+	 * Per forced release that found the lock held: the section that gave the lease back to the database is not
+	 * clean, since its release must fail. That is the section of the resource with the largest token not above the
+	 * row's token before (a LEASE take reserves a block of tokens, so the row's may be above it; the lease's local
+	 * holders have the block's tokens in order, and the last of them gives it back), provided it is a LEASE hold
 	 * that gave its lock up only after the forced release began. Left out: a ShedLock holder (its adapter's
 	 * {@code unlock()} does not throw, and its token is not known) and PESSIMISTIC holds (their row stays locked,
 	 * and the forced release fails instead).

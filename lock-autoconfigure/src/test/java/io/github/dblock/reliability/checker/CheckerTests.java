@@ -253,6 +253,28 @@ class CheckerTests {
 	}
 
 	@Test
+	void aForceReleasedLeasePassedInMemoryIsToldToTheThreadThatGivesItBack() {
+		// n0's thread A hands the lease to thread B in memory (token + 1) after the forced release; n1 takes the lock
+		// meanwhile: A's release, which went to nobody in the database, returned normally, and B's failed
+		Section handedOn = new Section(1, "n0", "x", Family.EXCLUSIVE, "LEASE execute", 10, at(0), at(150), true, false,
+				true, false, 0L, millis(150), null, true);
+		Section other = new Section(3, "n1", "x", Family.EXCLUSIVE, "LEASE acquire", 2_000, at(120), at(180), true,
+				true, true, false, millis(120), millis(180), null, true);
+		Forced forced = new Forced("x", 10 + 1_023, "n0 [t]", millis(100), millis(110));
+		Section gaveBack = new Section(2, "n0", "x", Family.EXCLUSIVE, "@DistributedLock", 11, at(155), at(200), false,
+				false, true, true, millis(150), millis(200), null, true);
+		assertThat(check(new Observed(List.of(handedOn, other, gaveBack), List.of(), List.of(), Set.of(), Map.of(),
+				List.of(), List.of(forced)))).isEmpty();
+		// the thread that gave the lease back confirmed its hold to the end: not told
+		Section gaveBackConfirmed = new Section(2, "n0", "x", Family.EXCLUSIVE, "@DistributedLock", 11, at(155),
+				at(200), false, false, true, false, millis(150), millis(200), null, true);
+		assertThat(failed(new Observed(List.of(handedOn, other, gaveBackConfirmed), List.of(), List.of(), Set.of(),
+				Map.of(), List.of(), List.of(forced)))).containsExactly("force-release-told");
+		// without the forced release, the handed-on holder beside n1 breaks exclusion
+		assertThat(failed(sections(handedOn, other, gaveBack))).contains("exclusion");
+	}
+
+	@Test
 	void twoTokenlessCleanSectionsAtOneInstantFail() {
 		Section shedLock = section(1, "x", Family.EXCLUSIVE, "ShedLock lock", History.NO_TOKEN, 0, 20L, false, false,
 				true, false);
