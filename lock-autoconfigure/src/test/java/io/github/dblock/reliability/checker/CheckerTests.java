@@ -185,6 +185,86 @@ class CheckerTests {
 			.containsExactly("nothing-left-locked");
 	}
 
+	private static Observed killedAt(long millis, String node, Section... sections) {
+		return new Observed(List.of(sections), List.of(), List.of(), Set.of(), Map.of("sem", 1), List.of(),
+				Map.of(node, at(millis)), List.of());
+	}
+
+	@Test
+	void aKilledHoldersOpenSectionLastsUntilItsLeaseCouldHaveEnded() {
+		// op 1 (node n1) entered at 0 and its process was SIGKILLed at 100: no exit
+		Section open = section(1, "x", Family.EXCLUSIVE, "LEASE acquire", 10, 0, null, true, null, true, false);
+		// the next holder enters after the kill with a larger token: passes, though it is inside the dead holder's lease
+		assertThat(check(killedAt(100, "n1", open, clean(2, "x", Family.EXCLUSIVE, 11, 150, 200)))).isEmpty();
+		// one that entered while the killed holder still lived: two valid holders at once
+		assertThat(failed(killedAt(100, "n1", open, clean(2, "x", Family.EXCLUSIVE, 11, 50, 200))))
+			.containsExactly("exclusion");
+		// after the kill, within the lease, a later holder whose token is not larger and whose write was accepted
+		assertThat(failed(killedAt(100, "n1", open, clean(2, "x", Family.EXCLUSIVE, 9, 150, 200))))
+			.contains("exclusion", "tokens-increase");
+		// once the lease could have ended, the dead holder is gone: only the token order is left to check
+		assertThat(failed(killedAt(100, "n1", open, clean(2, "x", Family.EXCLUSIVE, 9, 1_200, 1_300))))
+			.containsExactly("tokens-increase");
+	}
+
+	@Test
+	void anOpenSectionOfALiveProcessFails() {
+		Section open = section(1, "x", Family.EXCLUSIVE, "LEASE acquire", 10, 0, null, true, null, true, false);
+		assertThat(failed(sections(open))).containsExactly("every-section-ends");
+		// the same section of a killed process is no violation
+		assertThat(check(killedAt(100, "n1", open))).isEmpty();
+		// the kill of another node does not excuse it
+		assertThat(failed(killedAt(100, "n2", open))).containsExactly("every-section-ends");
+	}
+
+	@Test
+	void aKilledPermitHolderCountsWhileItLived() {
+		Section open = section(1, "sem", Family.PERMIT, "permit", 1, 0, null, true, null, true, false);
+		assertThat(failed(killedAt(100, "n1", open, clean(2, "sem", Family.PERMIT, 2, 50, 200))))
+			.containsExactly("at-most-n-permits");
+		assertThat(check(killedAt(100, "n1", open, clean(2, "sem", Family.PERMIT, 2, 150, 200)))).isEmpty();
+	}
+
+	@Test
+	void aCallIsBoundedWhileItsJvmRan() {
+		long bound = 7_000_000_000L;
+		long slow = bound + Checker.BOUND_SLACK.toNanos() + 1;
+		// 3 s of it with the caller's JVM stopped (SIGSTOP): within the bound
+		Op stopped = new Op(1, "n1", "LEASE tryAcquire", "x", 0, slow, bound, "ok", 3_000_000_000L);
+		assertThat(check(new Observed(List.of(), List.of(stopped), List.of(), Set.of(), Map.of(), List.of()))).isEmpty();
+		Op running = new Op(1, "n1", "LEASE tryAcquire", "x", 0, slow + 3_000_000_000L, bound, "ok", 3_000_000_000L);
+		assertThat(failed(new Observed(List.of(), List.of(running), List.of(), Set.of(), Map.of(), List.of())))
+			.containsExactly("call-bounds");
+	}
+
+	private static History.RowChange change(long id, long atMillis, String oldOwner, Long oldExpiresMillis,
+			String waiting, String newOwner, long newToken) {
+		return new History.RowChange(id, "x", at(atMillis), oldOwner,
+				(oldExpiresMillis != null) ? at(oldExpiresMillis) : null, waiting, newOwner, newToken);
+	}
+
+	private static Observed rows(List<History.RowChange> changes, Section... sections) {
+		return new Observed(List.of(sections), List.of(), List.of(), Set.of(), Map.of(), List.of(), Map.of(), changes);
+	}
+
+	@Test
+	void theLockRowsHistoryMustShowNoTakeOfARunningLease() {
+		List<History.RowChange> orderly = List.of(change(1, 0, null, null, null, "a", 2047),
+				change(2, 100, "a", 1_000L, null, "a", 2047), // a renewal
+				change(3, 1_100, "a", 1_000L, null, "b", 3071), // the lease had ended
+				change(4, 1_200, "b", 2_100L, "c", "c", 3071), // a release handing the lock to the waiter
+				change(5, 1_300, "c", 2_200L, null, null, 3071)); // a release
+		Section a = clean(1, "x", Family.EXCLUSIVE, 1024, 10, 90);
+		Section b = clean(2, "x", Family.EXCLUSIVE, 2048, 1_110, 1_190);
+		assertThat(check(rows(orderly, a, b))).isEmpty();
+		List<History.RowChange> live = List.of(change(1, 0, null, null, null, "a", 2047),
+				change(2, 500, "a", 1_000L, null, "b", 3071));
+		assertThat(failed(rows(live, a))).containsExactly("lease-history");
+		// a LEASE section whose token no take reserved
+		assertThat(failed(rows(orderly, a, clean(3, "x", Family.EXCLUSIVE, 5000, 1_310, 1_320))))
+			.containsExactly("lease-history");
+	}
+
 	@Test
 	void theReportNamesTheSeedTheQuoteAndTheSlice() {
 		List<Section> many = new ArrayList<>();

@@ -137,13 +137,72 @@ public final class Workload {
 	private volatile boolean stopping;
 
 	public Workload(Settings settings) {
+		this(settings, newPrefix(settings.seed()));
+	}
+
+	/** A workload whose resources start with {@code prefix} (a worker process joins the run of that prefix). */
+	Workload(Settings settings, String prefix) {
 		this.settings = settings;
-		this.prefix = "chk" + Long.toHexString(settings.seed() & 0xffffff) + "-"
-				+ UUID.randomUUID().toString().substring(0, 6) + "-";
+		this.prefix = prefix;
+	}
+
+	/** A new run's prefix: its resources' names start with it, and it names the run in the history tables. */
+	static String newPrefix(long seed) {
+		return "chk" + Long.toHexString(seed & 0xffffff) + "-" + UUID.randomUUID().toString().substring(0, 6) + "-";
+	}
+
+	/** Makes a node's pools: of the test database in one JVM, of the URLs it was given in a worker process. */
+	interface Pools {
+
+		/** A pool on {@code jdbcUrl} ({@code null}: the database itself, not through a proxy). */
+		HikariDataSource pool(@org.jspecify.annotations.Nullable String jdbcUrl, int size,
+				java.util.function.Consumer<com.zaxxer.hikari.HikariConfig> customizer);
+
+	}
+
+	/** The test database's pools. */
+	static Pools testDatabase() {
+		TestDatabase db = TestDatabase.get();
+		return (url, size, customizer) -> db.newDataSource(size, (config) -> {
+			if (url != null) {
+				config.setJdbcUrl(url);
+			}
+			customizer.accept(config);
+		});
+	}
+
+	/**
+	 * Runs one node, {@link Settings#threads()} threads of the workload's random calls, in this (worker) process
+	 * until {@code going} turns false, records into {@code history}, and returns once every call has ended. No
+	 * cleanup and no faults: the test process runs those.
+	 * @param index the node's index: its name is {@code p<index>}, its threads' seeds follow from the run's seed and it
+	 * @param lockUrl the URL of the node's pool (the test's fault proxy for this process)
+	 * @return the errors of the workload itself
+	 */
+	List<String> runNode(int index, String lockUrl, Pools pools, History history,
+			java.util.function.BooleanSupplier going) throws InterruptedException {
+		this.history = history;
+		Map<String, Integer> permits = new LinkedHashMap<>();
+		SEMAPHORES.forEach((name, n) -> permits.put(this.prefix + name, n));
+		Node node = node("p" + index, pools, null, lockUrl, permits, new Random(this.settings.seed() + index).nextBoolean(),
+				false);
+		List<Thread> workers = new ArrayList<>();
+		for (int t = 0; t < this.settings.threads(); t++) {
+			Random random = new Random(this.settings.seed() * 31 + node.name().hashCode() * 7L + t);
+			workers.add(workerThread(() -> work(node, random, going), "checker-" + node.name() + "-" + t));
+		}
+		workers.forEach(Thread::start);
+		for (Thread worker : workers) {
+			worker.join();
+		}
+		node.idempotency().close();
+		node.leaseProviders().forEach(LeaseLockProvider::close);
+		node.pool().close();
+		return List.copyOf(this.harnessErrors);
 	}
 
 	/** One node: its pool behind its proxy, and its templates. */
-	private record Node(String name, FaultProxy proxy, HikariDataSource pool, LockTemplate locks,
+	private record Node(String name, @org.jspecify.annotations.Nullable FaultProxy proxy, HikariDataSource pool, LockTemplate locks,
 			List<LeaseLockProvider> leaseProviders, SemaphoreTemplate semaphores, IdempotencyNodes.Node idempotency,
 			TransactionTemplate transactions, JdbcTemplate jdbc) {
 	}
@@ -151,28 +210,31 @@ public final class Workload {
 	/** Runs the workload for its duration, lets every call finish, and returns the history. */
 	public Result run() throws Exception {
 		TestDatabase db = TestDatabase.get();
+		Pools pools = testDatabase();
 		this.historyPool = db.newDataSource(12, (config) -> config.setPoolName("checker-history"));
 		LockNodes.migrateOnce(this.historyPool);
 		this.history = new History(this.historyPool, this.prefix);
 		JdbcTemplate direct = new JdbcTemplate(this.historyPool);
-		direct.execute("CREATE TABLE IF NOT EXISTS checker_session (run VARCHAR(64) NOT NULL, node VARCHAR(32) NOT NULL,"
-				+ " id BIGINT NOT NULL, PRIMARY KEY (run, node, id))");
+		createSessionTable(direct);
 		Random setup = new Random(this.settings.seed());
 		Map<String, Integer> permits = new LinkedHashMap<>();
 		SEMAPHORES.forEach((name, n) -> permits.put(this.prefix + name, n));
 		for (int i = 0; i < this.settings.nodes(); i++) {
-			this.nodes.add(node("n" + i, db, permits, setup.nextBoolean(), i == 0));
+			FaultProxy proxy = FaultProxy.forJdbcUrl(db.jdbcUrl());
+			this.nodes.add(node("n" + i, pools, proxy, proxy.jdbcUrl(db.jdbcUrl()), permits, setup.nextBoolean(), i == 0));
 		}
 		List<Thread> workers = new ArrayList<>();
 		long until = System.nanoTime() + this.settings.duration().toNanos();
 		for (Node node : this.nodes) {
 			for (int t = 0; t < this.settings.threads(); t++) {
 				Random random = new Random(this.settings.seed() * 31 + node.name().hashCode() * 7L + t);
-				Thread worker = workerThread(() -> work(node, random, until), "checker-" + node.name() + "-" + t);
+				Thread worker = workerThread(() -> work(node, random, () -> System.nanoTime() < until),
+						"checker-" + node.name() + "-" + t);
 				workers.add(worker);
 			}
 		}
-		Thread cleanup = new Thread(() -> cleanup(new Random(this.settings.seed() + 1)), "checker-cleanup");
+		Thread cleanup = new Thread(() -> cleanup(this.historyPool, new Random(this.settings.seed() + 1),
+				() -> this.stopping, this.faults, this.harnessErrors), "checker-cleanup");
 		Thread injector = new Thread(() -> inject(new Random(this.settings.seed() + 2), direct), "checker-faults");
 		workers.forEach(Thread::start);
 		cleanup.start();
@@ -195,7 +257,7 @@ public final class Workload {
 		}
 		// the longest lease of the run (idempotency claims: 2 s) ends; then nothing of the run may be held
 		Thread.sleep(2_500);
-		List<String> leftovers = leftovers(direct);
+		List<String> leftovers = leftovers(this.historyPool, this.prefix);
 		Observed observed = this.history.observed(permits, leftovers);
 		for (Node node : this.nodes) {
 			node.pool().close();
@@ -209,12 +271,16 @@ public final class Workload {
 		return new Result(observed, callCounts, faultCounts, List.copyOf(this.harnessErrors));
 	}
 
-	private Node node(String name, TestDatabase db, Map<String, Integer> permits, boolean validateAtCommit,
-			boolean first) {
-		FaultProxy proxy = FaultProxy.forJdbcUrl(db.jdbcUrl());
+	/** The table in which each node's sessions say who they are. */
+	static void createSessionTable(JdbcTemplate direct) {
+		direct.execute("CREATE TABLE IF NOT EXISTS checker_session (run VARCHAR(64) NOT NULL, node VARCHAR(32) NOT NULL,"
+				+ " id BIGINT NOT NULL, PRIMARY KEY (run, node, id))");
+	}
+
+	private Node node(String name, Pools pools, @org.jspecify.annotations.Nullable FaultProxy proxy, String poolUrl,
+			Map<String, Integer> permits, boolean validateAtCommit, boolean first) {
 		String run = this.prefix;
-		HikariDataSource pool = db.newDataSource(12, (config) -> {
-			config.setJdbcUrl(proxy.jdbcUrl(db.jdbcUrl()));
+		HikariDataSource pool = pools.pool(poolUrl, 12, (config) -> {
 			config.setPoolName("checker-" + name);
 			config.setValidationTimeout(250);
 			// each session of the node says who it is, so that the fault injector can kill one of them
@@ -238,12 +304,12 @@ public final class Workload {
 				new TransactionTemplate(new DataSourceTransactionManager(pool)), new JdbcTemplate(pool));
 	}
 
-	private void count(Map<String, AtomicLong> counts, String what) {
+	private static void count(Map<String, AtomicLong> counts, String what) {
 		counts.computeIfAbsent(what, (k) -> new AtomicLong()).incrementAndGet();
 	}
 
-	private void work(Node node, Random random, long until) {
-		while (System.nanoTime() < until) {
+	private void work(Node node, Random random, java.util.function.BooleanSupplier going) {
+		while (going.getAsBoolean()) {
 			int pick = random.nextInt(100);
 			String x = this.prefix + "x" + random.nextInt(EXCLUSIVE);
 			String rw = this.prefix + "rw" + random.nextInt(READ_WRITE);
@@ -565,23 +631,35 @@ public final class Workload {
 		}
 	}
 
-	/** The cleanup job, run aggressively: every 100 to 400 ms, with the shortest retention. */
-	private void cleanup(Random random) {
-		LockTableCleaner cleaner = new LockTableCleaner(this.historyPool, LockNodes.TABLE, LockTableCleaner.MIN_RETENTION,
-				100, STATEMENT_TIMEOUT);
-		while (!this.stopping) {
+	/**
+	 * The cleanup job, run aggressively: every 100 to 400 ms, with the shortest retention, until {@code stopping}.
+	 * While {@code serverDown} is true (a restart of the server the test owns), failures are expected and skipped.
+	 */
+	static void cleanup(javax.sql.DataSource pool, Random random, java.util.function.BooleanSupplier stopping,
+			Map<String, AtomicLong> counts, java.util.Collection<String> errors) {
+		cleanup(pool, random, stopping, () -> false, counts, errors);
+	}
+
+	static void cleanup(javax.sql.DataSource pool, Random random, java.util.function.BooleanSupplier stopping,
+			java.util.function.BooleanSupplier serverDown, Map<String, AtomicLong> counts,
+			java.util.Collection<String> errors) {
+		LockTableCleaner cleaner = new LockTableCleaner(pool, LockNodes.TABLE, LockTableCleaner.MIN_RETENTION, 100,
+				STATEMENT_TIMEOUT);
+		while (!stopping.getAsBoolean()) {
 			try {
 				cleaner.deleteExpired();
 				cleaner.deleteExpiredReadWriteHolds();
 				cleaner.deleteExpiredPermits();
-				count(this.faults, "cleanup runs");
+				count(counts, "cleanup runs");
 				Thread.sleep(100 + random.nextInt(300));
 			}
 			catch (InterruptedException ex) {
 				return;
 			}
 			catch (RuntimeException ex) {
-				this.harnessErrors.add("cleanup: " + ex);
+				if (!serverDown.getAsBoolean()) {
+					errors.add("cleanup: " + ex);
+				}
 			}
 		}
 	}
@@ -637,15 +715,16 @@ public final class Workload {
 	}
 
 	/** What of this run is still held: lock rows (LockTableAdmin), live read/write holders and permits. */
-	private List<String> leftovers(JdbcTemplate direct) {
+	static List<String> leftovers(javax.sql.DataSource pool, String prefix) {
+		JdbcTemplate direct = new JdbcTemplate(pool);
 		List<String> leftovers = new ArrayList<>();
-		LockTableAdmin admin = new LockTableAdmin(this.historyPool, LockNodes.TABLE, STATEMENT_TIMEOUT);
+		LockTableAdmin admin = new LockTableAdmin(pool, LockNodes.TABLE, STATEMENT_TIMEOUT);
 		admin.listHeld(LockTableAdmin.MAX_LIST_LIMIT)
 			.locks()
 			.stream()
-			.filter((row) -> row.resource().startsWith(this.prefix))
+			.filter((row) -> row.resource().startsWith(prefix))
 			.forEach((row) -> leftovers.add(row.resource() + " held by " + row.holder() + " (lock table)"));
-		byte[] like = (this.prefix + "%").getBytes(StandardCharsets.UTF_8);
+		byte[] like = (prefix + "%").getBytes(StandardCharsets.UTF_8);
 		direct.query("SELECT resource, kind FROM distributed_lock_rw_hold WHERE resource LIKE ?"
 				+ " AND expires_at > UTC_TIMESTAMP(6)", (rs) -> {
 					leftovers.add(new String(rs.getBytes(1), StandardCharsets.UTF_8) + " " + rs.getString(2)
