@@ -297,13 +297,14 @@ public final class Checker {
 	}
 
 	/**
-	 * Every section of a process that was not killed recorded its exit (the calls around it returned); a section of a
-	 * SIGKILLed process may end without one.
+	 * Every counted section of a process that was not killed recorded its exit (the calls around it returned); a
+	 * section of a SIGKILLed process may end without one, and so may one whose transaction rolled back (its work threw,
+	 * for example on a killed connection, before the exit).
 	 */
 	static List<Violation> unfinished(Observed observed) {
 		List<Violation> violations = new ArrayList<>();
 		for (Section s : observed.sections()) {
-			if (s.exitedAt() == null && !observed.killed().containsKey(s.node())) {
+			if (s.exitedAt() == null && s.counted() && !observed.killed().containsKey(s.node())) {
 				violations.add(new Violation("every-section-ends", s.resource() + ": a section of a live process never"
 						+ " left", List.of(s), List.of(s.opId())));
 			}

@@ -215,6 +215,10 @@ class CheckerTests {
 		assertThat(check(killedAt(100, "n1", open))).isEmpty();
 		// the kill of another node does not excuse it
 		assertThat(failed(killedAt(100, "n2", open))).containsExactly("every-section-ends");
+		// a transactional section that rolled back (its work threw before the exit) does not count
+		Section rolledBack = section(1, "x", Family.EXCLUSIVE, "OPTIMISTIC execute", 10, 0, null, false, null, false,
+				false);
+		assertThat(check(sections(rolledBack))).isEmpty();
 	}
 
 	@Test

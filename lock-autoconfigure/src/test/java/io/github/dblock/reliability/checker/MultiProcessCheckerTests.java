@@ -23,7 +23,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * threads on a MariaDB of the test's own (an {@link EmbeddedMariaDb}, so that a trigger may record the lock rows'
  * history and the soak may restart it), under SIGKILL, SIGSTOP/SIGCONT, killed connections, blackholes and late
  * replies, checked by every {@link Checker} invariant. {@link #shortRun()} runs in {@code ./mvnw verify} for
- * {@code lock.checker.process-duration} (ISO-8601, {@code PT40S} by default); {@link #soak()} (tag {@code soak}, so
+ * {@code lock.checker.process-duration} (ISO-8601, {@code PT30S} by default); {@link #soak()} (tag {@code soak}, so
  * {@code -Psoak}) runs for {@code lock.soak.duration} with server restarts and writes its figures into the "Soak"
  * section of {@code lock.soak.report}. {@code -Dlock.checker.seed=} replays a seed's choices.
  */
@@ -46,7 +46,7 @@ class MultiProcessCheckerTests {
 
 	@Test
 	void shortRun() throws Exception {
-		Duration duration = MixedWorkloadCheckerTests.duration("lock.checker.process-duration", Duration.ofSeconds(40));
+		Duration duration = MixedWorkloadCheckerTests.duration("lock.checker.process-duration", Duration.ofSeconds(30));
 		Run run = run(duration, null);
 		Observed observed = run.result().observed();
 		// enough of every kind that a violation could have shown, and the process faults did happen
@@ -86,7 +86,8 @@ class MultiProcessCheckerTests {
 		long seconds = Duration.ofNanos(System.nanoTime() - started).toSeconds();
 		System.out.println("[checker] processes, seed " + seed + " ran " + seconds + " s: "
 				+ MixedWorkloadCheckerTests.summary(result) + ", " + result.observed().killed().size()
-				+ " nodes killed, " + result.observed().rowChanges().size() + " lock row changes, " + violations.size()
+				+ " nodes killed with " + result.observed().sections().stream().filter((s) -> s.exitedAt() == null).count()
+				+ " sections open, " + result.observed().rowChanges().size() + " lock row changes, " + violations.size()
 				+ " violation(s)");
 		if (!violations.isEmpty()) {
 			System.out.println(Checker.report(seed, result.observed(), violations));

@@ -202,7 +202,8 @@ public final class Workload {
 	}
 
 	/** One node: its pool behind its proxy, and its templates. */
-	private record Node(String name, @org.jspecify.annotations.Nullable FaultProxy proxy, HikariDataSource pool, LockTemplate locks,
+	private record Node(String name, @org.jspecify.annotations.Nullable FaultProxy proxy, HikariDataSource pool,
+			LockTemplate locks, LockTemplate serverClockLocks,
 			List<LeaseLockProvider> leaseProviders, SemaphoreTemplate semaphores, IdempotencyNodes.Node idempotency,
 			TransactionTemplate transactions, JdbcTemplate jdbc) {
 	}
@@ -298,9 +299,16 @@ public final class Workload {
 		LockTemplate locks = new LockTemplate(List.of(lease, pessimistic, optimistic), LockMode.LEASE, Duration.ZERO,
 				Duration.ofSeconds(1), name);
 		locks.setValidateAtCommit(validateAtCommit);
+		// PESSIMISTIC with fencing: server-clock, on the PESSIMISTIC-only resource (see pessimistic(Random, String))
+		io.github.dblock.jdbc.PessimisticLockProvider serverClock = (io.github.dblock.jdbc.PessimisticLockProvider) LockNodes
+			.provider(LockMode.PESSIMISTIC, pool);
+		serverClock.setFencing(io.github.dblock.jdbc.PessimisticLockProvider.Fencing.SERVER_CLOCK);
+		LockTemplate serverClockLocks = new LockTemplate(List.of(serverClock), LockMode.PESSIMISTIC, Duration.ZERO,
+				Duration.ofSeconds(1), name);
+		serverClockLocks.setValidateAtCommit(validateAtCommit);
 		SemaphoreTemplate semaphores = SemaphoreNodes.node(name, pool, Duration.ofSeconds(1), permits);
 		IdempotencyNodes.Node idempotency = IdempotencyNodes.node(pool, name, Duration.ofSeconds(2));
-		return new Node(name, proxy, pool, locks, leaseProviders, semaphores, idempotency,
+		return new Node(name, proxy, pool, locks, serverClockLocks, leaseProviders, semaphores, idempotency,
 				new TransactionTemplate(new DataSourceTransactionManager(pool)), new JdbcTemplate(pool));
 	}
 
@@ -321,10 +329,11 @@ public final class Workload {
 					executeLease(node, random, x);
 				}
 				else if (pick < 40) {
-					lockCall(node, random, x, LockMode.PESSIMISTIC, LockType.EXCLUSIVE, random.nextBoolean());
+					lockCall(node, random, pessimistic(random, x), LockMode.PESSIMISTIC, LockType.EXCLUSIVE,
+							random.nextBoolean());
 				}
 				else if (pick < 50) {
-					executeTransactional(node, random, x, LockMode.PESSIMISTIC);
+					executeTransactional(node, random, pessimistic(random, x), LockMode.PESSIMISTIC);
 				}
 				else if (pick < 58) {
 					executeTransactional(node, random, x, LockMode.OPTIMISTIC);
@@ -373,6 +382,8 @@ public final class Workload {
 
 	/** {@code tryAcquire} (wait 0 to 300 ms) or {@code acquire} (wait 2 s), then the section, re-entry, extend. */
 	private void lockCall(Node node, Random random, String resource, LockMode mode, LockType type, boolean tryAcquire) {
+		boolean serverClock = mode == LockMode.PESSIMISTIC && isServerClockResource(resource) && random.nextBoolean();
+		LockTemplate locks = serverClock ? node.serverClockLocks() : node.locks();
 		Duration wait = tryAcquire ? Duration.ofMillis(random.nextInt(300)) : Duration.ofSeconds(2);
 		LockOptions options = LockOptions.defaults().withMode(mode).withType(type).withWaitTime(wait);
 		boolean shortLease = mode == LockMode.LEASE && random.nextInt(4) == 0;
@@ -380,15 +391,14 @@ public final class Workload {
 			options = options.withLeaseTime(Duration.ofMillis(200 + random.nextInt(600)));
 		}
 		String call = mode + (type == LockType.EXCLUSIVE ? "" : " " + type) + (tryAcquire ? " tryAcquire" : " acquire")
-				+ (shortLease ? " (short lease)" : "");
+				+ (shortLease ? " (short lease)" : "") + (serverClock ? " server-clock" : "");
 		count(this.calls, call);
 		long id = this.history.nextId();
 		long bound = wait.plus(STATEMENT_TIMEOUT).plusSeconds(2).toNanos();
 		long invoked = System.nanoTime();
 		Optional<LockHandle> handle;
 		try {
-			handle = tryAcquire ? node.locks().tryAcquire(resource, options)
-					: Optional.of(node.locks().acquire(resource, options));
+			handle = tryAcquire ? locks.tryAcquire(resource, options) : Optional.of(locks.acquire(resource, options));
 		}
 		catch (RuntimeException ex) {
 			this.history.op(id, node.name(), call, resource, invoked, System.nanoTime(), bound, outcome(ex));
@@ -406,7 +416,7 @@ public final class Workload {
 		try {
 			this.history.enter(id, node.name(), resource, family(type), call, token, false, true);
 			if (random.nextInt(5) == 0) {
-				reenter(node, resource, options, id, lock, lost);
+				reenter(node, locks, resource, options, id, lock, lost);
 			}
 			if (mode == LockMode.LEASE && type == LockType.EXCLUSIVE && random.nextInt(6) == 0) {
 				long started = System.nanoTime();
@@ -450,11 +460,11 @@ public final class Workload {
 	 * for most of its lease is declared lost at once) is not re-entered: the call takes the lock anew, with a new
 	 * token, and the section counts as lost. A new token while the hold is still held is an error of the run.
 	 */
-	private void reenter(Node node, String resource, LockOptions options, long id, LockHandle outer,
-			AtomicBoolean lost) {
+	private void reenter(Node node, LockTemplate locks, String resource, LockOptions options, long id,
+			LockHandle outer, AtomicBoolean lost) {
 		long token = outer.fencingToken();
 		long started = System.nanoTime();
-		try (LockHandle again = node.locks().acquire(resource, options)) {
+		try (LockHandle again = locks.acquire(resource, options)) {
 			boolean same = again.fencingToken() == token;
 			this.history.op(id, node.name(), "re-enter", resource, started, System.nanoTime(), 0,
 					same ? "ok" : "new token " + again.fencingToken());
@@ -527,13 +537,15 @@ public final class Workload {
 	 * each run is a section of its own. Their commits are the business transaction, which has no bound.
 	 */
 	private void executeTransactional(Node node, Random random, String resource, LockMode mode) {
-		String call = mode + " execute";
+		boolean serverClock = mode == LockMode.PESSIMISTIC && isServerClockResource(resource) && random.nextBoolean();
+		LockTemplate locks = serverClock ? node.serverClockLocks() : node.locks();
+		String call = mode + " execute" + (serverClock ? " server-clock" : "");
 		count(this.calls, call);
 		long invoked = System.nanoTime();
 		boolean fenced = mode != LockMode.OPTIMISTIC;
 		long[] first = new long[1];
 		try {
-			node.locks().execute(resource, LockOptions.defaults().withMode(mode).withWaitTime(Duration.ofSeconds(1)),
+			locks.execute(resource, LockOptions.defaults().withMode(mode).withWaitTime(Duration.ofSeconds(1)),
 					(lock) -> {
 						if (first[0] == 0) {
 							first[0] = System.nanoTime();
@@ -554,6 +566,21 @@ public final class Workload {
 			this.history.op(0, node.name(), call + " (acquisition)", resource, invoked, first[0],
 					Duration.ofSeconds(1).plus(STATEMENT_TIMEOUT).plusSeconds(2).toNanos(), "ok");
 		}
+	}
+
+	/**
+	 * The resource of a PESSIMISTIC call: one in three on the PESSIMISTIC-only resource {@code xp}, where holders use
+	 * {@code fencing: durable} or {@code server-clock} at random ("durable and server-clock holders may share a
+	 * resource"; against LEASE and OPTIMISTIC on one resource server-clock's tokens are not ordered,
+	 * docs/reference/lock-modes.md); else the shared resource {@code x}.
+	 */
+	private String pessimistic(Random random, String x) {
+		return (random.nextInt(3) == 0) ? this.prefix + "xp" : x;
+	}
+
+	/** Whether PESSIMISTIC calls on the resource may use server-clock fencing: the PESSIMISTIC-only one. */
+	private boolean isServerClockResource(String resource) {
+		return resource.equals(this.prefix + "xp");
 	}
 
 	/** A semaphore permit: {@code tryAcquire} with a wait of 0 to 500 ms, sometimes a short explicit lease. */
