@@ -11,8 +11,6 @@ import io.github.dblock.reliability.checker.Checker.Violation;
 import io.github.dblock.reliability.checker.History.Family;
 import io.github.dblock.reliability.checker.History.Observed;
 import io.github.dblock.test.EmbeddedMariaDb;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -20,34 +18,19 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The mixed-workload checker across worker processes ({@link ProcessWorkload}): 3 {@link CheckerWorker} JVMs × 3
- * threads on a MariaDB of the test's own (an {@link EmbeddedMariaDb}, so that a trigger may record the lock rows'
- * history and the soak may restart it), under SIGKILL, SIGSTOP/SIGCONT, killed connections, blackholes and late
+ * threads, under SIGKILL, SIGSTOP/SIGCONT, killed connections, blackholes and late
  * replies, checked by every {@link Checker} invariant. {@link #shortRun()} runs in {@code ./mvnw verify} for
  * {@code lock.checker.process-duration} (ISO-8601, {@code PT30S} by default); {@link #soak()} (tag {@code soak}, so
- * {@code -Psoak}) runs for {@code lock.soak.duration} with server restarts and writes its figures into the "Soak"
+ * {@code -Psoak}) runs for {@code lock.soak.duration} on a MariaDB of its own (an {@link EmbeddedMariaDb}), which
+ * it restarts, and writes its figures into the "Soak"
  * section of {@code lock.soak.report}. {@code -Dlock.checker.seed=} replays a seed's choices.
  */
 class MultiProcessCheckerTests {
 
-	private static EmbeddedMariaDb server;
-
-	@BeforeAll
-	static void server() {
-		// no log flush per commit: the restarts are clean shutdowns, and the run is about the locks, not durability
-		server = EmbeddedMariaDb.start("checker", "--innodb-flush-log-at-trx-commit=2");
-	}
-
-	@AfterAll
-	static void stop() {
-		if (server != null && server.isRunning()) {
-			server.stop();
-		}
-	}
-
 	@Test
 	void shortRun() throws Exception {
 		Duration duration = MixedWorkloadCheckerTests.duration("lock.checker.process-duration", Duration.ofSeconds(30));
-		Run run = run(duration, null);
+		Run run = run(duration, null, null);
 		Observed observed = run.result().observed();
 		// enough of every kind that a violation could have shown, and the process faults did happen
 		assertThat(MixedWorkloadCheckerTests.count(observed, Family.EXCLUSIVE)).as("exclusive sections")
@@ -65,7 +48,17 @@ class MultiProcessCheckerTests {
 		Duration duration = MixedWorkloadCheckerTests.duration("lock.soak.duration", Duration.ofMinutes(30));
 		Duration restartEvery = duration.dividedBy(3).compareTo(Duration.ofMinutes(1)) < 0 ? Duration.ofMinutes(1)
 				: duration.dividedBy(3);
-		Run run = run(duration, restartEvery);
+		// no log flush per commit: the restarts are clean shutdowns, and the run is about the locks, not durability
+		EmbeddedMariaDb server = EmbeddedMariaDb.start("checker", "--innodb-flush-log-at-trx-commit=2");
+		Run run;
+		try {
+			run = run(duration, server, restartEvery);
+		}
+		finally {
+			if (server.isRunning()) {
+				server.stop();
+			}
+		}
 		String report = System.getProperty("lock.soak.report");
 		if (report != null && !report.isBlank() && !report.startsWith("${")) {
 			writeSection(Path.of(report.trim()), run, restartEvery);
@@ -75,7 +68,7 @@ class MultiProcessCheckerTests {
 	record Run(long seed, Duration duration, long seconds, Workload.Result result) {
 	}
 
-	private static Run run(Duration duration, Duration restartEvery) throws Exception {
+	private static Run run(Duration duration, EmbeddedMariaDb server, Duration restartEvery) throws Exception {
 		long seed = MixedWorkloadCheckerTests.seed();
 		System.out.println("[checker] processes, seed " + seed + " (replay: -Dlock.checker.seed=" + seed + "), "
 				+ duration);

@@ -165,12 +165,28 @@ final class ProcessWorkload {
 	/** Runs the workers for the duration under faults, lets every call end, and returns the history. */
 	Workload.Result run() throws Exception {
 		HikariDataSource historyPool = this.pools.pool(null, 6, (config) -> config.setPoolName("checker-history"));
-		LockNodes.migrate(historyPool);
+		if (this.settings.server() != null) {
+			LockNodes.migrate(historyPool);
+		}
+		else {
+			LockNodes.migrateOnce(historyPool);
+		}
 		History history = new History(historyPool, this.prefix);
 		JdbcTemplate direct = new JdbcTemplate(historyPool);
-		if (this.settings.server() != null) {
-			recordRowChanges(direct);
+		recordRowChanges(direct);
+		try {
+			return run(historyPool, history, direct);
 		}
+		finally {
+			if (this.settings.server() == null) {
+				// the shared test database: its lock table goes back to how the other tests know it
+				dropTriggers(direct);
+			}
+			historyPool.close();
+		}
+	}
+
+	private Workload.Result run(HikariDataSource historyPool, History history, JdbcTemplate direct) throws Exception {
 		Workload.createSessionTable(direct);
 		Map<String, Integer> permits = new LinkedHashMap<>();
 		Workload.SEMAPHORES.forEach((name, n) -> permits.put(this.prefix + name, n));
@@ -222,6 +238,7 @@ final class ProcessWorkload {
 						count("server restart");
 					}
 					case 0 -> {
+						awaitOpenSection(direct, worker.node);
 						LocalDateTime at = serverNow(direct);
 						worker.process.destroyForcibly();
 						if (!worker.process.waitFor(30, TimeUnit.SECONDS)) {
@@ -293,12 +310,10 @@ final class ProcessWorkload {
 		// the longest lease of the run (idempotency claims: 2 s) ends; then nothing of the run may be held
 		Thread.sleep(2_500);
 		List<String> leftovers = Workload.leftovers(historyPool, this.prefix);
-		Observed observed = history.observed(permits, leftovers, this.killed,
-				(this.settings.server() != null) ? rowChanges(direct) : List.of());
+		Observed observed = history.observed(permits, leftovers, this.killed, rowChanges(direct));
 		for (Worker worker : all) {
 			worker.proxy.close();
 		}
-		historyPool.close();
 		Map<String, Long> calls = new TreeMap<>();
 		for (Op op : observed.ops()) {
 			calls.merge(op.call(), 1L, Long::sum);
@@ -310,10 +325,12 @@ final class ProcessWorkload {
 	}
 
 	/**
-	 * Triggers on the lock table of the server the test owns record every change of a lock row, on the clock of the
-	 * lock's own statement (a trigger's {@code UTC_TIMESTAMP(6)} is its statement's), in the statement's transaction.
+	 * Triggers on the lock table record every change of a lock row, on the clock of the lock's own statement (a
+	 * trigger's {@code UTC_TIMESTAMP(6)} is its statement's), in the statement's transaction. On the shared test
+	 * database they are dropped after the run (tests run one at a time).
 	 */
 	private static void recordRowChanges(JdbcTemplate direct) {
+		dropTriggers(direct);
 		direct.execute("CREATE TABLE IF NOT EXISTS checker_row_change (id BIGINT AUTO_INCREMENT PRIMARY KEY, resource"
 				+ " VARBINARY(1020) NOT NULL, at DATETIME(6) NOT NULL, old_owner CHAR(36) NULL, old_expires DATETIME(6)"
 				+ " NULL, old_waiting_owner CHAR(36) NULL, new_owner CHAR(36) NULL, new_token BIGINT NOT NULL)");
@@ -327,6 +344,11 @@ final class ProcessWorkload {
 				+ " OLD.waiting_owner, NEW.owner_token, NEW.fencing_token)");
 	}
 
+	private static void dropTriggers(JdbcTemplate direct) {
+		direct.execute("DROP TRIGGER IF EXISTS checker_row_insert");
+		direct.execute("DROP TRIGGER IF EXISTS checker_row_update");
+	}
+
 	private List<History.RowChange> rowChanges(JdbcTemplate direct) {
 		return direct.query("SELECT id, resource, at, old_owner, old_expires, old_waiting_owner, new_owner, new_token"
 				+ " FROM checker_row_change WHERE resource LIKE ? ORDER BY id",
@@ -334,6 +356,19 @@ final class ProcessWorkload {
 						rs.getObject(3, LocalDateTime.class), rs.getString(4), rs.getObject(5, LocalDateTime.class),
 						rs.getString(6), rs.getString(7), rs.getLong(8)),
 				(Object) (this.prefix + "%").getBytes(StandardCharsets.UTF_8));
+	}
+
+	/** Up to 2 s until the node is inside a critical section, so that the SIGKILL cuts one short. */
+	private void awaitOpenSection(JdbcTemplate direct, String node) throws InterruptedException {
+		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+		while (System.nanoTime() < deadline) {
+			Integer open = direct.queryForObject("SELECT COUNT(*) FROM checker_section WHERE run = ? AND node = ? AND"
+					+ " exited_at IS NULL", Integer.class, this.prefix, node);
+			if (open != null && open > 0) {
+				return;
+			}
+			Thread.sleep(20);
+		}
 	}
 
 	private void awaitStarted(Worker worker) throws InterruptedException {
