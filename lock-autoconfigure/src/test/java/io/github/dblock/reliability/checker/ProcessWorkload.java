@@ -335,10 +335,10 @@ final class ProcessWorkload {
 				+ " VARBINARY(1020) NOT NULL, at DATETIME(6) NOT NULL, old_owner CHAR(36) NULL, old_expires DATETIME(6)"
 				+ " NULL, old_waiting_owner CHAR(36) NULL, new_owner CHAR(36) NULL, new_token BIGINT NOT NULL)");
 		String table = LockNodes.TABLE.quoted();
-		direct.execute("CREATE TRIGGER IF NOT EXISTS checker_row_insert AFTER INSERT ON " + table + " FOR EACH ROW"
+		direct.execute("CREATE TRIGGER checker_row_insert AFTER INSERT ON " + table + " FOR EACH ROW"
 				+ " INSERT INTO checker_row_change (resource, at, new_owner, new_token) VALUES (NEW.resource,"
 				+ " UTC_TIMESTAMP(6), NEW.owner_token, NEW.fencing_token)");
-		direct.execute("CREATE TRIGGER IF NOT EXISTS checker_row_update AFTER UPDATE ON " + table + " FOR EACH ROW"
+		direct.execute("CREATE TRIGGER checker_row_update AFTER UPDATE ON " + table + " FOR EACH ROW"
 				+ " INSERT INTO checker_row_change (resource, at, old_owner, old_expires, old_waiting_owner, new_owner,"
 				+ " new_token) VALUES (NEW.resource, UTC_TIMESTAMP(6), OLD.owner_token, OLD.expires_at,"
 				+ " OLD.waiting_owner, NEW.owner_token, NEW.fencing_token)");
