@@ -19,7 +19,8 @@ import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 
 /**
  * The history of one checker run: every operation's invocation and completion on this JVM's clock
- * ({@link System#nanoTime()}), and what the server recorded on its clock ({@code UTC_TIMESTAMP(6)}) in the tables
+ * ({@link System#nanoTime()}; a worker process writes each call's duration to {@code checker_op} instead), and what
+ * the server recorded on its clock ({@code UTC_TIMESTAMP(6)}) in the tables
  * {@code checker_section} (one row per critical section), {@code checker_fenced} (the highest fencing token written
  * per resource: a write is accepted only when its token is at least the stored one, in one
  * {@code UPDATE … WHERE token <= ?}), {@code checker_commit} (a row written in the critical section's own
