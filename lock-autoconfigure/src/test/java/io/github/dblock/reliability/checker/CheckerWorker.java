@@ -61,7 +61,8 @@ public final class CheckerWorker {
 		List<String> errors = new ArrayList<>();
 		try (HikariDataSource historyPool = pools.pool(null, threads + 2,
 				(config) -> config.setPoolName("checker-history-p" + index))) {
-			History history = new History(historyPool, prefix, index * 1_000_000_000L, true, pauses::pausedWithin);
+			History history = whenReachable(
+					() -> new History(historyPool, prefix, index * 1_000_000_000L, true, pauses::pausedWithin));
 			say("STARTED");
 			Workload workload = new Workload(
 					new Workload.Settings(seed, Duration.ZERO, 1, threads, true, null), prefix);
@@ -73,6 +74,25 @@ public final class CheckerWorker {
 		errors.forEach((error) -> say("E " + error.replace('\n', ' ')));
 		say("RESULT errors=" + errors.size());
 		System.exit(0);
+	}
+
+	/**
+	 * The value of {@code setUp}, tried again every 500 ms for up to 3 minutes: a worker may start while the server
+	 * restarts.
+	 */
+	static <T> T whenReachable(java.util.function.Supplier<T> setUp) throws InterruptedException {
+		long deadline = System.nanoTime() + Duration.ofMinutes(3).toNanos();
+		while (true) {
+			try {
+				return setUp.get();
+			}
+			catch (RuntimeException ex) {
+				if (System.nanoTime() > deadline) {
+					throw ex;
+				}
+				Thread.sleep(500);
+			}
+		}
 	}
 
 	private static synchronized void say(String line) {

@@ -184,8 +184,10 @@ public final class Workload {
 		this.history = history;
 		Map<String, Integer> permits = new LinkedHashMap<>();
 		SEMAPHORES.forEach((name, n) -> permits.put(this.prefix + name, n));
-		Node node = node("p" + index, pools, null, lockUrl, permits, new Random(this.settings.seed() + index).nextBoolean(),
-				false);
+		boolean validateAtCommit = new Random(this.settings.seed() + index).nextBoolean();
+		// the providers ask the server for its version: a worker may start while the server restarts
+		Node node = CheckerWorker.whenReachable(
+				() -> node("p" + index, pools, null, lockUrl, permits, validateAtCommit, false));
 		List<Thread> workers = new ArrayList<>();
 		for (int t = 0; t < this.settings.threads(); t++) {
 			Random random = new Random(this.settings.seed() * 31 + node.name().hashCode() * 7L + t);
