@@ -186,12 +186,12 @@ public final class Checker {
 	}
 
 	/**
-	 * Whether the section was clean at the instant: a section cut short by a SIGKILL was clean while its process lived
-	 * (the kill's time is taken just before the signal) and did nothing afterwards, so it is not a valid holder after.
+	 * Whether the section was clean at the instant. A section cut short by a SIGKILL never is: the library never
+	 * confirmed its hold to an end (its lease may have run out under it before the kill, as a short one does under a
+	 * long hold), so it may overlap another holder only on the terms of fencing.
 	 */
 	static boolean cleanAt(Observed observed, Section s, LocalDateTime instant) {
-		LocalDateTime killed = killedIn(observed, s);
-		return s.clean() && (killed == null || instant.isBefore(killed));
+		return s.clean() && killedIn(observed, s) == null;
 	}
 
 	/**
@@ -227,23 +227,23 @@ public final class Checker {
 		return violations;
 	}
 
-	/** At no server instant more clean permit sections of a semaphore than its permits. */
+	/**
+	 * At no server instant more clean permit sections of a semaphore than its permits (a permit cut short by a SIGKILL
+	 * is not clean: its lease may have ended before the kill).
+	 */
 	static List<Violation> permits(Observed observed) {
 		List<Violation> violations = new ArrayList<>();
 		Map<String, List<Section>> byName = new LinkedHashMap<>();
 		observed.sections()
 			.stream()
-			.filter((s) -> s.family() == Family.PERMIT && s.clean() && end(observed, s) != NO_END)
+			.filter((s) -> s.family() == Family.PERMIT && s.clean() && s.exitedAt() != null)
 			.forEach((s) -> byName.computeIfAbsent(s.resource(), (k) -> new ArrayList<>()).add(s));
 		byName.forEach((name, sections) -> {
 			int permits = observed.permits().getOrDefault(name, Integer.MAX_VALUE);
 			sections.sort(Comparator.comparing(Section::enteredAt));
 			List<Section> inside = new ArrayList<>();
 			for (Section s : sections) {
-				inside.removeIf((other) -> !permitEnd(observed, other).isAfter(s.enteredAt()));
-				if (!permitEnd(observed, s).isAfter(s.enteredAt())) {
-					continue; // entered after its process was killed: never a live holder
-				}
+				inside.removeIf((other) -> !other.exitedAt().isAfter(s.enteredAt()));
 				inside.add(s);
 				if (inside.size() > permits) {
 					violations.add(new Violation("at-most-n-permits", name + ": " + inside.size()
@@ -253,12 +253,6 @@ public final class Checker {
 			}
 		});
 		return violations;
-	}
-
-	/** A permit section's end; one cut short by a SIGKILL ends at the kill (it counts as a caller while alive). */
-	private static LocalDateTime permitEnd(Observed observed, Section s) {
-		LocalDateTime killed = killedIn(observed, s);
-		return (killed != null) ? killed : s.exitedAt();
 	}
 
 	/** At most one committed effect per key, and exactly one for a key some call completed. */
