@@ -98,6 +98,16 @@ class CheckerTests {
 	}
 
 	@Test
+	void aStaleLeaseHolderBesideOptimisticWorkThatReadItsBlockEndPasses() {
+		// OPTIMISTIC work started from version 2047, the block end of the LEASE take whose first token is 1024; the
+		// stale LEASE holder (lost) enters beside it with its smaller token: OPTIMISTIC holds no token to compare
+		Section optimistic = section(1, "x", Family.EXCLUSIVE, "OPTIMISTIC execute", 2047, 0, 100L, false, false, true,
+				false);
+		Section stale = section(2, "x", Family.EXCLUSIVE, "LEASE tryAcquire", 1024, 50, 150L, true, true, true, true);
+		assertThat(check(sections(optimistic, stale))).isEmpty();
+	}
+
+	@Test
 	void twoCleanHoldersAtOneInstantFail() {
 		assertThat(failed(sections(clean(1, "x", Family.EXCLUSIVE, 10, 0, 20), clean(2, "x", Family.EXCLUSIVE, 11, 10, 30))))
 			.containsExactly("exclusion");
