@@ -44,8 +44,8 @@ import static io.github.dblock.test.Pauses.sleep;
  * input tries a fenced write of its token to {@code lock_test_fenced}, printing {@code WRITE rows=N held=B lost=B};
  * at end of input it releases and prints {@code RELEASED} or {@code RELEASE-LOST}.</li>
  * </ul>
- * The mode may be {@code PESSIMISTIC/SERVER_CLOCK} (PESSIMISTIC with {@code fencing = server-clock}). The soak has
- * a worker of its own, {@link SoakWorker}.
+ * The mode may be {@code PESSIMISTIC/SERVER_CLOCK} (PESSIMISTIC with {@code fencing = server-clock}). The checker's
+ * worker processes are {@code checker.CheckerWorker}.
  */
 public final class ChaosWorker {
 

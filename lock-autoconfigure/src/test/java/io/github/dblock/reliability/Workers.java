@@ -16,7 +16,7 @@ import io.github.dblock.jdbc.PessimisticLockProvider;
 import io.github.dblock.spi.LockProvider;
 
 /**
- * What the worker JVMs ({@link ChaosWorker}, {@link SoakWorker}) share: the lock template of a mode argument, the
+ * What the worker JVMs of {@link ChaosWorker} share: the lock template of a mode argument, the
  * stop signal (standard input closing), the section records and their output protocol (one line per event, flushed).
  */
 final class Workers {

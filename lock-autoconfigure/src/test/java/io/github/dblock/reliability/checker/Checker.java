@@ -1,6 +1,7 @@
 package io.github.dblock.reliability.checker;
 
 import java.time.Duration;
+import java.time.LocalDateTime;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -17,6 +18,7 @@ import io.github.dblock.reliability.checker.History.Forced;
 import io.github.dblock.reliability.checker.History.Observed;
 import io.github.dblock.reliability.checker.History.Op;
 import io.github.dblock.reliability.checker.History.Section;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The invariants a checker run must satisfy, each with the sentence of the README or {@code docs/reference/} that it
@@ -44,6 +46,15 @@ public final class Checker {
 	 * when the other owner's call returned, which is already after the server granted it.
 	 */
 	public static final Duration LOSS_SLACK = Duration.ofMillis(100);
+
+	/**
+	 * The longest lease of an exclusive lock in the workload (the default renewed lease; explicit ones are shorter):
+	 * a SIGKILLed holder's lock ends at most this long after its death, since nothing renews it any more.
+	 */
+	public static final Duration KILLED_HOLDER_LEASE = Duration.ofSeconds(1);
+
+	/** Fencing tokens a LEASE take reserves ({@code LeaseLockProvider.TOKEN_BLOCK}); its holders use tokens of it. */
+	static final long LEASE_TOKEN_BLOCK = 1024;
 
 	/**
 	 * One invariant.
@@ -83,6 +94,11 @@ public final class Checker {
 					"Exactly one call claims a key (one statement on its primary key)", Checker::effects),
 			new Invariant("call-bounds", "docs/reference/limits.md",
 					"**Every call is bounded in time, whatever the network does**", Checker::bounds),
+			new Invariant("every-section-ends", "docs/reference/limits.md",
+					"**Every call is bounded in time, whatever the network does**", Checker::unfinished),
+			new Invariant("lease-history", "docs/reference/safety.md",
+					"Nobody else can take it before T, and if the owner crashes, everyone can take it after T.",
+					Checker::leaseHistory),
 			new Invariant("nothing-left-locked", "docs/reference/safety.md",
 					"a crashed holder still frees the lock within one lease.", Checker::leftovers),
 			new Invariant("lost-before-grant", "docs/reference/safety.md",
@@ -147,7 +163,7 @@ public final class Checker {
 					s.grantedNanos(), s.releasedNanos(), s.lostNanos(), s.watched());
 		}).toList();
 		return new Observed(sections, observed.ops(), observed.effects(), observed.succeededKeys(),
-				observed.permits(), observed.leftovers(), observed.forced());
+				observed.permits(), observed.leftovers(), observed.killed(), observed.rowChanges(), observed.forced());
 	}
 
 	private static boolean freedBy(Forced f, Section s, long margin) {
@@ -160,9 +176,6 @@ public final class Checker {
 				&& s.token() > f.previousToken() - LEASE_TOKEN_BLOCK
 				&& (s.releasedNanos() == null || s.releasedNanos() >= f.invokedNanos() - margin);
 	}
-
-	/** The fencing tokens a LEASE take reserves (docs/DESIGN.md, "Fencing tokens"). */
-	private static final long LEASE_TOKEN_BLOCK = 1_024;
 
 	private static Map<String, List<Section>> byResource(Observed observed, Set<Family> families) {
 		Map<String, List<Section>> result = new LinkedHashMap<>();
@@ -184,19 +197,22 @@ public final class Checker {
 		byResource(observed, families).forEach((resource, sections) -> {
 			List<Section> active = new ArrayList<>();
 			for (Section b : sections) {
-				active.removeIf((a) -> a.exitedAt() == null || !a.exitedAt().isAfter(b.enteredAt()));
+				active.removeIf((a) -> !end(observed, a).isAfter(b.enteredAt()));
 				for (Section a : active) {
 					if (a.family() == Family.READ && b.family() == Family.READ) {
 						continue;
 					}
 					String why = null;
-					if (a.clean() && b.clean()) {
+					if (cleanAt(observed, a, b.enteredAt()) && cleanAt(observed, b, b.enteredAt())) {
 						why = "two holders the library called valid at one server instant";
 					}
 					else if (b.token() > a.token() && b.entryAccepted() && Boolean.TRUE.equals(a.exitAccepted())) {
 						why = "the earlier holder's fenced write was accepted after the later one (larger token) entered";
 					}
-					else if (b.token() <= a.token() && (b.entryAccepted() || Boolean.TRUE.equals(b.exitAccepted()))) {
+					else if (b.token() <= a.token() && !a.mode().startsWith("OPTIMISTIC")
+							&& (b.entryAccepted() || Boolean.TRUE.equals(b.exitAccepted()))) {
+						// (OPTIMISTIC work's "token" is the version it started from, often the block end of the LEASE
+						// holder beside it, not a token of its own)
 						why = "the later holder's token is not larger, and its fenced write was accepted";
 					}
 					if (why != null) {
@@ -204,12 +220,42 @@ public final class Checker {
 								List.of(a.opId(), b.opId())));
 					}
 				}
-				if (b.exitedAt() != null) {
+				if (end(observed, b) != NO_END) {
 					active.add(b);
 				}
 			}
 		});
 		return violations;
+	}
+
+	private static final LocalDateTime NO_END = LocalDateTime.MIN;
+
+	/** The SIGKILL of the section's node, if its section never recorded an exit and the node was killed. */
+	private static @Nullable LocalDateTime killedIn(Observed observed, Section s) {
+		return (s.exitedAt() == null) ? observed.killed().get(s.node()) : null;
+	}
+
+	/**
+	 * Until when a section may have held its lock: its exit; for a section whose process was SIGKILLed inside it, until
+	 * the lease could have ended ("if the owner crashes, everyone can take it after T": the kill plus
+	 * {@link #KILLED_HOLDER_LEASE}); {@link #NO_END} for a section of a live process that never left (a violation of
+	 * its own, {@link #unfinished}).
+	 */
+	static LocalDateTime end(Observed observed, Section s) {
+		if (s.exitedAt() != null) {
+			return s.exitedAt();
+		}
+		LocalDateTime killed = killedIn(observed, s);
+		return (killed != null) ? killed.plus(KILLED_HOLDER_LEASE) : NO_END;
+	}
+
+	/**
+	 * Whether the section was clean at the instant. A section cut short by a SIGKILL never is: the library never
+	 * confirmed its hold to an end (its lease may have run out under it before the kill, as a short one does under a
+	 * long hold), so it may overlap another holder only on the terms of fencing.
+	 */
+	static boolean cleanAt(Observed observed, Section s, LocalDateTime instant) {
+		return s.clean() && killedIn(observed, s) == null;
 	}
 
 	/**
@@ -315,7 +361,10 @@ public final class Checker {
 		return violations;
 	}
 
-	/** At no server instant more clean permit sections of a semaphore than its permits. */
+	/**
+	 * At no server instant more clean permit sections of a semaphore than its permits (a permit cut short by a SIGKILL
+	 * is not clean: its lease may have ended before the kill).
+	 */
 	static List<Violation> permits(Observed observed) {
 		List<Violation> violations = new ArrayList<>();
 		Map<String, List<Section>> byName = new LinkedHashMap<>();
@@ -366,9 +415,64 @@ public final class Checker {
 	static List<Violation> bounds(Observed observed) {
 		List<Violation> violations = new ArrayList<>();
 		for (Op op : observed.ops()) {
-			if (op.boundNanos() > 0 && op.tookNanos() > op.boundNanos() + BOUND_SLACK.toNanos()) {
-				violations.add(new Violation("call-bounds", op.call() + " took " + op.tookNanos() / 1_000_000
-						+ " ms, bound " + op.boundNanos() / 1_000_000 + " ms", List.of(), List.of(op.id())));
+			if (op.boundNanos() > 0 && op.runningNanos() > op.boundNanos() + BOUND_SLACK.toNanos()) {
+				violations.add(new Violation("call-bounds", op.call() + " took " + op.runningNanos() / 1_000_000
+						+ " ms while its JVM ran, bound " + op.boundNanos() / 1_000_000 + " ms", List.of(),
+						List.of(op.id())));
+			}
+		}
+		return violations;
+	}
+
+	/**
+	 * Every counted section of a process that was not killed recorded its exit (the calls around it returned); a
+	 * section of a SIGKILLed process may end without one, and so may one whose transaction rolled back (its work threw,
+	 * for example on a killed connection, before the exit).
+	 */
+	static List<Violation> unfinished(Observed observed) {
+		List<Violation> violations = new ArrayList<>();
+		for (Section s : observed.sections()) {
+			if (s.exitedAt() == null && s.counted() && !observed.killed().containsKey(s.node())) {
+				violations.add(new Violation("every-section-ends", s.resource() + ": a section of a live process never"
+						+ " left", List.of(s), List.of(s.opId())));
+			}
+		}
+		return violations;
+	}
+
+	/**
+	 * In the lock rows' history (when a trigger recorded it): no change of owner while the old owner's lease ran,
+	 * except a release that hands the lock to the waiter next in line; and every counted exclusive LEASE section's token
+	 * lies in the block of a take the history shows. A take's statement reads the expiry on the clock that the trigger
+	 * records, so this checks the lease on the database's own terms, independently of what the holders believed.
+	 */
+	static List<Violation> leaseHistory(Observed observed) {
+		List<Violation> violations = new ArrayList<>();
+		if (observed.rowChanges().isEmpty()) {
+			return violations; // no trigger on this server
+		}
+		Map<String, java.util.TreeSet<Long>> blockEnds = new HashMap<>();
+		for (History.RowChange c : observed.rowChanges()) {
+			if (c.newOwner() != null) {
+				blockEnds.computeIfAbsent(c.resource(), (k) -> new java.util.TreeSet<>()).add(c.newToken());
+			}
+		}
+		for (Section s : observed.sections()) {
+			if (s.family() == Family.EXCLUSIVE && s.mode().startsWith("LEASE") && s.counted()) {
+				Long blockEnd = blockEnds.getOrDefault(s.resource(), new java.util.TreeSet<>()).ceiling(s.token());
+				if (blockEnd == null || blockEnd - s.token() >= LEASE_TOKEN_BLOCK) {
+					violations.add(new Violation("lease-history", s.resource() + ": no take in the lock row's"
+							+ " history reserved token " + s.token(), List.of(s), List.of(s.opId())));
+				}
+			}
+		}
+		for (History.RowChange c : observed.rowChanges()) {
+			boolean ownerChanged = c.oldOwner() != null && c.newOwner() != null && !c.oldOwner().equals(c.newOwner());
+			boolean handOff = c.newOwner() != null && c.newOwner().equals(c.oldWaitingOwner());
+			if (ownerChanged && !handOff && c.oldExpires() != null && c.oldExpires().isAfter(c.at())) {
+				violations.add(new Violation("lease-history", c.resource() + ": taken at " + c.at()
+						+ " by " + c.newOwner() + " from " + c.oldOwner() + " whose lease ran until " + c.oldExpires(),
+						List.of(), List.of()));
 			}
 		}
 		return violations;

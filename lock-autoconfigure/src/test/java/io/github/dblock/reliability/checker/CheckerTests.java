@@ -99,6 +99,16 @@ class CheckerTests {
 	}
 
 	@Test
+	void aStaleLeaseHolderBesideOptimisticWorkThatReadItsBlockEndPasses() {
+		// OPTIMISTIC work started from version 2047, the block end of the LEASE take whose first token is 1024; the
+		// stale LEASE holder (lost) enters beside it with its smaller token: OPTIMISTIC holds no token to compare
+		Section optimistic = section(1, "x", Family.EXCLUSIVE, "OPTIMISTIC execute", 2047, 0, 100L, false, false, true,
+				false);
+		Section stale = section(2, "x", Family.EXCLUSIVE, "LEASE tryAcquire", 1024, 50, 150L, true, true, true, true);
+		assertThat(check(sections(optimistic, stale))).isEmpty();
+	}
+
+	@Test
 	void twoCleanHoldersAtOneInstantFail() {
 		assertThat(failed(sections(clean(1, "x", Family.EXCLUSIVE, 10, 0, 20), clean(2, "x", Family.EXCLUSIVE, 11, 10, 30))))
 			.containsExactly("exclusion");
@@ -295,6 +305,95 @@ class CheckerTests {
 		assertThat(failed(sections(freed, next))).containsExactly("exclusion");
 		assertThat(check(new Observed(List.of(freed, next), List.of(), List.of(), Set.of(), Map.of(), List.of(),
 				List.of(new Forced("x", 5, "n0 [checker-n0-1] (ShedLock)", millis(5), millis(8)))))).isEmpty();
+	}
+
+	private static Observed killedAt(long millis, String node, Section... sections) {
+		return new Observed(List.of(sections), List.of(), List.of(), Set.of(), Map.of("sem", 1), List.of(),
+				Map.of(node, at(millis)), List.of());
+	}
+
+	@Test
+	void aKilledHoldersOpenSectionLastsUntilItsLeaseCouldHaveEnded() {
+		// op 1 (node n1) entered at 0 and its process was SIGKILLed at 100: no exit
+		Section open = section(1, "x", Family.EXCLUSIVE, "LEASE acquire", 10, 0, null, true, null, true, false);
+		// the next holder enters after the kill with a larger token: passes, though it is inside the dead holder's lease
+		assertThat(check(killedAt(100, "n1", open, clean(2, "x", Family.EXCLUSIVE, 11, 150, 200)))).isEmpty();
+		// nor does one that entered while the killed holder still lived: its lease may have ended under it (a short
+		// lease under a long hold) without the library telling it before the kill
+		assertThat(check(killedAt(100, "n1", open, clean(2, "x", Family.EXCLUSIVE, 11, 50, 200)))).isEmpty();
+		// but then its token must be larger
+		assertThat(failed(killedAt(100, "n1", open, clean(2, "x", Family.EXCLUSIVE, 9, 50, 200))))
+			.contains("exclusion", "tokens-increase");
+		// after the kill, within the lease, a later holder whose token is not larger and whose write was accepted
+		assertThat(failed(killedAt(100, "n1", open, clean(2, "x", Family.EXCLUSIVE, 9, 150, 200))))
+			.contains("exclusion", "tokens-increase");
+		// once the lease could have ended, the dead holder is gone: only the token order is left to check
+		assertThat(failed(killedAt(100, "n1", open, clean(2, "x", Family.EXCLUSIVE, 9, 1_200, 1_300))))
+			.containsExactly("tokens-increase");
+	}
+
+	@Test
+	void anOpenSectionOfALiveProcessFails() {
+		Section open = section(1, "x", Family.EXCLUSIVE, "LEASE acquire", 10, 0, null, true, null, true, false);
+		assertThat(failed(sections(open))).containsExactly("every-section-ends");
+		// the same section of a killed process is no violation
+		assertThat(check(killedAt(100, "n1", open))).isEmpty();
+		// the kill of another node does not excuse it
+		assertThat(failed(killedAt(100, "n2", open))).containsExactly("every-section-ends");
+		// a transactional section that rolled back (its work threw before the exit) does not count
+		Section rolledBack = section(1, "x", Family.EXCLUSIVE, "OPTIMISTIC execute", 10, 0, null, false, null, false,
+				false);
+		assertThat(check(sections(rolledBack))).isEmpty();
+	}
+
+	@Test
+	void aKilledPermitHolderDoesNotCount() {
+		Section open = section(1, "sem", Family.PERMIT, "permit", 1, 0, null, true, null, true, false);
+		assertThat(check(killedAt(100, "n1", open, clean(2, "sem", Family.PERMIT, 2, 50, 200)))).isEmpty();
+		// two clean permits of a 1-permit semaphore beside it still fail
+		assertThat(failed(killedAt(100, "n1", open, clean(2, "sem", Family.PERMIT, 2, 50, 200),
+				clean(3, "sem", Family.PERMIT, 3, 60, 200))))
+			.containsExactly("at-most-n-permits");
+	}
+
+	@Test
+	void aCallIsBoundedWhileItsJvmRan() {
+		long bound = 7_000_000_000L;
+		long slow = bound + Checker.BOUND_SLACK.toNanos() + 1;
+		// 3 s of it with the caller's JVM stopped (SIGSTOP): within the bound
+		Op stopped = new Op(1, "n1", "LEASE tryAcquire", "x", 0, slow, bound, "ok", 3_000_000_000L);
+		assertThat(check(new Observed(List.of(), List.of(stopped), List.of(), Set.of(), Map.of(), List.of()))).isEmpty();
+		Op running = new Op(1, "n1", "LEASE tryAcquire", "x", 0, slow + 3_000_000_000L, bound, "ok", 3_000_000_000L);
+		assertThat(failed(new Observed(List.of(), List.of(running), List.of(), Set.of(), Map.of(), List.of())))
+			.containsExactly("call-bounds");
+	}
+
+	private static History.RowChange change(long id, long atMillis, String oldOwner, Long oldExpiresMillis,
+			String waiting, String newOwner, long newToken) {
+		return new History.RowChange(id, "x", at(atMillis), oldOwner,
+				(oldExpiresMillis != null) ? at(oldExpiresMillis) : null, waiting, newOwner, newToken);
+	}
+
+	private static Observed rows(List<History.RowChange> changes, Section... sections) {
+		return new Observed(List.of(sections), List.of(), List.of(), Set.of(), Map.of(), List.of(), Map.of(), changes);
+	}
+
+	@Test
+	void theLockRowsHistoryMustShowNoTakeOfARunningLease() {
+		List<History.RowChange> orderly = List.of(change(1, 0, null, null, null, "a", 2047),
+				change(2, 100, "a", 1_000L, null, "a", 2047), // a renewal
+				change(3, 1_100, "a", 1_000L, null, "b", 3071), // the lease had ended
+				change(4, 1_200, "b", 2_100L, "c", "c", 3071), // a release handing the lock to the waiter
+				change(5, 1_300, "c", 2_200L, null, null, 3071)); // a release
+		Section a = clean(1, "x", Family.EXCLUSIVE, 1024, 10, 90);
+		Section b = clean(2, "x", Family.EXCLUSIVE, 2048, 1_110, 1_190);
+		assertThat(check(rows(orderly, a, b))).isEmpty();
+		List<History.RowChange> live = List.of(change(1, 0, null, null, null, "a", 2047),
+				change(2, 500, "a", 1_000L, null, "b", 3071));
+		assertThat(failed(rows(live, a))).containsExactly("lease-history");
+		// a LEASE section whose token no take reserved
+		assertThat(failed(rows(orderly, a, clean(3, "x", Family.EXCLUSIVE, 5000, 1_310, 1_320))))
+			.containsExactly("lease-history");
 	}
 
 	@Test

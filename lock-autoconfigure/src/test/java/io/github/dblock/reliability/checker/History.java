@@ -19,7 +19,8 @@ import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 
 /**
  * The history of one checker run: every operation's invocation and completion on this JVM's clock
- * ({@link System#nanoTime()}), and what the server recorded on its clock ({@code UTC_TIMESTAMP(6)}) in the tables
+ * ({@link System#nanoTime()}; a worker process writes each call's duration to {@code checker_op} instead), and what
+ * the server recorded on its clock ({@code UTC_TIMESTAMP(6)}) in the tables
  * {@code checker_section} (one row per critical section), {@code checker_fenced} (the highest fencing token written
  * per resource: a write is accepted only when its token is at least the stored one, in one
  * {@code UPDATE … WHERE token <= ?}), {@code checker_commit} (a row written in the critical section's own
@@ -128,18 +129,32 @@ public final class History {
 	 * @param completedNanos {@link System#nanoTime()} at completion
 	 * @param boundNanos the documented bound of the call; 0 when the call has none
 	 * @param outcome {@code ok}, {@code busy}, or the exception's simple name
+	 * @param pausedNanos how long the caller's whole JVM stood still during the call (SIGSTOP), measured on that JVM's
+	 * clock by a watchdog thread; 0 in a JVM that is never paused
 	 */
 	public record Op(long id, String node, String call, String resource, long invokedNanos, long completedNanos,
-			long boundNanos, String outcome) {
+			long boundNanos, String outcome, long pausedNanos) {
+
+		/** A call of a JVM that is never paused. */
+		public Op(long id, String node, String call, String resource, long invokedNanos, long completedNanos,
+				long boundNanos, String outcome) {
+			this(id, node, call, resource, invokedNanos, completedNanos, boundNanos, outcome, 0);
+		}
 
 		long tookNanos() {
 			return this.completedNanos - this.invokedNanos;
 		}
 
+		/** How long the call took while its JVM ran: the bounds are about the library, not a stopped process. */
+		long runningNanos() {
+			return tookNanos() - this.pausedNanos;
+		}
+
 		@Override
 		public String toString() {
 			return "op=" + this.id + " " + this.node + " " + this.call + " " + this.resource + " took "
-					+ (tookNanos() / 1_000_000) + " ms" + ((this.boundNanos > 0) ? " (bound "
+					+ (tookNanos() / 1_000_000) + " ms" + ((this.pausedNanos > 0) ? " (" + (this.pausedNanos / 1_000_000)
+							+ " ms of it with its JVM stopped)" : "") + ((this.boundNanos > 0) ? " (bound "
 							+ (this.boundNanos / 1_000_000) + " ms)" : "") + " -> " + this.outcome;
 		}
 
@@ -170,15 +185,32 @@ public final class History {
 	 * @param succeededKeys the keys for which some call returned normally
 	 * @param permits the permits of each semaphore
 	 * @param leftovers what was still held after the run (resource and where)
+	 * @param killed the nodes whose process was killed (SIGKILL), with the server time taken just before the signal
+	 * @param rowChanges every change of an exclusive lock row of the run, when a trigger recorded them (a server of the
+	 * test's own); empty otherwise
 	 * @param forced the forced releases that freed a held lock
 	 */
 	public record Observed(List<Section> sections, List<Op> ops, List<Effect> effects, Set<String> succeededKeys,
-			Map<String, Integer> permits, List<String> leftovers, List<Forced> forced) {
+			Map<String, Integer> permits, List<String> leftovers, Map<String, LocalDateTime> killed,
+			List<RowChange> rowChanges, List<Forced> forced) {
+
+		/** A history in which no process was killed, no row change was recorded and no lock was force-released. */
+		public Observed(List<Section> sections, List<Op> ops, List<Effect> effects, Set<String> succeededKeys,
+				Map<String, Integer> permits, List<String> leftovers) {
+			this(sections, ops, effects, succeededKeys, permits, leftovers, Map.of(), List.of(), List.of());
+		}
 
 		/** A history without forced releases. */
 		public Observed(List<Section> sections, List<Op> ops, List<Effect> effects, Set<String> succeededKeys,
-				Map<String, Integer> permits, List<String> leftovers) {
-			this(sections, ops, effects, succeededKeys, permits, leftovers, List.of());
+				Map<String, Integer> permits, List<String> leftovers, Map<String, LocalDateTime> killed,
+				List<RowChange> rowChanges) {
+			this(sections, ops, effects, succeededKeys, permits, leftovers, killed, rowChanges, List.of());
+		}
+
+		/** A history in which no process was killed and no row change was recorded. */
+		public Observed(List<Section> sections, List<Op> ops, List<Effect> effects, Set<String> succeededKeys,
+				Map<String, Integer> permits, List<String> leftovers, List<Forced> forced) {
+			this(sections, ops, effects, succeededKeys, permits, leftovers, Map.of(), List.of(), forced);
 		}
 
 	}
@@ -186,7 +218,28 @@ public final class History {
 	/** The token of a section whose lock does not expose one (ShedLock's {@code SimpleLock}). */
 	public static final long NO_TOKEN = -1;
 
-	private final AtomicLong ids = new AtomicLong();
+	/**
+	 * One change of an exclusive lock row, as a trigger on the lock table recorded it in the changing statement's
+	 * transaction, on that statement's clock ({@code UTC_TIMESTAMP(6)} is fixed for a statement and its triggers).
+	 * @param id the order of the changes
+	 * @param resource the resource
+	 * @param at the statement's server time
+	 * @param oldOwner the owner before ({@code null}: none, or a new row)
+	 * @param oldExpires the lease's end before ({@code null} for a new row)
+	 * @param oldWaitingOwner the waiter next in line before, to whom a release may hand the lock
+	 * @param newOwner the owner after ({@code null}: released)
+	 * @param newToken the row's fencing token after: for a LEASE take, the last token of the block it reserved
+	 */
+	public record RowChange(long id, String resource, LocalDateTime at, @Nullable String oldOwner,
+			@Nullable LocalDateTime oldExpires, @Nullable String oldWaitingOwner, @Nullable String newOwner,
+			long newToken) {
+	}
+
+	private final AtomicLong ids;
+
+	private final boolean persistOps;
+
+	private final java.util.function.LongBinaryOperator paused;
 
 	private final ConcurrentLinkedQueue<Op> ops = new ConcurrentLinkedQueue<>();
 
@@ -205,6 +258,20 @@ public final class History {
 	 * its tables if missing.
 	 */
 	public History(DataSource historyPool, String prefix) {
+		this(historyPool, prefix, 0, false, (from, to) -> 0);
+	}
+
+	/**
+	 * A history shared by several processes: this one's operation ids start after {@code idBase}, and with
+	 * {@code persistOps} every call is also written to {@code checker_op} (with its duration on this JVM's clock, the
+	 * only JVM time that means anything to another process), so that it survives a SIGKILL of this process.
+	 * @param paused how long this JVM stood still between two of its {@link System#nanoTime()} readings
+	 */
+	public History(DataSource historyPool, String prefix, long idBase, boolean persistOps,
+			java.util.function.LongBinaryOperator paused) {
+		this.ids = new AtomicLong(idBase);
+		this.persistOps = persistOps;
+		this.paused = paused;
 		this.jdbc = new JdbcTemplate(historyPool);
 		this.transactions = new TransactionTemplate(new DataSourceTransactionManager(historyPool));
 		// no snapshot: with MariaDB's innodb_snapshot_isolation a REPEATABLE READ transaction's write of a row changed
@@ -219,16 +286,25 @@ public final class History {
 				+ " node VARCHAR(32) NOT NULL, resource VARCHAR(100) NOT NULL, family VARCHAR(16) NOT NULL,"
 				+ " mode VARCHAR(48) NOT NULL, token BIGINT NOT NULL, entered_at DATETIME(6) NOT NULL,"
 				+ " exited_at DATETIME(6) NULL, entry_accepted BOOLEAN NOT NULL, exit_accepted BOOLEAN NULL,"
-				+ " lost BOOLEAN NOT NULL DEFAULT FALSE, transactional BOOLEAN NOT NULL,"
+				+ " lost BOOLEAN NOT NULL DEFAULT FALSE, transactional BOOLEAN NOT NULL, granted_nanos BIGINT NULL,"
+				+ " released_nanos BIGINT NULL, lost_nanos BIGINT NULL, watched BOOLEAN NOT NULL DEFAULT FALSE,"
 				+ " PRIMARY KEY (run, op_id))");
-		// the JVM's timing of the hold (System.nanoTime()), added to tables created before it was recorded
-		jdbc.execute("ALTER TABLE checker_section ADD COLUMN IF NOT EXISTS granted_nanos BIGINT NULL,"
-				+ " ADD COLUMN IF NOT EXISTS released_nanos BIGINT NULL, ADD COLUMN IF NOT EXISTS lost_nanos BIGINT NULL,"
-				+ " ADD COLUMN IF NOT EXISTS watched BOOLEAN NOT NULL DEFAULT FALSE");
+		// the JVM's timing of the hold (System.nanoTime()), added to a table created before it was recorded (plain
+		// ALTER TABLE: MySQL has no ADD COLUMN IF NOT EXISTS)
+		Integer timed = jdbc.queryForObject("SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
+				+ "DATABASE() AND TABLE_NAME = 'checker_section' AND COLUMN_NAME = 'granted_nanos'", Integer.class);
+		if (timed == null || timed == 0) {
+			jdbc.execute("ALTER TABLE checker_section ADD COLUMN granted_nanos BIGINT NULL, ADD COLUMN released_nanos"
+					+ " BIGINT NULL, ADD COLUMN lost_nanos BIGINT NULL, ADD COLUMN watched BOOLEAN NOT NULL DEFAULT FALSE");
+		}
 		jdbc.execute("CREATE TABLE IF NOT EXISTS checker_fenced (resource VARCHAR(100) PRIMARY KEY,"
 				+ " token BIGINT NOT NULL, writes BIGINT NOT NULL)");
 		jdbc.execute("CREATE TABLE IF NOT EXISTS checker_commit (run VARCHAR(64) NOT NULL, op_id BIGINT NOT NULL,"
 				+ " PRIMARY KEY (run, op_id))");
+		jdbc.execute("CREATE TABLE IF NOT EXISTS checker_op (seq BIGINT AUTO_INCREMENT PRIMARY KEY, run VARCHAR(64) NOT"
+				+ " NULL, op_id BIGINT NOT NULL, node VARCHAR(32) NOT NULL, pcall VARCHAR(64) NOT NULL, resource"
+				+ " VARCHAR(100) NOT NULL, took_nanos BIGINT NOT NULL, bound_nanos BIGINT NOT NULL, outcome VARCHAR(100)"
+				+ " NOT NULL, paused_nanos BIGINT NOT NULL, KEY (run))");
 		jdbc.execute("CREATE TABLE IF NOT EXISTS checker_effect (run VARCHAR(64) NOT NULL, op_id BIGINT NOT NULL,"
 				+ " idem_key VARCHAR(100) NOT NULL, PRIMARY KEY (run, op_id))");
 	}
@@ -246,7 +322,17 @@ public final class History {
 	/** Records a call. */
 	public void op(long id, String node, String call, String resource, long invokedNanos, long completedNanos,
 			long boundNanos, String outcome) {
-		this.ops.add(new Op(id, node, call, resource, invokedNanos, completedNanos, boundNanos, outcome));
+		long pausedNanos = this.paused.applyAsLong(invokedNanos, completedNanos);
+		if (this.persistOps) {
+			String shortOutcome = (outcome.length() > 100) ? outcome.substring(0, 100) : outcome;
+			retried(() -> this.jdbc.update("INSERT INTO checker_op (run, op_id, node, pcall, resource, took_nanos,"
+					+ " bound_nanos, outcome, paused_nanos) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", this.prefix, id, node,
+					call, resource, completedNanos - invokedNanos, boundNanos, shortOutcome, pausedNanos));
+		}
+		else {
+			this.ops.add(new Op(id, node, call, resource, invokedNanos, completedNanos, boundNanos, outcome,
+					pausedNanos));
+		}
 	}
 
 	/** Records that a call on the key returned normally. */
@@ -263,7 +349,8 @@ public final class History {
 	public boolean enter(long opId, String node, String resource, Family family, String mode, long token,
 			boolean transactional, boolean fenced) {
 		// outside the transaction: its shared lock on an existing row, upgraded by the UPDATE, would deadlock
-		this.jdbc.update("INSERT IGNORE INTO checker_fenced (resource, token, writes) VALUES (?, 0, 0)", resource);
+		retried(() -> this.jdbc.update("INSERT IGNORE INTO checker_fenced (resource, token, writes) VALUES (?, 0, 0)",
+				resource));
 		Boolean accepted = retried(() -> this.transactions.execute((status) -> {
 			int rows = fenced ? this.jdbc.update("UPDATE checker_fenced SET token = ?, writes = writes + 1 WHERE"
 					+ " resource = ? AND token <= ?", token, resource, token) : 0;
@@ -289,15 +376,30 @@ public final class History {
 
 	/**
 	 * Runs a history transaction again when the server chose it as a deadlock victim (it was rolled back whole, so
-	 * nothing of it was recorded), up to 5 times.
+	 * nothing of it was recorded), up to 5 times; and, for up to 3 minutes, when the server could not be reached (a
+	 * restart of the server the test owns).
 	 */
 	private static <T> T retried(java.util.function.Supplier<T> transaction) {
+		long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MINUTES.toNanos(3);
 		for (int attempt = 1;; attempt++) {
 			try {
 				return transaction.get();
 			}
 			catch (org.springframework.dao.PessimisticLockingFailureException ex) {
-				if (attempt == 5) {
+				if (attempt >= 5) {
+					throw ex;
+				}
+			}
+			catch (org.springframework.dao.DataAccessResourceFailureException
+					| org.springframework.transaction.CannotCreateTransactionException ex) {
+				if (System.nanoTime() > deadline) {
+					throw ex;
+				}
+				try {
+					Thread.sleep(200);
+				}
+				catch (InterruptedException interrupted) {
+					Thread.currentThread().interrupt();
 					throw ex;
 				}
 			}
@@ -306,15 +408,20 @@ public final class History {
 
 	/** Marks a section as not confirmed to its end (by {@code onLost}, {@code isHeld}, or an exception on release). */
 	public void lost(long opId) {
-		this.jdbc.update("UPDATE checker_section SET lost = TRUE WHERE run = ? AND op_id = ?", this.prefix, opId);
+		retried(() -> this.jdbc.update("UPDATE checker_section SET lost = TRUE WHERE run = ? AND op_id = ?", this.prefix,
+				opId));
 	}
 
 	/**
 	 * Records the JVM's timing of a section's hold ({@link System#nanoTime()}; {@code null} where unknown) and
-	 * whether its {@code onLost} was listened to on a renewed lease.
+	 * whether its {@code onLost} was listened to on a renewed lease. Not in a worker process ({@code persistOps}):
+	 * the invariants that read these times compare them across nodes, and each worker process has a clock of its own.
 	 */
 	public void timing(long opId, @Nullable Long grantedNanos, @Nullable Long releasedNanos, @Nullable Long lostNanos,
 			boolean watched) {
+		if (this.persistOps) {
+			return;
+		}
 		this.jdbc.update("UPDATE checker_section SET granted_nanos = ?, released_nanos = ?, lost_nanos = ?, watched = ?"
 				+ " WHERE run = ? AND op_id = ?", grantedNanos, releasedNanos, lostNanos, watched, this.prefix, opId);
 	}
@@ -338,6 +445,26 @@ public final class History {
 
 	/** Reads what the server recorded, with the calls of this JVM. */
 	public Observed observed(Map<String, Integer> permits, List<String> leftovers) {
+		return observed(permits, leftovers, Map.of());
+	}
+
+	/**
+	 * Reads what the server recorded, with the calls of this JVM and those every process wrote to
+	 * {@code checker_op} (each with its duration only: JVM clocks are not compared across processes).
+	 */
+	public Observed observed(Map<String, Integer> permits, List<String> leftovers, Map<String, LocalDateTime> killed) {
+		return observed(permits, leftovers, killed, List.of());
+	}
+
+	/** {@link #observed(Map, List, Map)} with the row changes a trigger recorded. */
+	public Observed observed(Map<String, Integer> permits, List<String> leftovers, Map<String, LocalDateTime> killed,
+			List<RowChange> rowChanges) {
+		List<Op> allOps = new ArrayList<>(this.ops);
+		this.jdbc.query("SELECT op_id, node, pcall, resource, took_nanos, bound_nanos, outcome, paused_nanos FROM"
+				+ " checker_op WHERE run = ? ORDER BY seq", (rs) -> {
+					allOps.add(new Op(rs.getLong(1), rs.getString(2), rs.getString(3), rs.getString(4), 0,
+							rs.getLong(5), rs.getLong(6), rs.getString(7), rs.getLong(8)));
+				}, this.prefix);
 		Set<Long> committed = new HashSet<>(
 				this.jdbc.queryForList("SELECT op_id FROM checker_commit WHERE run = ?", Long.class, this.prefix));
 		List<Section> sections = new ArrayList<>();
@@ -362,8 +489,8 @@ public final class History {
 				(rs) -> {
 					effects.add(new Effect(rs.getString(1), rs.getLong(2)));
 				}, this.prefix);
-		return new Observed(sections, new ArrayList<>(this.ops), effects, new HashSet<>(this.succeededKeys),
-				new HashMap<>(permits), leftovers, new ArrayList<>(this.forced));
+		return new Observed(sections, allOps, effects, new HashSet<>(this.succeededKeys), new HashMap<>(permits),
+				leftovers, new HashMap<>(killed), List.copyOf(rowChanges), new ArrayList<>(this.forced));
 	}
 
 }

@@ -146,13 +146,76 @@ public final class Workload {
 	private volatile boolean stopping;
 
 	public Workload(Settings settings) {
+		this(settings, newPrefix(settings.seed()));
+	}
+
+	/** A workload whose resources start with {@code prefix} (a worker process joins the run of that prefix). */
+	Workload(Settings settings, String prefix) {
 		this.settings = settings;
-		this.prefix = "chk" + Long.toHexString(settings.seed() & 0xffffff) + "-"
-				+ UUID.randomUUID().toString().substring(0, 6) + "-";
+		this.prefix = prefix;
+	}
+
+	/** A new run's prefix: its resources' names start with it, and it names the run in the history tables. */
+	static String newPrefix(long seed) {
+		return "chk" + Long.toHexString(seed & 0xffffff) + "-" + UUID.randomUUID().toString().substring(0, 6) + "-";
+	}
+
+	/** Makes a node's pools: of the test database in one JVM, of the URLs it was given in a worker process. */
+	interface Pools {
+
+		/** A pool on {@code jdbcUrl} ({@code null}: the database itself, not through a proxy). */
+		HikariDataSource pool(@org.jspecify.annotations.Nullable String jdbcUrl, int size,
+				java.util.function.Consumer<com.zaxxer.hikari.HikariConfig> customizer);
+
+	}
+
+	/** The test database's pools. */
+	static Pools testDatabase() {
+		TestDatabase db = TestDatabase.get();
+		return (url, size, customizer) -> db.newDataSource(size, (config) -> {
+			if (url != null) {
+				config.setJdbcUrl(url);
+			}
+			customizer.accept(config);
+		});
+	}
+
+	/**
+	 * Runs one node, {@link Settings#threads()} threads of the workload's random calls, in this (worker) process
+	 * until {@code going} turns false, records into {@code history}, and returns once every call has ended. No
+	 * cleanup and no faults: the test process runs those.
+	 * @param index the node's index: its name is {@code p<index>}, its threads' seeds follow from the run's seed and it
+	 * @param lockUrl the URL of the node's pool (the test's fault proxy for this process)
+	 * @return the errors of the workload itself
+	 */
+	List<String> runNode(int index, String lockUrl, Pools pools, History history,
+			java.util.function.BooleanSupplier going) throws InterruptedException {
+		this.history = history;
+		Map<String, Integer> permits = new LinkedHashMap<>();
+		SEMAPHORES.forEach((name, n) -> permits.put(this.prefix + name, n));
+		boolean validateAtCommit = new Random(this.settings.seed() + index).nextBoolean();
+		// the providers ask the server for its version: a worker may start while the server restarts
+		Node node = CheckerWorker.whenReachable(
+				() -> node("p" + index, pools, null, lockUrl, permits, validateAtCommit, false));
+		List<Thread> workers = new ArrayList<>();
+		for (int t = 0; t < this.settings.threads(); t++) {
+			Random random = new Random(this.settings.seed() * 31 + node.name().hashCode() * 7L + t);
+			workers.add(workerThread(() -> work(node, random, going), "checker-" + node.name() + "-" + t));
+		}
+		workers.forEach(Thread::start);
+		for (Thread worker : workers) {
+			worker.join();
+		}
+		node.methods().close();
+		node.idempotency().close();
+		node.leaseProviders().forEach(LeaseLockProvider::close);
+		node.pool().close();
+		return List.copyOf(this.harnessErrors);
 	}
 
 	/** One node: its pool behind its proxy, and its templates. */
-	private record Node(String name, FaultProxy proxy, HikariDataSource pool, LockTemplate locks,
+	private record Node(String name, @org.jspecify.annotations.Nullable FaultProxy proxy, HikariDataSource pool,
+			LockTemplate locks, LockTemplate serverClockLocks,
 			List<LeaseLockProvider> leaseProviders, SemaphoreTemplate semaphores, IdempotencyNodes.Node idempotency,
 			TransactionTemplate transactions, JdbcTemplate jdbc, LockedMethods methods,
 			DistributedLockRegistry registry, DistributedLockShedLockProvider shedLock, boolean validateAtCommit) {
@@ -161,28 +224,31 @@ public final class Workload {
 	/** Runs the workload for its duration, lets every call finish, and returns the history. */
 	public Result run() throws Exception {
 		TestDatabase db = TestDatabase.get();
+		Pools pools = testDatabase();
 		this.historyPool = db.newDataSource(12, (config) -> config.setPoolName("checker-history"));
 		LockNodes.migrateOnce(this.historyPool);
 		this.history = new History(this.historyPool, this.prefix);
 		JdbcTemplate direct = new JdbcTemplate(this.historyPool);
-		direct.execute("CREATE TABLE IF NOT EXISTS checker_session (run VARCHAR(64) NOT NULL, node VARCHAR(32) NOT NULL,"
-				+ " id BIGINT NOT NULL, PRIMARY KEY (run, node, id))");
+		createSessionTable(direct);
 		Random setup = new Random(this.settings.seed());
 		Map<String, Integer> permits = new LinkedHashMap<>();
 		SEMAPHORES.forEach((name, n) -> permits.put(this.prefix + name, n));
 		for (int i = 0; i < this.settings.nodes(); i++) {
-			this.nodes.add(node("n" + i, db, permits, setup.nextBoolean(), i == 0));
+			FaultProxy proxy = FaultProxy.forJdbcUrl(db.jdbcUrl());
+			this.nodes.add(node("n" + i, pools, proxy, proxy.jdbcUrl(db.jdbcUrl()), permits, setup.nextBoolean(), i == 0));
 		}
 		List<Thread> workers = new ArrayList<>();
 		long until = System.nanoTime() + this.settings.duration().toNanos();
 		for (Node node : this.nodes) {
 			for (int t = 0; t < this.settings.threads(); t++) {
 				Random random = new Random(this.settings.seed() * 31 + node.name().hashCode() * 7L + t);
-				Thread worker = workerThread(() -> work(node, random, until), "checker-" + node.name() + "-" + t);
+				Thread worker = workerThread(() -> work(node, random, () -> System.nanoTime() < until),
+						"checker-" + node.name() + "-" + t);
 				workers.add(worker);
 			}
 		}
-		Thread cleanup = new Thread(() -> cleanup(new Random(this.settings.seed() + 1)), "checker-cleanup");
+		Thread cleanup = new Thread(() -> cleanup(this.historyPool, new Random(this.settings.seed() + 1),
+				() -> this.stopping, this.faults, this.harnessErrors), "checker-cleanup");
 		Thread injector = new Thread(() -> inject(new Random(this.settings.seed() + 2), direct), "checker-faults");
 		Thread forcer = new Thread(() -> forceReleases(new Random(this.settings.seed() + 3)), "checker-force-release");
 		workers.forEach(Thread::start);
@@ -209,7 +275,7 @@ public final class Workload {
 		}
 		// the longest lease of the run (idempotency claims: 2 s) ends; then nothing of the run may be held
 		Thread.sleep(2_500);
-		List<String> leftovers = leftovers(direct);
+		List<String> leftovers = leftovers(this.historyPool, this.prefix);
 		Observed observed = this.history.observed(permits, leftovers);
 		for (Node node : this.nodes) {
 			node.pool().close();
@@ -223,12 +289,16 @@ public final class Workload {
 		return new Result(observed, callCounts, faultCounts, List.copyOf(this.harnessErrors));
 	}
 
-	private Node node(String name, TestDatabase db, Map<String, Integer> permits, boolean validateAtCommit,
-			boolean first) {
-		FaultProxy proxy = FaultProxy.forJdbcUrl(db.jdbcUrl());
+	/** The table in which each node's sessions say who they are. */
+	static void createSessionTable(JdbcTemplate direct) {
+		direct.execute("CREATE TABLE IF NOT EXISTS checker_session (run VARCHAR(64) NOT NULL, node VARCHAR(32) NOT NULL,"
+				+ " id BIGINT NOT NULL, PRIMARY KEY (run, node, id))");
+	}
+
+	private Node node(String name, Pools pools, @org.jspecify.annotations.Nullable FaultProxy proxy, String poolUrl,
+			Map<String, Integer> permits, boolean validateAtCommit, boolean first) {
 		String run = this.prefix;
-		HikariDataSource pool = db.newDataSource(12, (config) -> {
-			config.setJdbcUrl(proxy.jdbcUrl(db.jdbcUrl()));
+		HikariDataSource pool = pools.pool(poolUrl, 12, (config) -> {
 			config.setPoolName("checker-" + name);
 			config.setValidationTimeout(250);
 			// each session of the node says who it is, so that the fault injector can kill one of them
@@ -246,20 +316,27 @@ public final class Workload {
 		LockTemplate locks = new LockTemplate(List.of(lease, pessimistic, optimistic), LockMode.LEASE, Duration.ZERO,
 				Duration.ofSeconds(1), name);
 		locks.setValidateAtCommit(validateAtCommit);
+		// PESSIMISTIC with fencing: server-clock, on the PESSIMISTIC-only resource (see pessimistic(Random, String))
+		io.github.dblock.jdbc.PessimisticLockProvider serverClock = (io.github.dblock.jdbc.PessimisticLockProvider) LockNodes
+			.provider(LockMode.PESSIMISTIC, pool);
+		serverClock.setFencing(io.github.dblock.jdbc.PessimisticLockProvider.Fencing.SERVER_CLOCK);
+		LockTemplate serverClockLocks = new LockTemplate(List.of(serverClock), LockMode.PESSIMISTIC, Duration.ZERO,
+				Duration.ofSeconds(1), name);
+		serverClockLocks.setValidateAtCommit(validateAtCommit);
 		SemaphoreTemplate semaphores = SemaphoreNodes.node(name, pool, Duration.ofSeconds(1), permits);
 		IdempotencyNodes.Node idempotency = IdempotencyNodes.node(pool, name, Duration.ofSeconds(2));
-		return new Node(name, proxy, pool, locks, leaseProviders, semaphores, idempotency,
+		return new Node(name, proxy, pool, locks, serverClockLocks, leaseProviders, semaphores, idempotency,
 				new TransactionTemplate(new DataSourceTransactionManager(pool)), new JdbcTemplate(pool),
 				new LockedMethods(locks, pool), new DistributedLockRegistry(locks, null),
 				new DistributedLockShedLockProvider(lease, name), validateAtCommit);
 	}
 
-	private void count(Map<String, AtomicLong> counts, String what) {
+	private static void count(Map<String, AtomicLong> counts, String what) {
 		counts.computeIfAbsent(what, (k) -> new AtomicLong()).incrementAndGet();
 	}
 
-	private void work(Node node, Random random, long until) {
-		while (System.nanoTime() < until) {
+	private void work(Node node, Random random, java.util.function.BooleanSupplier going) {
+		while (going.getAsBoolean()) {
 			int pick = random.nextInt(118);
 			String x = this.prefix + "x" + random.nextInt(EXCLUSIVE);
 			String rw = this.prefix + "rw" + random.nextInt(READ_WRITE);
@@ -271,10 +348,11 @@ public final class Workload {
 					executeLease(node, random, x);
 				}
 				else if (pick < 40) {
-					lockCall(node, random, x, LockMode.PESSIMISTIC, LockType.EXCLUSIVE, random.nextBoolean());
+					lockCall(node, random, pessimistic(random, x), LockMode.PESSIMISTIC, LockType.EXCLUSIVE,
+							random.nextBoolean());
 				}
 				else if (pick < 50) {
-					executeTransactional(node, random, x, LockMode.PESSIMISTIC);
+					executeTransactional(node, random, pessimistic(random, x), LockMode.PESSIMISTIC);
 				}
 				else if (pick < 58) {
 					executeTransactional(node, random, x, LockMode.OPTIMISTIC);
@@ -332,6 +410,8 @@ public final class Workload {
 
 	/** {@code tryAcquire} (wait 0 to 300 ms) or {@code acquire} (wait 2 s), then the section, re-entry, extend. */
 	private void lockCall(Node node, Random random, String resource, LockMode mode, LockType type, boolean tryAcquire) {
+		boolean serverClock = mode == LockMode.PESSIMISTIC && isServerClockResource(resource) && random.nextBoolean();
+		LockTemplate locks = serverClock ? node.serverClockLocks() : node.locks();
 		Duration wait = tryAcquire ? Duration.ofMillis(random.nextInt(300)) : Duration.ofSeconds(2);
 		LockOptions options = LockOptions.defaults().withMode(mode).withType(type).withWaitTime(wait);
 		boolean shortLease = mode == LockMode.LEASE && random.nextInt(4) == 0;
@@ -339,15 +419,14 @@ public final class Workload {
 			options = options.withLeaseTime(Duration.ofMillis(200 + random.nextInt(600)));
 		}
 		String call = mode + (type == LockType.EXCLUSIVE ? "" : " " + type) + (tryAcquire ? " tryAcquire" : " acquire")
-				+ (shortLease ? " (short lease)" : "");
+				+ (shortLease ? " (short lease)" : "") + (serverClock ? " server-clock" : "");
 		count(this.calls, call);
 		long id = this.history.nextId();
 		long bound = wait.plus(STATEMENT_TIMEOUT).plusSeconds(2).toNanos();
 		long invoked = System.nanoTime();
 		Optional<LockHandle> handle;
 		try {
-			handle = tryAcquire ? node.locks().tryAcquire(resource, options)
-					: Optional.of(node.locks().acquire(resource, options));
+			handle = tryAcquire ? locks.tryAcquire(resource, options) : Optional.of(locks.acquire(resource, options));
 		}
 		catch (RuntimeException ex) {
 			this.history.op(id, node.name(), call, resource, invoked, System.nanoTime(), bound, outcome(ex));
@@ -370,7 +449,7 @@ public final class Workload {
 		try {
 			this.history.enter(id, node.name(), resource, family(type), call, token, false, true);
 			if (random.nextInt(5) == 0) {
-				reenter(node, resource, options, id, lock, lost);
+				reenter(node, locks, resource, options, id, lock, lost);
 			}
 			if (mode == LockMode.LEASE && type == LockType.EXCLUSIVE && random.nextInt(6) == 0) {
 				long started = System.nanoTime();
@@ -420,11 +499,11 @@ public final class Workload {
 	 * for most of its lease is declared lost at once) is not re-entered: the call takes the lock anew, with a new
 	 * token, and the section counts as lost. A new token while the hold is still held is an error of the run.
 	 */
-	private void reenter(Node node, String resource, LockOptions options, long id, LockHandle outer,
-			AtomicBoolean lost) {
+	private void reenter(Node node, LockTemplate locks, String resource, LockOptions options, long id,
+			LockHandle outer, AtomicBoolean lost) {
 		long token = outer.fencingToken();
 		long started = System.nanoTime();
-		try (LockHandle again = node.locks().acquire(resource, options)) {
+		try (LockHandle again = locks.acquire(resource, options)) {
 			boolean same = again.fencingToken() == token;
 			this.history.op(id, node.name(), "re-enter", resource, started, System.nanoTime(), 0,
 					same ? "ok" : "new token " + again.fencingToken());
@@ -504,13 +583,15 @@ public final class Workload {
 	 * each run is a section of its own. Their commits are the business transaction, which has no bound.
 	 */
 	private void executeTransactional(Node node, Random random, String resource, LockMode mode) {
-		String call = mode + " execute";
+		boolean serverClock = mode == LockMode.PESSIMISTIC && isServerClockResource(resource) && random.nextBoolean();
+		LockTemplate locks = serverClock ? node.serverClockLocks() : node.locks();
+		String call = mode + " execute" + (serverClock ? " server-clock" : "");
 		count(this.calls, call);
 		long invoked = System.nanoTime();
 		boolean fenced = mode != LockMode.OPTIMISTIC;
 		long[] first = new long[1];
 		try {
-			node.locks().execute(resource, LockOptions.defaults().withMode(mode).withWaitTime(Duration.ofSeconds(1)),
+			locks.execute(resource, LockOptions.defaults().withMode(mode).withWaitTime(Duration.ofSeconds(1)),
 					(lock) -> {
 						if (first[0] == 0) {
 							first[0] = System.nanoTime();
@@ -533,6 +614,22 @@ public final class Workload {
 			this.history.op(0, node.name(), call + " (acquisition)", resource, invoked, first[0],
 					Duration.ofSeconds(1).plus(STATEMENT_TIMEOUT).plusSeconds(2).toNanos(), "ok");
 		}
+	}
+
+	/**
+	 * The resource of a PESSIMISTIC call: one of the PESSIMISTIC-only resources {@code xp0} and {@code xp1}, where
+	 * holders use {@code fencing: durable} or {@code server-clock} at random. The docs ask for "one mode per resource"
+	 * and allow "durable and server-clock holders may share a resource" (docs/reference/lock-modes.md): a PESSIMISTIC
+	 * holder that dies before its release has its token write rolled back, after which a LEASE take or an OPTIMISTIC
+	 * commit that waited for its row lock no longer sees it (seen with SIGKILL: an OPTIMISTIC commit beside it).
+	 */
+	private String pessimistic(Random random, String x) {
+		return this.prefix + "xp" + random.nextInt(2);
+	}
+
+	/** Whether PESSIMISTIC calls on the resource may use server-clock fencing: the PESSIMISTIC-only ones. */
+	private boolean isServerClockResource(String resource) {
+		return resource.startsWith(this.prefix + "xp");
 	}
 
 	/** A semaphore permit: {@code tryAcquire} with a wait of 0 to 500 ms, sometimes a short explicit lease. */
@@ -864,23 +961,35 @@ public final class Workload {
 		}
 	}
 
-	/** The cleanup job, run aggressively: every 100 to 400 ms, with the shortest retention. */
-	private void cleanup(Random random) {
-		LockTableCleaner cleaner = new LockTableCleaner(this.historyPool, LockNodes.TABLE, LockTableCleaner.MIN_RETENTION,
-				100, STATEMENT_TIMEOUT);
-		while (!this.stopping) {
+	/**
+	 * The cleanup job, run aggressively: every 100 to 400 ms, with the shortest retention, until {@code stopping}.
+	 * While {@code serverDown} is true (a restart of the server the test owns), failures are expected and skipped.
+	 */
+	static void cleanup(javax.sql.DataSource pool, Random random, java.util.function.BooleanSupplier stopping,
+			Map<String, AtomicLong> counts, java.util.Collection<String> errors) {
+		cleanup(pool, random, stopping, () -> false, counts, errors);
+	}
+
+	static void cleanup(javax.sql.DataSource pool, Random random, java.util.function.BooleanSupplier stopping,
+			java.util.function.BooleanSupplier serverDown, Map<String, AtomicLong> counts,
+			java.util.Collection<String> errors) {
+		LockTableCleaner cleaner = new LockTableCleaner(pool, LockNodes.TABLE, LockTableCleaner.MIN_RETENTION, 100,
+				STATEMENT_TIMEOUT);
+		while (!stopping.getAsBoolean()) {
 			try {
 				cleaner.deleteExpired();
 				cleaner.deleteExpiredReadWriteHolds();
 				cleaner.deleteExpiredPermits();
-				count(this.faults, "cleanup runs");
+				count(counts, "cleanup runs");
 				Thread.sleep(100 + random.nextInt(300));
 			}
 			catch (InterruptedException ex) {
 				return;
 			}
 			catch (RuntimeException ex) {
-				this.harnessErrors.add("cleanup: " + ex);
+				if (!serverDown.getAsBoolean()) {
+					errors.add("cleanup: " + ex);
+				}
 			}
 		}
 	}
@@ -936,15 +1045,16 @@ public final class Workload {
 	}
 
 	/** What of this run is still held: lock rows (LockTableAdmin), live read/write holders and permits. */
-	private List<String> leftovers(JdbcTemplate direct) {
+	static List<String> leftovers(javax.sql.DataSource pool, String prefix) {
+		JdbcTemplate direct = new JdbcTemplate(pool);
 		List<String> leftovers = new ArrayList<>();
-		LockTableAdmin admin = new LockTableAdmin(this.historyPool, LockNodes.TABLE, STATEMENT_TIMEOUT);
+		LockTableAdmin admin = new LockTableAdmin(pool, LockNodes.TABLE, STATEMENT_TIMEOUT);
 		admin.listHeld(LockTableAdmin.MAX_LIST_LIMIT)
 			.locks()
 			.stream()
-			.filter((row) -> row.resource().startsWith(this.prefix))
+			.filter((row) -> row.resource().startsWith(prefix))
 			.forEach((row) -> leftovers.add(row.resource() + " held by " + row.holder() + " (lock table)"));
-		byte[] like = (this.prefix + "%").getBytes(StandardCharsets.UTF_8);
+		byte[] like = (prefix + "%").getBytes(StandardCharsets.UTF_8);
 		direct.query("SELECT resource, kind FROM distributed_lock_rw_hold WHERE resource LIKE ?"
 				+ " AND expires_at > UTC_TIMESTAMP(6)", (rs) -> {
 					leftovers.add(new String(rs.getBytes(1), StandardCharsets.UTF_8) + " " + rs.getString(2)
