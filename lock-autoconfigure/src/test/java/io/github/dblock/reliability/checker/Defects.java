@@ -43,31 +43,7 @@ final class Defects {
 						return real.acquire(request);
 					}
 					long token = System.currentTimeMillis() * 1_000 + calls.get() % 1_000;
-					long validUntil = System.nanoTime() + request.leaseTime().toNanos();
-					String owner = UUID.randomUUID().toString();
-					return AcquireResult.acquired(new HeldLock() {
-
-						@Override
-						public long fencingToken() {
-							return token;
-						}
-
-						@Override
-						public String ownerToken() {
-							return owner;
-						}
-
-						@Override
-						public long validUntilNanos() {
-							return validUntil;
-						}
-
-						@Override
-						public boolean release() {
-							return true;
-						}
-
-					});
+					return heldWithoutTheDatabase(request, token);
 				}
 
 				@Override
@@ -173,31 +149,7 @@ final class Defects {
 					if (!request.holder().endsWith("(ShedLock)")) {
 						return real.acquire(request);
 					}
-					long validUntil = System.nanoTime() + request.leaseTime().toNanos();
-					String owner = UUID.randomUUID().toString();
-					return AcquireResult.acquired(new HeldLock() {
-
-						@Override
-						public long fencingToken() {
-							return 0;
-						}
-
-						@Override
-						public String ownerToken() {
-							return owner;
-						}
-
-						@Override
-						public long validUntilNanos() {
-							return validUntil;
-						}
-
-						@Override
-						public boolean release() {
-							return true;
-						}
-
-					});
+					return heldWithoutTheDatabase(request, 0);
 				}
 
 				@Override
@@ -273,6 +225,38 @@ final class Defects {
 
 			};
 		};
+	}
+
+	/**
+	 * A lock reported held without asking the database: the given token, valid for the request's lease time by this
+	 * JVM's clock, and a release that changes nothing.
+	 */
+	private static AcquireResult heldWithoutTheDatabase(LockRequest request, long token) {
+		long validUntil = System.nanoTime() + request.leaseTime().toNanos();
+		String owner = UUID.randomUUID().toString();
+		return AcquireResult.acquired(new HeldLock() {
+
+			@Override
+			public long fencingToken() {
+				return token;
+			}
+
+			@Override
+			public String ownerToken() {
+				return owner;
+			}
+
+			@Override
+			public long validUntilNanos() {
+				return validUntil;
+			}
+
+			@Override
+			public boolean release() {
+				return true;
+			}
+
+		});
 	}
 
 }
