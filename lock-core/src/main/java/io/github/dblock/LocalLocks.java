@@ -13,11 +13,9 @@ import io.micrometer.observation.Observation;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The JVM-local side of every lock: one gate per resource that is in use, so that only one thread of this JVM
+ * The JVM-local side of every lock: one fair gate per resource that is in use, so that only one thread of this JVM
  * at a time asks the database for a resource (other local waiters queue here instead of polling) and so that
- * re-acquisition by the holding thread needs no database round trip. The gate is fair but for a bounded barge: a
- * thread that finds it free may take it before the first waiter while that one has waited less than
- * {@link #BARGE_NANOS}; beyond that, waiters get it in arrival order.
+ * re-acquisition by the holding thread needs no database round trip.
  * <p>
  * A LEASE holder keeps the gate while it holds the lock (its queued threads take the lease over in memory), but only
  * while its lease lasts: once the lease has ended by this JVM's clock or was found lost ({@link LeaseHold#isOver()}),
@@ -38,13 +36,6 @@ import org.jspecify.annotations.Nullable;
  * resource. Thread-safe.
  */
 final class LocalLocks {
-
-	/**
-	 * How long the first waiter of a gate may have waited and still be passed by a thread that finds the gate free
-	 * (bounded barging): a holder that releases and asks again at once keeps running instead of handing the gate to
-	 * a thread that must first be scheduled, and no waiter is passed once it has waited this long.
-	 */
-	static final long BARGE_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
 
 	private final ConcurrentHashMap<String, Entry> entries = new ConcurrentHashMap<>();
 
@@ -135,7 +126,7 @@ final class LocalLocks {
 		 */
 		private @Nullable Thread gateOwner;
 
-		/** Threads waiting for the gate, in arrival order; guarded by the entry's monitor. */
+		/** Threads waiting for the gate, in arrival order (fair); guarded by the entry's monitor. */
 		private final ArrayDeque<Ticket> queue = new ArrayDeque<>();
 
 		/** The LEASE hold that owns the gate, {@code null} while none does; written under the entry's monitor. */
@@ -289,8 +280,7 @@ final class LocalLocks {
 		}
 
 		/**
-		 * Waits, in arrival order (a thread finding the gate free may pass a first waiter that has waited less than
-		 * {@link #BARGE_NANOS}), until the current thread owns the gate: when nobody owns it, or when its LEASE holder's
+		 * Waits, in arrival order, until the current thread owns the gate: when nobody owns it, or when its LEASE holder's
 		 * lease is over ({@link LeaseHold#isOver()}; that hold is then superseded and returned through
 		 * {@code superseded}, for the caller to report outside the monitor).
 		 * @param deadlineNanos the {@link System#nanoTime()} until which to wait
@@ -304,11 +294,6 @@ final class LocalLocks {
 			Ticket ticket = new Ticket(requested, Thread.currentThread());
 			boolean owned = false;
 			synchronized (this) {
-				Ticket head = this.queue.peekFirst();
-				if (this.gateOwner == null && head != null && ticket.queuedAtNanos - head.queuedAtNanos < BARGE_NANOS) {
-					this.gateOwner = ticket.thread; // a free gate whose first waiter has not waited long: barge
-					return true;
-				}
 				this.queue.addLast(ticket);
 			}
 			try {
@@ -569,9 +554,6 @@ final class LocalLocks {
 		 * The {@link System#nanoTime()} at which the thread looks again by itself; guarded by the entry's monitor.
 		 */
 		long wakeAtNanos;
-
-		/** When the thread asked for the gate ({@link System#nanoTime()}). */
-		final long queuedAtNanos = System.nanoTime();
 
 		Ticket(LockMode mode, Thread thread) {
 			this.mode = mode;
