@@ -5,7 +5,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.LockSupport;
 
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
@@ -291,18 +290,15 @@ final class LocalLocks {
 		 */
 		boolean acquireGate(long deadlineNanos, LeaseHold[] superseded, LockMode requested)
 				throws InterruptedException {
-			Ticket ticket = new Ticket(requested, Thread.currentThread());
-			boolean owned = false;
+			Ticket ticket = new Ticket(requested);
 			synchronized (this) {
 				this.queue.addLast(ticket);
-			}
-			try {
-				while (true) {
-					long wait;
-					synchronized (this) {
-						long now = System.nanoTime();
-						LeaseHold current = this.lease;
+				boolean owned = false;
+				try {
+					while (true) {
+						long wait = deadlineNanos - System.nanoTime();
 						if (this.queue.peekFirst() == ticket) {
+							LeaseHold current = this.lease;
 							if (this.gateOwner == null) {
 								owned = true;
 							}
@@ -310,48 +306,27 @@ final class LocalLocks {
 								superseded[0] = supersede(current);
 								owned = true;
 							}
+							else if (current != null) {
+								// wake up when its lease ends (a renewal moves that on; a loss notifies at once)
+								wait = Math.min(wait, current.lock.validUntilNanos() - System.nanoTime() + 1_000_000);
+							}
 							if (owned) {
-								this.queue.pollFirst();
-								this.gateOwner = ticket.thread;
+								this.gateOwner = Thread.currentThread();
 								return true;
 							}
 						}
-						wait = deadlineNanos - now;
-						if (wait <= 0) {
+						if (deadlineNanos - System.nanoTime() <= 0) {
 							return false;
 						}
-						// the head is woken when the gate is let go, when the holder's lease is found lost, and when a
-						// holder whose lease ends before the head's wake-up claims the entry (see claim); the end of a
-						// lease by the clock wakes nobody, so every waiter looks again then (a renewal moves it on)
-						if (current != null) {
-							wait = Math.min(wait, current.lock.validUntilNanos() - now + 1_000_000);
-						}
-						ticket.wakeAtNanos = now + wait;
-					}
-					LockSupport.parkNanos(this, Math.max(1, wait));
-					if (Thread.interrupted()) {
-						throw new InterruptedException();
+						TimeUnit.NANOSECONDS.timedWait(this, Math.max(1, wait));
 					}
 				}
-			}
-			finally {
-				if (!owned) {
-					synchronized (this) {
-						boolean head = this.queue.peekFirst() == ticket;
-						this.queue.remove(ticket);
-						if (head) {
-							wakeHead(); // the next in line is the head now
-						}
+				finally {
+					this.queue.remove(ticket);
+					if (!owned) {
+						notifyAll(); // the next in line may be the head now
 					}
 				}
-			}
-		}
-
-		/** Wakes the thread at the head of the gate's queue, if any. Called under the entry's monitor. */
-		private void wakeHead() {
-			Ticket head = this.queue.peekFirst();
-			if (head != null) {
-				LockSupport.unpark(head.thread);
 			}
 		}
 
@@ -371,17 +346,17 @@ final class LocalLocks {
 			return hold;
 		}
 
-		/** Lets the gate go, if the current thread owns it, and wakes the thread next in line. */
+		/** Lets the gate go, if the current thread owns it, and wakes the queued threads. */
 		synchronized void releaseGate() {
 			if (this.gateOwner == Thread.currentThread()) {
 				this.gateOwner = null;
-				wakeHead(); // only the head may take the gate
+				notifyAll();
 			}
 		}
 
-		/** Wakes the thread next in line for the gate, for example because the holder's lease was found lost. */
+		/** Wakes the threads waiting for the gate, for example because the holder's lease was found lost. */
 		synchronized void wakeWaiters() {
-			wakeHead();
+			notifyAll();
 		}
 
 		/** Takes the lease the previous local holder handed off for the gate's next owner, if any. */
@@ -472,12 +447,6 @@ final class LocalLocks {
 			if (pessimistic != null && pessimistic.ownConnection) {
 				this.ownConnections++;
 			}
-			Ticket head = this.queue.peekFirst();
-			if (leaseHold != null && head != null
-					&& head.wakeAtNanos - (lock.validUntilNanos() + 1_000_000) > 0) {
-				// the head took its wait before this lease: it must look again when this lease ends
-				LockSupport.unpark(head.thread);
-			}
 			return previous;
 		}
 
@@ -547,17 +516,8 @@ final class LocalLocks {
 
 		final LockMode mode;
 
-		/** The waiting thread, woken ({@link LockSupport#unpark}) when it is the head and may take the gate. */
-		final Thread thread;
-
-		/**
-		 * The {@link System#nanoTime()} at which the thread looks again by itself; guarded by the entry's monitor.
-		 */
-		long wakeAtNanos;
-
-		Ticket(LockMode mode, Thread thread) {
+		Ticket(LockMode mode) {
 			this.mode = mode;
-			this.thread = thread;
 		}
 
 	}
