@@ -30,28 +30,13 @@ final class Defects {
 		return (provider) -> {
 			ReadWriteLockProvider real = (ReadWriteLockProvider) provider;
 			AtomicInteger calls = new AtomicInteger();
-			return new ReadWriteLockProvider() {
-
-				@Override
-				public LockMode mode() {
-					return real.mode();
+			return replacingExclusive(real, (request) -> {
+				if (calls.incrementAndGet() % 3 != 0) {
+					return real.acquire(request);
 				}
-
-				@Override
-				public AcquireResult acquire(LockRequest request) throws InterruptedException {
-					if (calls.incrementAndGet() % 3 != 0) {
-						return real.acquire(request);
-					}
-					long token = System.currentTimeMillis() * 1_000 + calls.get() % 1_000;
-					return heldWithoutTheDatabase(request, token);
-				}
-
-				@Override
-				public AcquireResult acquire(LockRequest request, LockType type) throws InterruptedException {
-					return real.acquire(request, type);
-				}
-
-			};
+				long token = System.currentTimeMillis() * 1_000 + calls.get() % 1_000;
+				return heldWithoutTheDatabase(request, token);
+			});
 		};
 	}
 
@@ -64,68 +49,53 @@ final class Defects {
 		return (provider) -> {
 			ReadWriteLockProvider real = (ReadWriteLockProvider) provider;
 			java.util.Map<String, Long> previous = new java.util.concurrent.ConcurrentHashMap<>();
-			return new ReadWriteLockProvider() {
-
-				@Override
-				public LockMode mode() {
-					return real.mode();
+			return replacingExclusive(real, (request) -> {
+				AcquireResult result = real.acquire(request);
+				HeldLock lock = result.lock();
+				if (lock == null) {
+					return result;
 				}
+				Long earlier = previous.put(request.resource(), lock.fencingToken());
+				long token = (earlier != null) ? earlier : lock.fencingToken();
+				return AcquireResult.acquired(new HeldLock() {
 
-				@Override
-				public AcquireResult acquire(LockRequest request) throws InterruptedException {
-					AcquireResult result = real.acquire(request);
-					HeldLock lock = result.lock();
-					if (lock == null) {
-						return result;
+					@Override
+					public long fencingToken() {
+						return token;
 					}
-					Long earlier = previous.put(request.resource(), lock.fencingToken());
-					long token = (earlier != null) ? earlier : lock.fencingToken();
-					return AcquireResult.acquired(new HeldLock() {
 
-						@Override
-						public long fencingToken() {
-							return token;
-						}
+					@Override
+					public String ownerToken() {
+						return lock.ownerToken();
+					}
 
-						@Override
-						public String ownerToken() {
-							return lock.ownerToken();
-						}
+					@Override
+					public long validUntilNanos() {
+						return lock.validUntilNanos();
+					}
 
-						@Override
-						public long validUntilNanos() {
-							return lock.validUntilNanos();
-						}
+					@Override
+					public boolean isLost() {
+						return lock.isLost();
+					}
 
-						@Override
-						public boolean isLost() {
-							return lock.isLost();
-						}
+					@Override
+					public void onLost(Runnable callback) {
+						lock.onLost(callback);
+					}
 
-						@Override
-						public void onLost(Runnable callback) {
-							lock.onLost(callback);
-						}
+					@Override
+					public boolean extend(java.time.Duration leaseTime) {
+						return lock.extend(leaseTime);
+					}
 
-						@Override
-						public boolean extend(java.time.Duration leaseTime) {
-							return lock.extend(leaseTime);
-						}
+					@Override
+					public boolean release() {
+						return lock.release();
+					}
 
-						@Override
-						public boolean release() {
-							return lock.release();
-						}
-
-					});
-				}
-
-				@Override
-				public AcquireResult acquire(LockRequest request, LockType type) throws InterruptedException {
-					return real.acquire(request, type);
-				}
-
-			};
+				});
+			});
 		};
 	}
 
@@ -137,27 +107,12 @@ final class Defects {
 	static Function<LockProvider, LockProvider> shedLockHeldWithoutTheDatabase() {
 		return (provider) -> {
 			ReadWriteLockProvider real = (ReadWriteLockProvider) provider;
-			return new ReadWriteLockProvider() {
-
-				@Override
-				public LockMode mode() {
-					return real.mode();
+			return replacingExclusive(real, (request) -> {
+				if (!request.holder().endsWith("(ShedLock)")) {
+					return real.acquire(request);
 				}
-
-				@Override
-				public AcquireResult acquire(LockRequest request) throws InterruptedException {
-					if (!request.holder().endsWith("(ShedLock)")) {
-						return real.acquire(request);
-					}
-					return heldWithoutTheDatabase(request, 0);
-				}
-
-				@Override
-				public AcquireResult acquire(LockRequest request, LockType type) throws InterruptedException {
-					return real.acquire(request, type);
-				}
-
-			};
+				return heldWithoutTheDatabase(request, 0);
+			});
 		};
 	}
 
@@ -169,61 +124,77 @@ final class Defects {
 	static Function<LockProvider, LockProvider> renewalDroppedSilently() {
 		return (provider) -> {
 			ReadWriteLockProvider real = (ReadWriteLockProvider) provider;
-			return new ReadWriteLockProvider() {
-
-				@Override
-				public LockMode mode() {
-					return real.mode();
+			return replacingExclusive(real, (request) -> {
+				if (!request.renew()) {
+					return real.acquire(request);
 				}
+				AcquireResult result = real.acquire(new LockRequest(request.resource(),
+						java.time.Duration.ofMillis(50), false, request.minHoldTime(), request.deadlineNanos(),
+						request.holder()));
+				HeldLock lock = result.lock();
+				if (lock == null) {
+					return result;
+				}
+				return AcquireResult.acquired(new HeldLock() {
 
-				@Override
-				public AcquireResult acquire(LockRequest request) throws InterruptedException {
-					if (!request.renew()) {
-						return real.acquire(request);
+					@Override
+					public long fencingToken() {
+						return lock.fencingToken();
 					}
-					AcquireResult result = real.acquire(new LockRequest(request.resource(),
-							java.time.Duration.ofMillis(50), false, request.minHoldTime(), request.deadlineNanos(),
-							request.holder()));
-					HeldLock lock = result.lock();
-					if (lock == null) {
-						return result;
+
+					@Override
+					public String ownerToken() {
+						return lock.ownerToken();
 					}
-					return AcquireResult.acquired(new HeldLock() {
 
-						@Override
-						public long fencingToken() {
-							return lock.fencingToken();
-						}
+					@Override
+					public long validUntilNanos() {
+						return lock.validUntilNanos();
+					}
 
-						@Override
-						public String ownerToken() {
-							return lock.ownerToken();
-						}
+					@Override
+					public void onLost(Runnable callback) {
+						// never told
+					}
 
-						@Override
-						public long validUntilNanos() {
-							return lock.validUntilNanos();
-						}
+					@Override
+					public boolean release() {
+						return lock.release();
+					}
 
-						@Override
-						public void onLost(Runnable callback) {
-							// never told
-						}
+				});
+			});
+		};
+	}
 
-						@Override
-						public boolean release() {
-							return lock.release();
-						}
+	/** What a switch does instead of an exclusive acquisition. */
+	@FunctionalInterface
+	private interface ExclusiveAcquisition {
 
-					});
-				}
+		AcquireResult acquire(LockRequest request) throws InterruptedException;
 
-				@Override
-				public AcquireResult acquire(LockRequest request, LockType type) throws InterruptedException {
-					return real.acquire(request, type);
-				}
+	}
 
-			};
+	/** The real provider, but for its exclusive acquisitions, which go to {@code acquisition}. */
+	private static ReadWriteLockProvider replacingExclusive(ReadWriteLockProvider real,
+			ExclusiveAcquisition acquisition) {
+		return new ReadWriteLockProvider() {
+
+			@Override
+			public LockMode mode() {
+				return real.mode();
+			}
+
+			@Override
+			public AcquireResult acquire(LockRequest request) throws InterruptedException {
+				return acquisition.acquire(request);
+			}
+
+			@Override
+			public AcquireResult acquire(LockRequest request, LockType type) throws InterruptedException {
+				return real.acquire(request, type);
+			}
+
 		};
 	}
 
