@@ -3,6 +3,7 @@ package io.github.dblock;
 import java.time.Duration;
 
 import io.github.dblock.spi.Backoff;
+import io.github.dblock.spi.LockRequest;
 import io.github.dblock.spi.TransactionalLockProvider;
 import io.github.dblock.spi.WaitLoop;
 import io.github.dblock.spi.WorkLockProvider;
@@ -104,7 +105,8 @@ final class LockEngine {
 				&& TransactionSynchronizationManager.getResourceMap().isEmpty()) {
 			return executeInTransactionsOfItsOwn(transactional, call, action);
 		}
-		return transactional.inTransaction(() -> executeHolding(call, action, call.waitTime(), null, null));
+		return transactional.inTransaction(call.toLockRequest(call.deadlineNanos(), this.settings.holderDescription()),
+				() -> executeHolding(call, action, call.waitTime(), null, null));
 	}
 
 	/**
@@ -194,17 +196,18 @@ final class LockEngine {
 						null);
 			}
 			try {
+				LockRequest request = current.toLockRequest(this.deadline, LockEngine.this.settings.holderDescription());
 				if (admission.isAdmitted()) {
-					String busy = this.provider.prepareOutsideTransaction(
-							current.toLockRequest(this.deadline, LockEngine.this.settings.holderDescription()));
+					String busy = this.provider.prepareOutsideTransaction(request);
 					if (busy != null) {
 						return new Step<>(null,
 								new LockNotAcquiredException(this.call.resource(), this.call.waitTime(), busy), null);
 					}
 				}
 				ExclusiveHolds.Admission gate = admission.isAdmitted() ? admission : null;
-				return new Step<>(new Done<>(this.provider.inTransaction(() -> executeHolding(current, this.action,
-						this.call.waitTime(), this.attempts, gate))), null, null);
+				return new Step<>(new Done<>(this.provider.inTransaction(request,
+						() -> executeHolding(current, this.action, this.call.waitTime(), this.attempts, gate))), null,
+						null);
 			}
 			catch (LockNotAcquiredException ex) {
 				if (!this.attempts.notAcquired) {

@@ -261,7 +261,7 @@ final class InMemoryLockProvider implements LockProvider {
 		private final ThreadLocal<Boolean> grantedInTransaction = ThreadLocal.withInitial(() -> false);
 
 		@Override
-		public <T> T inTransaction(java.util.function.Supplier<T> work) {
+		public <T> T inTransaction(LockRequest request, java.util.function.Supplier<T> work) {
 			synchronized (this) {
 				this.mostWaitingTransactions = Math.max(this.mostWaitingTransactions, ++this.waitingTransactions);
 			}

@@ -201,7 +201,7 @@ class TransactionAttemptLoopTests {
 		}
 
 		@Override
-		public <T> T inTransaction(Supplier<T> work) {
+		public <T> T inTransaction(LockRequest request, Supplier<T> work) {
 			this.transactions.incrementAndGet();
 			this.inTransaction.set(true);
 			try {

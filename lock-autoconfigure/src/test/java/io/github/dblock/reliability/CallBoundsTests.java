@@ -39,6 +39,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.springframework.dao.DataAccessException;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 
@@ -176,6 +177,38 @@ class CallBoundsTests {
 					DataAccessException.class);
 		assertThat(millis).as("%s acquisition, wait %s: within the wait time + statement timeout + 2 s", kind, wait)
 			.isLessThanOrEqualTo(bound + SLACK_MILLIS);
+	}
+
+	/**
+	 * A PESSIMISTIC {@code execute} outside a transaction begins each attempt's transaction through the transaction
+	 * manager, whose wait for a pooled connection must end within the call's bound too (HikariCP's own wait here: 30 s).
+	 * The pool's one connection stays taken for the whole call, as while the server restarts.
+	 */
+	@ParameterizedTest(name = "PESSIMISTIC execute, wait {0} ms")
+	@ValueSource(longs = { 0, 1_000 })
+	void aPessimisticExecuteWaitsForAPooledConnectionWithinItsWaitTimePlusTheStatementTimeoutPlus2s(long waitMillis)
+			throws Exception {
+		warmUp(Kind.PESSIMISTIC);
+		long bound = waitMillis + STATEMENT_TIMEOUT.toMillis() + MARGIN_MILLIS;
+		LockOptions options = LockOptions.defaults()
+			.withMode(LockMode.PESSIMISTIC)
+			.withWaitTime(Duration.ofMillis(waitMillis));
+		try (Connection held = this.faulty.getConnection()) {
+			long start = System.nanoTime();
+			Future<String> call = this.caller.submit(() -> this.locks.execute(this.resource, options, (lock) -> "ran"));
+			Throwable failure = catchThrowable(() -> call.get(60, TimeUnit.SECONDS));
+			long millis = millisSince(start);
+			System.out.printf("CallBoundsTests: PESSIMISTIC execute, wait %d ms: %d ms (bound %d ms)%n", waitMillis,
+					millis, bound);
+			assertThat(held.isValid(1)).as("the test's connection was held throughout").isTrue();
+			assertThat(failure).as("not acquired: no pooled connection came").isNotNull();
+			assertThat(failure.getCause()).as("not acquired, naming the lock")
+				.isInstanceOf(LockNotAcquiredException.class)
+				.hasMessageContaining(this.resource);
+			assertThat(millis).as("PESSIMISTIC execute, wait %d ms: within the wait time + statement timeout + 2 s",
+					waitMillis)
+				.isLessThanOrEqualTo(bound + SLACK_MILLIS);
+		}
 	}
 
 	@ParameterizedTest(name = "{0} release")

@@ -46,6 +46,14 @@ final class BoundedConnections {
 		return dataSource.getConnection();
 	}
 
+	/**
+	 * How long the pool itself waits for a free connection, in nanoseconds: HikariCP's {@code connectionTimeout}, or
+	 * {@link Long#MAX_VALUE} for any other pool (unknown).
+	 */
+	static long poolWaitNanos(DataSource dataSource) {
+		return (HIKARI_PRESENT && Hikari.isHikari(dataSource)) ? Hikari.poolWaitNanos(dataSource) : Long.MAX_VALUE;
+	}
+
 	/** Whether connections of the data source are bounded per call (it is a HikariCP pool). */
 	static boolean isBounded(DataSource dataSource) {
 		return HIKARI_PRESENT && Hikari.isHikari(dataSource);
@@ -56,6 +64,10 @@ final class BoundedConnections {
 
 		static boolean isHikari(DataSource dataSource) {
 			return dataSource instanceof HikariDataSource;
+		}
+
+		static long poolWaitNanos(DataSource dataSource) {
+			return TimeUnit.MILLISECONDS.toNanos(((HikariDataSource) dataSource).getConnectionTimeout());
 		}
 
 		/** The connection, or {@code null} when the data source is not a started HikariCP pool. */

@@ -23,6 +23,7 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.dao.DataAccessException;
 import org.springframework.dao.TransientDataAccessResourceException;
 import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
@@ -107,7 +108,7 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 	 * @param table the lock table
 	 * @param dialect how to bound a lock wait on this server
 	 * @param transactionManager the transaction manager of the lock data source, for
-	 * {@link #inTransaction(Supplier)}
+	 * {@link #inTransaction(LockRequest, Supplier)}
 	 * @param statementTimeout added to the lock wait for each statement's query timeout (whole seconds, at least 1)
 	 * @param backoff pauses while a LEASE-mode owner holds the row
 	 * @param maxConnections how many locks this JVM may hold or await on connections of their own, at least 1
@@ -208,8 +209,27 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 	}
 
 	@Override
-	public <T> T inTransaction(Supplier<T> work) {
-		return this.transactions.execute((status) -> work.get());
+	public <T> T inTransaction(LockRequest request, Supplier<T> work) {
+		// joining an active transaction borrows nothing
+		TransactionBeginBound bound = TransactionSynchronizationManager.isActualTransactionActive()
+				? TransactionBeginBound.NONE : TransactionBeginBound.start(
+						this.jdbc.acquisitionDeadline(request).connectionWaitNanos(),
+						BoundedConnections.poolWaitNanos(this.dataSource));
+		try {
+			return this.transactions.execute((status) -> {
+				bound.began();
+				return work.get();
+			});
+		}
+		catch (RuntimeException ex) {
+			if (bound.end()) {
+				throw bound.exceeded(request.resource(), ex);
+			}
+			throw ex;
+		}
+		finally {
+			bound.end();
+		}
 	}
 
 	/**

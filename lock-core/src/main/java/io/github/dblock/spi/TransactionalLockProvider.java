@@ -78,10 +78,12 @@ public interface TransactionalLockProvider extends LockProvider {
 	 * Runs work in a transaction on the lock data source, joining one that is already active (a provider that is not
 	 * transactional has the engine run the work directly).
 	 * {@link io.github.dblock.LockTemplate#execute} calls this around acquisition, work and release, so that
-	 * the work's writes commit together with the release.
+	 * the work's writes commit together with the release. A new transaction's wait for a pooled connection ends
+	 * within the acquisition's own bound, whatever the pool's timeout.
+	 * @param request the acquisition the work makes first; its deadline bounds the wait for a connection
 	 * @param work the acquisition, work and release
 	 * @return the work's result
 	 */
-	<T> T inTransaction(java.util.function.Supplier<T> work);
+	<T> T inTransaction(LockRequest request, java.util.function.Supplier<T> work);
 
 }

@@ -85,7 +85,7 @@ final class InMemoryProviders {
 		}
 
 		@Override
-		public <T> T inTransaction(Supplier<T> work) {
+		public <T> T inTransaction(LockRequest request, Supplier<T> work) {
 			return work.get();
 		}
 
