@@ -48,8 +48,9 @@ import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
- * A seeded random mixed workload on the test database: {@link Settings#nodes()} nodes, each a {@link LockTemplate}
- * (LEASE, PESSIMISTIC and OPTIMISTIC providers), a {@link SemaphoreTemplate} and an idempotency template on a
+ * A seeded random mixed workload on the test database (or, with {@link #run(Servers)}, one server per node):
+ * {@link Settings#nodes()} nodes, each a {@link LockTemplate} (LEASE, PESSIMISTIC and OPTIMISTIC providers), a
+ * {@link SemaphoreTemplate} and an idempotency template on a
  * HikariCP pool of its own reached through a {@link FaultProxy} of its own, × {@link Settings#threads()} threads
  * calling at random on a few shared resources: {@code tryAcquire}/{@code acquire}/{@code execute} in LEASE (default
  * renewed lease of 1 s, or a short explicit one of 200 to 800 ms that a long hold outlives), PESSIMISTIC (on a
@@ -145,6 +146,9 @@ public final class Workload {
 
 	private volatile boolean stopping;
 
+	/** Where the run is; the test database unless {@link #run(Servers)} says otherwise. */
+	private Servers servers;
+
 	public Workload(Settings settings) {
 		this(settings, newPrefix(settings.seed()));
 	}
@@ -167,6 +171,93 @@ public final class Workload {
 		HikariDataSource pool(@org.jspecify.annotations.Nullable String jdbcUrl, int size,
 				java.util.function.Consumer<com.zaxxer.hikari.HikariConfig> customizer);
 
+	}
+
+	/**
+	 * Where a run's nodes and its history are: the test database, or one server per node (the nodes of a Galera
+	 * cluster).
+	 */
+	interface Servers {
+
+		/** Makes the nodes' pools. */
+		Pools pools();
+
+		/** A new pool for the history, the cleanup job and the forced releases, which faults never touch. */
+		HikariDataSource historyPool();
+
+		/** The server node {@code index} reaches through its fault proxy. */
+		String nodeUrl(int index);
+
+		/**
+		 * A pool on the server of node {@code index}, without a proxy, on which its sessions are listed and killed
+		 * ({@code null}: the history pool).
+		 */
+		javax.sql.@org.jspecify.annotations.Nullable DataSource sessions(int index);
+
+		/** Creates the lock tables on the history pool's database if needed. */
+		void migrate(javax.sql.DataSource historyPool);
+
+		/** Called once the run's tables exist, before any node connects (DDL reaches another server later). */
+		void tablesCreated();
+
+		/**
+		 * Whether the servers are the nodes of a multi-primary cluster: the LEASE providers then validate at commit by
+		 * writing the lock row, as the auto-configuration sets them up there, and no PESSIMISTIC call is made, since
+		 * the library refuses that mode there (docs/reference/topology.md).
+		 */
+		boolean multiPrimary();
+
+		/** The dialect of the nodes' server ({@code null}: the test database's, as detected). */
+		io.github.dblock.jdbc.@org.jspecify.annotations.Nullable LockDialect dialect();
+
+	}
+
+	/** The test database: every node and the history on it. */
+	static Servers testDatabaseServers() {
+		TestDatabase db = TestDatabase.get();
+		Pools pools = testDatabase();
+		return new Servers() {
+
+			@Override
+			public Pools pools() {
+				return pools;
+			}
+
+			@Override
+			public HikariDataSource historyPool() {
+				return db.newDataSource(12, (config) -> config.setPoolName("checker-history"));
+			}
+
+			@Override
+			public String nodeUrl(int index) {
+				return db.jdbcUrl();
+			}
+
+			@Override
+			public javax.sql.DataSource sessions(int index) {
+				return null;
+			}
+
+			@Override
+			public void migrate(javax.sql.DataSource historyPool) {
+				LockNodes.migrateOnce(historyPool);
+			}
+
+			@Override
+			public void tablesCreated() {
+			}
+
+			@Override
+			public boolean multiPrimary() {
+				return false;
+			}
+
+			@Override
+			public io.github.dblock.jdbc.LockDialect dialect() {
+				return null;
+			}
+
+		};
 	}
 
 	/** The test database's pools. */
@@ -221,21 +312,31 @@ public final class Workload {
 			DistributedLockRegistry registry, DistributedLockShedLockProvider shedLock, boolean validateAtCommit) {
 	}
 
-	/** Runs the workload for its duration, lets every call finish, and returns the history. */
+	/** Runs the workload on the test database for its duration, lets every call finish, and returns the history. */
 	public Result run() throws Exception {
-		TestDatabase db = TestDatabase.get();
-		Pools pools = testDatabase();
-		this.historyPool = db.newDataSource(12, (config) -> config.setPoolName("checker-history"));
-		LockNodes.migrateOnce(this.historyPool);
+		return run(testDatabaseServers());
+	}
+
+	/** Runs the workload on {@code servers} for its duration, lets every call finish, and returns the history. */
+	Result run(Servers servers) throws Exception {
+		this.servers = servers;
+		Pools pools = servers.pools();
+		this.historyPool = servers.historyPool();
+		servers.migrate(this.historyPool);
 		this.history = new History(this.historyPool, this.prefix);
 		JdbcTemplate direct = new JdbcTemplate(this.historyPool);
 		createSessionTable(direct);
+		servers.tablesCreated();
 		Random setup = new Random(this.settings.seed());
 		Map<String, Integer> permits = new LinkedHashMap<>();
 		SEMAPHORES.forEach((name, n) -> permits.put(this.prefix + name, n));
+		List<JdbcTemplate> sessions = new ArrayList<>();
 		for (int i = 0; i < this.settings.nodes(); i++) {
-			FaultProxy proxy = FaultProxy.forJdbcUrl(db.jdbcUrl());
-			this.nodes.add(node("n" + i, pools, proxy, proxy.jdbcUrl(db.jdbcUrl()), permits, setup.nextBoolean(), i == 0));
+			String url = servers.nodeUrl(i);
+			FaultProxy proxy = FaultProxy.forJdbcUrl(url);
+			this.nodes.add(node("n" + i, pools, proxy, proxy.jdbcUrl(url), permits, setup.nextBoolean(), i == 0));
+			javax.sql.DataSource own = servers.sessions(i);
+			sessions.add((own != null) ? new JdbcTemplate(own) : direct);
 		}
 		List<Thread> workers = new ArrayList<>();
 		long until = System.nanoTime() + this.settings.duration().toNanos();
@@ -249,7 +350,7 @@ public final class Workload {
 		}
 		Thread cleanup = new Thread(() -> cleanup(this.historyPool, new Random(this.settings.seed() + 1),
 				() -> this.stopping, this.faults, this.harnessErrors), "checker-cleanup");
-		Thread injector = new Thread(() -> inject(new Random(this.settings.seed() + 2), direct), "checker-faults");
+		Thread injector = new Thread(() -> inject(new Random(this.settings.seed() + 2), sessions), "checker-faults");
 		Thread forcer = new Thread(() -> forceReleases(new Random(this.settings.seed() + 3)), "checker-force-release");
 		workers.forEach(Thread::start);
 		cleanup.start();
@@ -305,9 +406,13 @@ public final class Workload {
 			config.setConnectionInitSql("INSERT IGNORE INTO checker_session (run, node, id) VALUES ('" + run + "', '"
 					+ name + "', CONNECTION_ID())");
 		});
-		LockProvider lease = LockNodes.provider(LockMode.LEASE, pool);
-		LockProvider pessimistic = LockNodes.provider(LockMode.PESSIMISTIC, pool);
-		LockProvider optimistic = LockNodes.provider(LockMode.OPTIMISTIC, pool);
+		io.github.dblock.jdbc.LockDialect dialect = (this.servers != null && this.servers.dialect() != null)
+				? this.servers.dialect() : LockNodes.dialect(pool);
+		boolean multiPrimary = this.servers != null && this.servers.multiPrimary();
+		LockProvider lease = LockNodes.provider(LockMode.LEASE, pool, dialect);
+		LockProvider pessimistic = LockNodes.provider(LockMode.PESSIMISTIC, pool, dialect);
+		LockProvider optimistic = LockNodes.provider(LockMode.OPTIMISTIC, pool, dialect);
+		((LeaseLockProvider) lease).setMultiPrimary(multiPrimary);
 		List<LeaseLockProvider> leaseProviders = new ArrayList<>();
 		leaseProviders.add((LeaseLockProvider) lease);
 		if (first && this.settings.defect() != null) {
@@ -316,9 +421,12 @@ public final class Workload {
 		LockTemplate locks = new LockTemplate(List.of(lease, pessimistic, optimistic), LockMode.LEASE, Duration.ZERO,
 				Duration.ofSeconds(1), name);
 		locks.setValidateAtCommit(validateAtCommit);
+		if (multiPrimary) {
+			locks.refuseMode(LockMode.PESSIMISTIC, "a multi-primary cluster (as DatabaseTopology reports Galera)");
+		}
 		// PESSIMISTIC with fencing: server-clock, on the PESSIMISTIC-only resource (see pessimistic(Random, String))
 		io.github.dblock.jdbc.PessimisticLockProvider serverClock = (io.github.dblock.jdbc.PessimisticLockProvider) LockNodes
-			.provider(LockMode.PESSIMISTIC, pool);
+			.provider(LockMode.PESSIMISTIC, pool, dialect);
 		serverClock.setFencing(io.github.dblock.jdbc.PessimisticLockProvider.Fencing.SERVER_CLOCK);
 		LockTemplate serverClockLocks = new LockTemplate(List.of(serverClock), LockMode.PESSIMISTIC, Duration.ZERO,
 				Duration.ofSeconds(1), name);
@@ -336,8 +444,14 @@ public final class Workload {
 	}
 
 	private void work(Node node, Random random, java.util.function.BooleanSupplier going) {
+		boolean multiPrimary = this.servers != null && this.servers.multiPrimary();
 		while (going.getAsBoolean()) {
 			int pick = random.nextInt(118);
+			if (multiPrimary && pick >= 30 && pick < 50) {
+				// the PESSIMISTIC kinds: refused on a multi-primary cluster (docs/reference/topology.md, "Why
+				// PESSIMISTIC is refused on Galera"); the thread draws again among the other kinds
+				continue;
+			}
 			String x = this.prefix + "x" + random.nextInt(EXCLUSIVE);
 			String rw = this.prefix + "rw" + random.nextInt(READ_WRITE);
 			try {
@@ -994,15 +1108,17 @@ public final class Workload {
 		}
 	}
 
-	/** A fault every 1 to 3 s on a random node. */
-	private void inject(Random random, JdbcTemplate direct) {
+	/** A fault every 1 to 3 s on a random node; {@code killers}: where each node's sessions are killed. */
+	private void inject(Random random, List<JdbcTemplate> killers) {
 		while (!this.stopping) {
 			try {
 				Thread.sleep(1_000 + random.nextInt(2_000));
 				if (this.stopping) {
 					return;
 				}
-				Node node = this.nodes.get(random.nextInt(this.nodes.size()));
+				int index = random.nextInt(this.nodes.size());
+				Node node = this.nodes.get(index);
+				JdbcTemplate direct = killers.get(index);
 				switch (random.nextInt(3)) {
 					case 0 -> {
 						List<Long> sessions = direct.queryForList("SELECT s.id FROM checker_session s JOIN"
