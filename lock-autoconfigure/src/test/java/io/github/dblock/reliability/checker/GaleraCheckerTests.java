@@ -71,6 +71,8 @@ class GaleraCheckerTests {
 				.isGreaterThanOrEqualTo(5);
 			assertThat(MixedWorkloadCheckerTests.count(observed, "ShedLock")).as("ShedLock sections")
 				.isGreaterThanOrEqualTo(5);
+			assertThat(result.faults()).as("faults").containsEntry("server SIGKILL", 1L)
+				.containsEntry("server restarted", 1L);
 			assertThat(observed.sections()).as("PESSIMISTIC sections").noneMatch((s) -> s.mode().startsWith("PESSIMISTIC"));
 		}
 		finally {
@@ -165,6 +167,24 @@ class GaleraCheckerTests {
 		@Override
 		public LockDialect dialect() {
 			return this.dialect;
+		}
+
+		/** Cluster nodes 2 and 3: node 1 bootstrapped the cluster and holds the history. */
+		@Override
+		public List<Integer> restartable() {
+			return List.of(1, 2);
+		}
+
+		@Override
+		public void killServer(int index) {
+			this.cluster.node(index).kill();
+		}
+
+		/** Rejoins by a full rsync state transfer (SIGKILL leaves no usable saved state), then is Synced. */
+		@Override
+		public void restartServer(int index, Duration timeout) {
+			this.cluster.restart(index);
+			GaleraCluster.awaitState(this.cluster.node(index), this.cluster.size(), timeout);
 		}
 
 	}

@@ -149,6 +149,9 @@ public final class Workload {
 	/** Where the run is; the test database unless {@link #run(Servers)} says otherwise. */
 	private Servers servers;
 
+	/** The node whose server is killed or restarting, or -1. */
+	private volatile int serverDown = -1;
+
 	public Workload(Settings settings) {
 		this(settings, newPrefix(settings.seed()));
 	}
@@ -209,6 +212,27 @@ public final class Workload {
 
 		/** The dialect of the nodes' server ({@code null}: the test database's, as detected). */
 		io.github.dblock.jdbc.@org.jspecify.annotations.Nullable LockDialect dialect();
+
+		/**
+		 * The nodes whose server a run with faults kills once (SIGKILL) and starts again; none by default. Never the
+		 * history's server.
+		 */
+		default List<Integer> restartable() {
+			return List.of();
+		}
+
+		/** Kills the server of node {@code index} with SIGKILL. */
+		default void killServer(int index) {
+			throw new UnsupportedOperationException();
+		}
+
+		/**
+		 * Starts the killed server of node {@code index} again and waits until it serves again.
+		 * @throws IllegalStateException if it does not within {@code timeout}
+		 */
+		default void restartServer(int index, Duration timeout) {
+			throw new UnsupportedOperationException();
+		}
 
 	}
 
@@ -352,17 +376,26 @@ public final class Workload {
 				() -> this.stopping, this.faults, this.harnessErrors), "checker-cleanup");
 		Thread injector = new Thread(() -> inject(new Random(this.settings.seed() + 2), sessions), "checker-faults");
 		Thread forcer = new Thread(() -> forceReleases(new Random(this.settings.seed() + 3)), "checker-force-release");
+		Thread restarter = new Thread(() -> restartServer(new Random(this.settings.seed() + 4)),
+				"checker-server-restart");
 		workers.forEach(Thread::start);
 		cleanup.start();
 		if (this.settings.faults()) {
 			injector.start();
 			forcer.start();
+			if (!servers.restartable().isEmpty()) {
+				restarter.start();
+			}
 		}
 		for (Thread worker : workers) {
 			worker.join(TimeUnit.MINUTES.toMillis(5) + this.settings.duration().toMillis());
 			if (worker.isAlive()) {
 				this.harnessErrors.add(worker.getName() + " did not finish");
 			}
+		}
+		restarter.join(TimeUnit.MINUTES.toMillis(3));
+		if (restarter.isAlive()) {
+			this.harnessErrors.add("the server restart did not finish");
 		}
 		this.stopping = true;
 		injector.join(10_000);
@@ -1108,6 +1141,37 @@ public final class Workload {
 		}
 	}
 
+	/**
+	 * Once, between a fifth and two fifths of the run: the server of one of {@link Servers#restartable()} gets SIGKILL,
+	 * is started again 1 to 3 s later, and the thread waits until it serves again.
+	 */
+	private void restartServer(Random random) {
+		try {
+			Thread.sleep(this.settings.duration().toMillis() / 5
+					+ (long) (random.nextDouble() * this.settings.duration().toMillis() / 5));
+			List<Integer> restartable = this.servers.restartable();
+			int index = restartable.get(random.nextInt(restartable.size()));
+			this.serverDown = index;
+			long killed = System.nanoTime();
+			this.servers.killServer(index);
+			count(this.faults, "server SIGKILL");
+			Thread.sleep(1_000 + random.nextInt(2_000));
+			long restarted = System.nanoTime();
+			this.servers.restartServer(index, Duration.ofMinutes(2));
+			count(this.faults, "server restarted");
+			this.serverDown = -1;
+			System.out.println("[checker] the server of node n" + index + " got SIGKILL, was started again "
+					+ TimeUnit.NANOSECONDS.toMillis(restarted - killed) + " ms later and served again after "
+					+ TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - restarted) + " ms");
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+		catch (RuntimeException ex) {
+			this.harnessErrors.add("server restart: " + ex);
+		}
+	}
+
 	/** A fault every 1 to 3 s on a random node; {@code killers}: where each node's sessions are killed. */
 	private void inject(Random random, List<JdbcTemplate> killers) {
 		while (!this.stopping) {
@@ -1121,6 +1185,10 @@ public final class Workload {
 				JdbcTemplate direct = killers.get(index);
 				switch (random.nextInt(3)) {
 					case 0 -> {
+						if (this.serverDown == index) {
+							count(this.faults, "KILL CONNECTION skipped (server down)");
+							continue;
+						}
 						List<Long> sessions = direct.queryForList("SELECT s.id FROM checker_session s JOIN"
 								+ " information_schema.PROCESSLIST p ON p.ID = s.id WHERE s.run = ? AND s.node = ?",
 								Long.class, this.prefix, node.name());
@@ -1155,6 +1223,11 @@ public final class Workload {
 				return;
 			}
 			catch (RuntimeException ex) {
+				if (this.serverDown >= 0) {
+					// listing or killing a session of the server that was just killed
+					count(this.faults, "KILL CONNECTION failed (server down)");
+					continue;
+				}
 				this.harnessErrors.add("fault injector: " + ex);
 			}
 		}
