@@ -372,8 +372,10 @@ public final class Workload {
 				workers.add(worker);
 			}
 		}
+		// while a server is killed or restarting, a cluster's other nodes stall until it is evicted and refuse
+		// statements during the view changes (Galera: "WSREP has not yet prepared node for application use")
 		Thread cleanup = new Thread(() -> cleanup(this.historyPool, new Random(this.settings.seed() + 1),
-				() -> this.stopping, this.faults, this.harnessErrors), "checker-cleanup");
+				() -> this.stopping, () -> this.serverDown >= 0, this.faults, this.harnessErrors), "checker-cleanup");
 		Thread injector = new Thread(() -> inject(new Random(this.settings.seed() + 2), sessions), "checker-faults");
 		Thread forcer = new Thread(() -> forceReleases(new Random(this.settings.seed() + 3)), "checker-force-release");
 		Thread restarter = new Thread(() -> restartServer(new Random(this.settings.seed() + 4)),
@@ -1103,6 +1105,10 @@ public final class Workload {
 				return;
 			}
 			catch (RuntimeException ex) {
+				if (this.serverDown >= 0) {
+					count(this.faults, "force-release failed (a server restarting)");
+					continue;
+				}
 				this.harnessErrors.add("force-release: " + ex);
 			}
 		}
