@@ -28,7 +28,10 @@ public final class LockNodes implements AutoCloseable {
 	/** The lock table the contract tests use; migrated once per JVM. */
 	public static final LockTable TABLE = LockTable.of("distributed_lock");
 
-	/** The databases migrated in this JVM, each as {@code host:port/database} as the server names itself. */
+	/**
+	 * The databases migrated in this JVM, each as {@code host:port:datadir/database} as the server names itself (the
+	 * data directory tells apart servers of tests' own that were given the same free port one after the other).
+	 */
 	private static final java.util.Set<String> migrated = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
 	private final HikariDataSource dataSource;
@@ -44,7 +47,7 @@ public final class LockNodes implements AutoCloseable {
 	 */
 	public static synchronized void migrateOnce(DataSource dataSource) {
 		String database = new org.springframework.jdbc.core.JdbcTemplate(dataSource)
-			.queryForObject("SELECT CONCAT(@@hostname, ':', @@port, '/', DATABASE())", String.class);
+			.queryForObject("SELECT CONCAT(@@hostname, ':', @@port, ':', @@datadir, '/', DATABASE())", String.class);
 		if (!migrated.contains(database)) {
 			LockSchema.migrate(dataSource, TABLE);
 			migrated.add(database);

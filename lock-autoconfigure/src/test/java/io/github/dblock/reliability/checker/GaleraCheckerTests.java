@@ -145,7 +145,7 @@ class GaleraCheckerTests {
 
 		@Override
 		public void migrate(DataSource historyPool) {
-			LockNodes.migrateOnce(historyPool);
+			LockNodes.migrate(historyPool);
 			this.dialect = LockDialect.of(DatabaseServer.detect(historyPool));
 		}
 
