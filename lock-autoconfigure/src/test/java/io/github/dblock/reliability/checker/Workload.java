@@ -62,7 +62,9 @@ import org.springframework.transaction.support.TransactionTemplate;
  * {@link LockTableCleaner} every 100 to 400 ms with the shortest retention (1 s). With faults, every 1 to 3 s one
  * node gets one of: {@code KILL CONNECTION} of one of its sessions, a blackhole of its proxy for 0.5 to 3 s (then
  * passed on, or every connection reset), or late replies (every chunk delayed 100 to 700 ms) for 1 to 3 s; and every
- * 1.5 to 4 s the Actuator's {@link ForceReleasingLocksEndpoint} forces a random exclusive resource free.
+ * 1.5 to 4 s the Actuator's {@link ForceReleasingLocksEndpoint} forces a random exclusive resource free. On
+ * {@link Servers} that name {@link Servers#restartable()} nodes, one of their servers also gets SIGKILL once and is
+ * started again.
  * <p>
  * Every call goes into the {@link History}, every critical section into its tables. The seed fixes each thread's
  * sequence of calls and the faults' choices (not the interleaving, which the machine decides). Not thread-safe: one
