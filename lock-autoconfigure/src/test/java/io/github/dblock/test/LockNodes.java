@@ -28,7 +28,11 @@ public final class LockNodes implements AutoCloseable {
 	/** The lock table the contract tests use; migrated once per JVM. */
 	public static final LockTable TABLE = LockTable.of("distributed_lock");
 
-	private static volatile boolean migrated;
+	/**
+	 * The databases migrated in this JVM, each as {@code host:port:datadir/database} as the server names itself (the
+	 * data directory tells apart servers of tests' own that were given the same free port one after the other).
+	 */
+	private static final java.util.Set<String> migrated = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
 	private final HikariDataSource dataSource;
 
@@ -37,10 +41,16 @@ public final class LockNodes implements AutoCloseable {
 		migrateOnce(this.dataSource);
 	}
 
+	/**
+	 * Creates the lock table on the database of {@code dataSource} unless this JVM already did on that database
+	 * (the test database, or a server of a test's own such as a Galera node, which the same JVM may reach too).
+	 */
 	public static synchronized void migrateOnce(DataSource dataSource) {
-		if (!migrated) {
+		String database = new org.springframework.jdbc.core.JdbcTemplate(dataSource)
+			.queryForObject("SELECT CONCAT(@@hostname, ':', @@port, ':', @@datadir, '/', DATABASE())", String.class);
+		if (!migrated.contains(database)) {
 			LockSchema.migrate(dataSource, TABLE);
-			migrated = true;
+			migrated.add(database);
 		}
 	}
 

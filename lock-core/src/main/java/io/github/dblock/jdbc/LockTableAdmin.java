@@ -181,14 +181,33 @@ public final class LockTableAdmin {
 	 * A {@code PESSIMISTIC} holder keeps its row locked in an open transaction; this call then waits up to the
 	 * statement timeout and fails with {@link IllegalStateException}: such a lock ends only with its transaction
 	 * (or by killing that connection on the server).
+	 * <p>
+	 * A transaction that the database rolls back with a deadlock or a snapshot-isolation conflict (on Galera and
+	 * multi-primary group replication: a certification conflict with a take on another node) changed nothing and
+	 * runs again, up to 8 more times (as a LEASE statement does).
 	 * @param resource the resource name
 	 * @param requestedBy who asked, for the log
 	 * @return what was changed, or empty if the table has no row for the resource
 	 * @throws IllegalArgumentException if the resource name is invalid
 	 * @throws IllegalStateException if the row stayed locked by another transaction for the statement timeout
+	 * @throws org.springframework.dao.DataAccessException if the database fails it, or rolled it back with a
+	 * conflict every time; nothing was changed then
 	 */
 	public Optional<ForceRelease> forceRelease(String resource, String requestedBy) {
 		LockTemplate.validateResource(resource);
+		for (int conflicts = 0;; conflicts++) {
+			try {
+				return forceReleaseOnce(resource, requestedBy);
+			}
+			catch (org.springframework.dao.DataAccessException ex) {
+				if (conflicts >= JdbcLockSupport.MAX_TRANSIENT_RETRIES || !SqlErrors.isRolledBackConflict(ex)) {
+					throw ex;
+				}
+			}
+		}
+	}
+
+	private Optional<ForceRelease> forceReleaseOnce(String resource, String requestedBy) {
 		String task = "force-release '" + resource + "' in " + this.table;
 		try (Connection connection = this.jdbc.rawConnection(
 				TimeUnit.SECONDS.toNanos(this.jdbc.statementTimeoutSeconds()))) {

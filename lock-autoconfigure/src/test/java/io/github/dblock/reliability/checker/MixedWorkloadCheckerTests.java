@@ -98,11 +98,16 @@ class MixedWorkloadCheckerTests {
 
 	/** Runs the workload with faults, prints its figures, and fails with the report on any violation. */
 	static Workload.Result run(Duration duration) throws Exception {
+		return run(duration, Workload.testDatabaseServers());
+	}
+
+	/** {@link #run(Duration)} on the given servers. */
+	static Workload.Result run(Duration duration, Workload.Servers servers) throws Exception {
 		long seed = seed();
 		System.out.println("[checker] seed " + seed + " (replay: -Dlock.checker.seed=" + seed + "), " + duration
 				+ (Boolean.getBoolean("lock.checker.virtual-threads") ? ", workers on virtual threads" : ""));
 		long started = System.nanoTime();
-		Workload.Result result = new Workload(new Workload.Settings(seed, duration, 3, 3, true, null)).run();
+		Workload.Result result = new Workload(new Workload.Settings(seed, duration, 3, 3, true, null)).run(servers);
 		List<Violation> violations = Checker.check(result.observed());
 		System.out.println("[checker] seed " + seed + " ran " + Duration.ofNanos(System.nanoTime() - started).toSeconds()
 				+ " s: " + summary(result) + ", " + violations.size() + " violation(s)");

@@ -48,8 +48,9 @@ import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
- * A seeded random mixed workload on the test database: {@link Settings#nodes()} nodes, each a {@link LockTemplate}
- * (LEASE, PESSIMISTIC and OPTIMISTIC providers), a {@link SemaphoreTemplate} and an idempotency template on a
+ * A seeded random mixed workload on the test database (or, with {@link #run(Servers)}, one server per node):
+ * {@link Settings#nodes()} nodes, each a {@link LockTemplate} (LEASE, PESSIMISTIC and OPTIMISTIC providers), a
+ * {@link SemaphoreTemplate} and an idempotency template on a
  * HikariCP pool of its own reached through a {@link FaultProxy} of its own, × {@link Settings#threads()} threads
  * calling at random on a few shared resources: {@code tryAcquire}/{@code acquire}/{@code execute} in LEASE (default
  * renewed lease of 1 s, or a short explicit one of 200 to 800 ms that a long hold outlives), PESSIMISTIC (on a
@@ -61,7 +62,9 @@ import org.springframework.transaction.support.TransactionTemplate;
  * {@link LockTableCleaner} every 100 to 400 ms with the shortest retention (1 s). With faults, every 1 to 3 s one
  * node gets one of: {@code KILL CONNECTION} of one of its sessions, a blackhole of its proxy for 0.5 to 3 s (then
  * passed on, or every connection reset), or late replies (every chunk delayed 100 to 700 ms) for 1 to 3 s; and every
- * 1.5 to 4 s the Actuator's {@link ForceReleasingLocksEndpoint} forces a random exclusive resource free.
+ * 1.5 to 4 s the Actuator's {@link ForceReleasingLocksEndpoint} forces a random exclusive resource free. On
+ * {@link Servers} that name {@link Servers#restartable()} nodes, one of their servers also gets SIGKILL once and is
+ * started again.
  * <p>
  * Every call goes into the {@link History}, every critical section into its tables. The seed fixes each thread's
  * sequence of calls and the faults' choices (not the interleaving, which the machine decides). Not thread-safe: one
@@ -145,6 +148,12 @@ public final class Workload {
 
 	private volatile boolean stopping;
 
+	/** Where the run is; the test database unless {@link #run(Servers)} says otherwise. */
+	private Servers servers;
+
+	/** The node whose server is killed or restarting, or -1. */
+	private volatile int serverDown = -1;
+
 	public Workload(Settings settings) {
 		this(settings, newPrefix(settings.seed()));
 	}
@@ -167,6 +176,114 @@ public final class Workload {
 		HikariDataSource pool(@org.jspecify.annotations.Nullable String jdbcUrl, int size,
 				java.util.function.Consumer<com.zaxxer.hikari.HikariConfig> customizer);
 
+	}
+
+	/**
+	 * Where a run's nodes and its history are: the test database, or one server per node (the nodes of a Galera
+	 * cluster).
+	 */
+	interface Servers {
+
+		/** Makes the nodes' pools. */
+		Pools pools();
+
+		/** A new pool for the history, the cleanup job and the forced releases, which faults never touch. */
+		HikariDataSource historyPool();
+
+		/** The server node {@code index} reaches through its fault proxy. */
+		String nodeUrl(int index);
+
+		/**
+		 * A pool on the server of node {@code index}, without a proxy, on which its sessions are listed and killed
+		 * ({@code null}: the history pool).
+		 */
+		javax.sql.@org.jspecify.annotations.Nullable DataSource sessions(int index);
+
+		/** Creates the lock tables on the history pool's database if needed. */
+		void migrate(javax.sql.DataSource historyPool);
+
+		/** Called once the run's tables exist, before any node connects (DDL reaches another server later). */
+		void tablesCreated();
+
+		/**
+		 * Whether the servers are the nodes of a multi-primary cluster: the LEASE providers then validate at commit by
+		 * writing the lock row, as the auto-configuration sets them up there, and no PESSIMISTIC call is made, since
+		 * the library refuses that mode there (docs/reference/topology.md).
+		 */
+		boolean multiPrimary();
+
+		/** The dialect of the nodes' server ({@code null}: the test database's, as detected). */
+		io.github.dblock.jdbc.@org.jspecify.annotations.Nullable LockDialect dialect();
+
+		/**
+		 * The nodes whose server a run with faults kills once (SIGKILL) and starts again; none by default. Never the
+		 * history's server.
+		 */
+		default List<Integer> restartable() {
+			return List.of();
+		}
+
+		/** Kills the server of node {@code index} with SIGKILL. */
+		default void killServer(int index) {
+			throw new UnsupportedOperationException();
+		}
+
+		/**
+		 * Starts the killed server of node {@code index} again and waits until it serves again.
+		 * @throws IllegalStateException if it does not within {@code timeout}
+		 */
+		default void restartServer(int index, Duration timeout) {
+			throw new UnsupportedOperationException();
+		}
+
+	}
+
+	/** The test database: every node and the history on it. */
+	static Servers testDatabaseServers() {
+		TestDatabase db = TestDatabase.get();
+		Pools pools = testDatabase();
+		return new Servers() {
+
+			@Override
+			public Pools pools() {
+				return pools;
+			}
+
+			@Override
+			public HikariDataSource historyPool() {
+				return db.newDataSource(12, (config) -> config.setPoolName("checker-history"));
+			}
+
+			@Override
+			public String nodeUrl(int index) {
+				return db.jdbcUrl();
+			}
+
+			@Override
+			public javax.sql.DataSource sessions(int index) {
+				return null;
+			}
+
+			@Override
+			public void migrate(javax.sql.DataSource historyPool) {
+				LockNodes.migrateOnce(historyPool);
+			}
+
+			@Override
+			public void tablesCreated() {
+			}
+
+			@Override
+			public boolean multiPrimary() {
+				return false;
+			}
+
+			@Override
+			public io.github.dblock.jdbc.LockDialect dialect() {
+				return null;
+			}
+
+		};
 	}
 
 	/** The test database's pools. */
@@ -221,21 +338,31 @@ public final class Workload {
 			DistributedLockRegistry registry, DistributedLockShedLockProvider shedLock, boolean validateAtCommit) {
 	}
 
-	/** Runs the workload for its duration, lets every call finish, and returns the history. */
+	/** Runs the workload on the test database for its duration, lets every call finish, and returns the history. */
 	public Result run() throws Exception {
-		TestDatabase db = TestDatabase.get();
-		Pools pools = testDatabase();
-		this.historyPool = db.newDataSource(12, (config) -> config.setPoolName("checker-history"));
-		LockNodes.migrateOnce(this.historyPool);
+		return run(testDatabaseServers());
+	}
+
+	/** Runs the workload on {@code servers} for its duration, lets every call finish, and returns the history. */
+	Result run(Servers servers) throws Exception {
+		this.servers = servers;
+		Pools pools = servers.pools();
+		this.historyPool = servers.historyPool();
+		servers.migrate(this.historyPool);
 		this.history = new History(this.historyPool, this.prefix);
 		JdbcTemplate direct = new JdbcTemplate(this.historyPool);
 		createSessionTable(direct);
+		servers.tablesCreated();
 		Random setup = new Random(this.settings.seed());
 		Map<String, Integer> permits = new LinkedHashMap<>();
 		SEMAPHORES.forEach((name, n) -> permits.put(this.prefix + name, n));
+		List<JdbcTemplate> sessions = new ArrayList<>();
 		for (int i = 0; i < this.settings.nodes(); i++) {
-			FaultProxy proxy = FaultProxy.forJdbcUrl(db.jdbcUrl());
-			this.nodes.add(node("n" + i, pools, proxy, proxy.jdbcUrl(db.jdbcUrl()), permits, setup.nextBoolean(), i == 0));
+			String url = servers.nodeUrl(i);
+			FaultProxy proxy = FaultProxy.forJdbcUrl(url);
+			this.nodes.add(node("n" + i, pools, proxy, proxy.jdbcUrl(url), permits, setup.nextBoolean(), i == 0));
+			javax.sql.DataSource own = servers.sessions(i);
+			sessions.add((own != null) ? new JdbcTemplate(own) : direct);
 		}
 		List<Thread> workers = new ArrayList<>();
 		long until = System.nanoTime() + this.settings.duration().toNanos();
@@ -247,21 +374,32 @@ public final class Workload {
 				workers.add(worker);
 			}
 		}
+		// while a server is killed or restarting, a cluster's other nodes stall until it is evicted and refuse
+		// statements during the view changes (Galera: "WSREP has not yet prepared node for application use")
 		Thread cleanup = new Thread(() -> cleanup(this.historyPool, new Random(this.settings.seed() + 1),
-				() -> this.stopping, this.faults, this.harnessErrors), "checker-cleanup");
-		Thread injector = new Thread(() -> inject(new Random(this.settings.seed() + 2), direct), "checker-faults");
+				() -> this.stopping, () -> this.serverDown >= 0, this.faults, this.harnessErrors), "checker-cleanup");
+		Thread injector = new Thread(() -> inject(new Random(this.settings.seed() + 2), sessions), "checker-faults");
 		Thread forcer = new Thread(() -> forceReleases(new Random(this.settings.seed() + 3)), "checker-force-release");
+		Thread restarter = new Thread(() -> restartServer(new Random(this.settings.seed() + 4)),
+				"checker-server-restart");
 		workers.forEach(Thread::start);
 		cleanup.start();
 		if (this.settings.faults()) {
 			injector.start();
 			forcer.start();
+			if (!servers.restartable().isEmpty()) {
+				restarter.start();
+			}
 		}
 		for (Thread worker : workers) {
 			worker.join(TimeUnit.MINUTES.toMillis(5) + this.settings.duration().toMillis());
 			if (worker.isAlive()) {
 				this.harnessErrors.add(worker.getName() + " did not finish");
 			}
+		}
+		restarter.join(TimeUnit.MINUTES.toMillis(3));
+		if (restarter.isAlive()) {
+			this.harnessErrors.add("the server restart did not finish");
 		}
 		this.stopping = true;
 		injector.join(10_000);
@@ -305,9 +443,13 @@ public final class Workload {
 			config.setConnectionInitSql("INSERT IGNORE INTO checker_session (run, node, id) VALUES ('" + run + "', '"
 					+ name + "', CONNECTION_ID())");
 		});
-		LockProvider lease = LockNodes.provider(LockMode.LEASE, pool);
-		LockProvider pessimistic = LockNodes.provider(LockMode.PESSIMISTIC, pool);
-		LockProvider optimistic = LockNodes.provider(LockMode.OPTIMISTIC, pool);
+		io.github.dblock.jdbc.LockDialect dialect = (this.servers != null && this.servers.dialect() != null)
+				? this.servers.dialect() : LockNodes.dialect(pool);
+		boolean multiPrimary = this.servers != null && this.servers.multiPrimary();
+		LockProvider lease = LockNodes.provider(LockMode.LEASE, pool, dialect);
+		LockProvider pessimistic = LockNodes.provider(LockMode.PESSIMISTIC, pool, dialect);
+		LockProvider optimistic = LockNodes.provider(LockMode.OPTIMISTIC, pool, dialect);
+		((LeaseLockProvider) lease).setMultiPrimary(multiPrimary);
 		List<LeaseLockProvider> leaseProviders = new ArrayList<>();
 		leaseProviders.add((LeaseLockProvider) lease);
 		if (first && this.settings.defect() != null) {
@@ -316,9 +458,12 @@ public final class Workload {
 		LockTemplate locks = new LockTemplate(List.of(lease, pessimistic, optimistic), LockMode.LEASE, Duration.ZERO,
 				Duration.ofSeconds(1), name);
 		locks.setValidateAtCommit(validateAtCommit);
+		if (multiPrimary) {
+			locks.refuseMode(LockMode.PESSIMISTIC, "a multi-primary cluster (as DatabaseTopology reports Galera)");
+		}
 		// PESSIMISTIC with fencing: server-clock, on the PESSIMISTIC-only resource (see pessimistic(Random, String))
 		io.github.dblock.jdbc.PessimisticLockProvider serverClock = (io.github.dblock.jdbc.PessimisticLockProvider) LockNodes
-			.provider(LockMode.PESSIMISTIC, pool);
+			.provider(LockMode.PESSIMISTIC, pool, dialect);
 		serverClock.setFencing(io.github.dblock.jdbc.PessimisticLockProvider.Fencing.SERVER_CLOCK);
 		LockTemplate serverClockLocks = new LockTemplate(List.of(serverClock), LockMode.PESSIMISTIC, Duration.ZERO,
 				Duration.ofSeconds(1), name);
@@ -336,8 +481,14 @@ public final class Workload {
 	}
 
 	private void work(Node node, Random random, java.util.function.BooleanSupplier going) {
+		boolean multiPrimary = this.servers != null && this.servers.multiPrimary();
 		while (going.getAsBoolean()) {
 			int pick = random.nextInt(118);
+			if (multiPrimary && pick >= 30 && pick < 50) {
+				// the PESSIMISTIC kinds: refused on a multi-primary cluster (docs/reference/topology.md, "Why
+				// PESSIMISTIC is refused on Galera"); the thread draws again among the other kinds
+				continue;
+			}
 			String x = this.prefix + "x" + random.nextInt(EXCLUSIVE);
 			String rw = this.prefix + "rw" + random.nextInt(READ_WRITE);
 			try {
@@ -956,6 +1107,10 @@ public final class Workload {
 				return;
 			}
 			catch (RuntimeException ex) {
+				if (this.serverDown >= 0) {
+					count(this.faults, "force-release failed (a server restarting)");
+					continue;
+				}
 				this.harnessErrors.add("force-release: " + ex);
 			}
 		}
@@ -994,17 +1149,54 @@ public final class Workload {
 		}
 	}
 
-	/** A fault every 1 to 3 s on a random node. */
-	private void inject(Random random, JdbcTemplate direct) {
+	/**
+	 * Once, between a fifth and two fifths of the run: the server of one of {@link Servers#restartable()} gets SIGKILL,
+	 * is started again 1 to 3 s later, and the thread waits until it serves again.
+	 */
+	private void restartServer(Random random) {
+		try {
+			Thread.sleep(this.settings.duration().toMillis() / 5
+					+ (long) (random.nextDouble() * this.settings.duration().toMillis() / 5));
+			List<Integer> restartable = this.servers.restartable();
+			int index = restartable.get(random.nextInt(restartable.size()));
+			this.serverDown = index;
+			long killed = System.nanoTime();
+			this.servers.killServer(index);
+			count(this.faults, "server SIGKILL");
+			Thread.sleep(1_000 + random.nextInt(2_000));
+			long restarted = System.nanoTime();
+			this.servers.restartServer(index, Duration.ofMinutes(2));
+			count(this.faults, "server restarted");
+			this.serverDown = -1;
+			System.out.println("[checker] the server of node n" + index + " got SIGKILL, was started again "
+					+ TimeUnit.NANOSECONDS.toMillis(restarted - killed) + " ms later and served again after "
+					+ TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - restarted) + " ms");
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+		catch (RuntimeException ex) {
+			this.harnessErrors.add("server restart: " + ex);
+		}
+	}
+
+	/** A fault every 1 to 3 s on a random node; {@code killers}: where each node's sessions are killed. */
+	private void inject(Random random, List<JdbcTemplate> killers) {
 		while (!this.stopping) {
 			try {
 				Thread.sleep(1_000 + random.nextInt(2_000));
 				if (this.stopping) {
 					return;
 				}
-				Node node = this.nodes.get(random.nextInt(this.nodes.size()));
+				int index = random.nextInt(this.nodes.size());
+				Node node = this.nodes.get(index);
+				JdbcTemplate direct = killers.get(index);
 				switch (random.nextInt(3)) {
 					case 0 -> {
+						if (this.serverDown == index) {
+							count(this.faults, "KILL CONNECTION skipped (server down)");
+							continue;
+						}
 						List<Long> sessions = direct.queryForList("SELECT s.id FROM checker_session s JOIN"
 								+ " information_schema.PROCESSLIST p ON p.ID = s.id WHERE s.run = ? AND s.node = ?",
 								Long.class, this.prefix, node.name());
@@ -1039,6 +1231,11 @@ public final class Workload {
 				return;
 			}
 			catch (RuntimeException ex) {
+				if (this.serverDown >= 0) {
+					// listing or killing a session of the server that was just killed
+					count(this.faults, "KILL CONNECTION failed (server down)");
+					continue;
+				}
 				this.harnessErrors.add("fault injector: " + ex);
 			}
 		}
