@@ -603,16 +603,9 @@ public final class Workload {
 				reenter(node, locks, resource, options, id, lock, lost);
 			}
 			if (mode == LockMode.LEASE && type == LockType.EXCLUSIVE && random.nextInt(6) == 0) {
-				long started = System.nanoTime();
-				try {
-					lock.extend(Duration.ofMillis(500 + random.nextInt(1_500)));
-					this.history.op(id, node.name(), "extend", resource, started, System.nanoTime(),
-							RELEASE_BOUND.toNanos(), "ok");
-				}
-				catch (RuntimeException ex) {
+				Duration leaseTime = Duration.ofMillis(500 + random.nextInt(1_500));
+				if (!releaseStep(node, id, "extend", resource, System.nanoTime(), () -> lock.extend(leaseTime))) {
 					lost.set(true);
-					this.history.op(id, node.name(), "extend", resource, started, System.nanoTime(),
-							RELEASE_BOUND.toNanos(), outcome(ex));
 				}
 			}
 			hold(random);
@@ -623,15 +616,8 @@ public final class Workload {
 		}
 		finally {
 			long started = System.nanoTime();
-			try {
-				lock.close();
-				this.history.op(id, node.name(), "close", resource, started, System.nanoTime(), RELEASE_BOUND.toNanos(),
-						"ok");
-			}
-			catch (RuntimeException ex) {
+			if (!releaseStep(node, id, "close", resource, started, lock::close)) {
 				lost.set(true);
-				this.history.op(id, node.name(), "close", resource, started, System.nanoTime(), RELEASE_BOUND.toNanos(),
-						outcome(ex));
 			}
 			if (lost.get()) {
 				this.history.lost(id);
@@ -820,20 +806,30 @@ public final class Workload {
 			this.history.exit(id, name, permit.fencingToken(), false);
 		}
 		finally {
-			long started = System.nanoTime();
-			try {
-				permit.close();
-				this.history.op(id, node.name(), "permit close", name, started, System.nanoTime(),
-						RELEASE_BOUND.toNanos(), "ok");
-			}
-			catch (RuntimeException ex) {
+			if (!releaseStep(node, id, "permit close", name, System.nanoTime(), permit::close)) {
 				lost.set(true);
-				this.history.op(id, node.name(), "permit close", name, started, System.nanoTime(),
-						RELEASE_BOUND.toNanos(), outcome(ex));
 			}
 			if (lost.get()) {
 				this.history.lost(id);
 			}
+		}
+	}
+
+	/**
+	 * Runs a step bounded like a release (a close, an unlock, {@code extend}) and records it as an operation against
+	 * {@link #RELEASE_BOUND}, started at {@code started}.
+	 * @return whether the step succeeded; a step that threw leaves the section's hold in doubt
+	 */
+	private boolean releaseStep(Node node, long id, String what, String resource, long started, Runnable step) {
+		try {
+			step.run();
+			this.history.op(id, node.name(), what, resource, started, System.nanoTime(), RELEASE_BOUND.toNanos(), "ok");
+			return true;
+		}
+		catch (RuntimeException ex) {
+			this.history.op(id, node.name(), what, resource, started, System.nanoTime(), RELEASE_BOUND.toNanos(),
+					outcome(ex));
+			return false;
 		}
 	}
 
@@ -996,15 +992,8 @@ public final class Workload {
 		}
 		finally {
 			released = System.nanoTime();
-			try {
-				lock.unlock();
-				this.history.op(id, node.name(), "registry unlock", resource, released, System.nanoTime(),
-						RELEASE_BOUND.toNanos(), "ok");
-			}
-			catch (RuntimeException ex) {
+			if (!releaseStep(node, id, "registry unlock", resource, released, lock::unlock)) {
 				lost.set(true);
-				this.history.op(id, node.name(), "registry unlock", resource, released, System.nanoTime(),
-						RELEASE_BOUND.toNanos(), outcome(ex));
 			}
 			if (lost.get()) {
 				this.history.lost(id);
@@ -1054,15 +1043,8 @@ public final class Workload {
 			if (released - invoked >= atMostFor.toNanos()) {
 				lost = true;
 			}
-			try {
-				handle.get().unlock();
-				this.history.op(id, node.name(), "ShedLock unlock", resource, released, System.nanoTime(),
-						RELEASE_BOUND.toNanos(), "ok");
-			}
-			catch (RuntimeException ex) {
+			if (!releaseStep(node, id, "ShedLock unlock", resource, released, () -> handle.get().unlock())) {
 				lost = true;
-				this.history.op(id, node.name(), "ShedLock unlock", resource, released, System.nanoTime(),
-						RELEASE_BOUND.toNanos(), outcome(ex));
 			}
 			if (lost) {
 				this.history.lost(id);
