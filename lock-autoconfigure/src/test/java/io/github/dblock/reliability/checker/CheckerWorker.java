@@ -11,8 +11,8 @@ import com.zaxxer.hikari.HikariDataSource;
 /**
  * A worker JVM of {@link ProcessWorkload}: one node of the checker's {@link Workload}, its threads making the same
  * random calls as in one JVM, recorded into the run's {@link History} tables on the server. Arguments:
- * {@code <run prefix> <run seed> <node index> <threads> <lock URL> <history URL> <user> <password>} (a password
- * {@code -} is empty). The node's pool goes to the lock URL (the test's fault proxy for this process), the history
+ * {@code <run prefix> <run seed> <node index> <threads> <lock URL> <history URL> <user> <password> <defect>} (a
+ * password {@code -} is empty; a defect is the name of a {@link Defects} switch for this node, {@code -} for none). The node's pool goes to the lock URL (the test's fault proxy for this process), the history
  * pool straight to the server. Prints {@code STARTED} once its history pool is up, {@code E <error>} for each error of
  * the workload itself and {@code RESULT errors=<n>} when standard input has closed and every call has ended; then
  * exits with status 0.
@@ -34,6 +34,7 @@ public final class CheckerWorker {
 		String historyUrl = args[5];
 		String user = args[6];
 		String password = args[7].equals("-") ? "" : args[7];
+		var defect = args[8].equals("-") ? null : Defects.named(args[8]);
 		PauseWatch pauses = PauseWatch.start();
 		Workload.Pools pools = (url, size, customizer) -> {
 			HikariConfig config = new HikariConfig();
@@ -65,7 +66,7 @@ public final class CheckerWorker {
 					() -> new History(historyPool, prefix, index * 1_000_000_000L, true, pauses::pausedWithin));
 			say("STARTED");
 			Workload workload = new Workload(
-					new Workload.Settings(seed, Duration.ZERO, 1, threads, true, null), prefix);
+					new Workload.Settings(seed, Duration.ZERO, 1, threads, true, defect), prefix);
 			errors.addAll(workload.runNode(index, lockUrl, pools, history, going::get));
 		}
 		catch (RuntimeException ex) {

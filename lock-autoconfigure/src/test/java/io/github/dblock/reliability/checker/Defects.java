@@ -22,6 +22,21 @@ final class Defects {
 	}
 
 	/**
+	 * The switch of the given name, for a worker process ({@link CheckerWorker}): the name of one of this class's
+	 * factory methods.
+	 * @throws IllegalArgumentException for an unknown name
+	 */
+	static Function<LockProvider, LockProvider> named(String name) {
+		return switch (name) {
+			case "leaseHeldWithoutTheDatabase" -> leaseHeldWithoutTheDatabase();
+			case "tokenNotAdvanced" -> tokenNotAdvanced();
+			case "shedLockHeldWithoutTheDatabase" -> shedLockHeldWithoutTheDatabase();
+			case "renewalDroppedSilently" -> renewalDroppedSilently();
+			default -> throw new IllegalArgumentException("No defect switch named '" + name + "'");
+		};
+	}
+
+	/**
 	 * Every third exclusive LEASE acquisition is reported held without asking the database: a lease with a token
 	 * from this JVM's clock in microseconds (like the server's), valid for its lease time, whose release does
 	 * nothing. READ/WRITE and the other acquisitions go to the real provider.

@@ -13,6 +13,8 @@ import io.github.dblock.reliability.checker.History.Observed;
 import io.github.dblock.test.EmbeddedMariaDb;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -40,6 +42,26 @@ class MultiProcessCheckerTests {
 		assertThat(run.result().faults()).as("faults").containsKeys("SIGKILL", "SIGSTOP");
 		assertThat(observed.killed()).isNotEmpty();
 		assertThat(observed.rowChanges()).as("the lock rows' history").isNotEmpty();
+	}
+
+	/**
+	 * The checker catches a defect switched on in one worker process ({@link Defects}: {@code p0}, and the worker that
+	 * replaces it after a SIGKILL), with the usual faults: 20 s each.
+	 */
+	@ParameterizedTest(name = "{0} is caught by {1}")
+	@CsvSource({ "leaseHeldWithoutTheDatabase, exclusion", "tokenNotAdvanced, tokens-increase" })
+	void aDefectInOneWorkerProcessIsCaught(String defect, String invariant) throws Exception {
+		long seed = MixedWorkloadCheckerTests.seed();
+		Workload.Result result = new ProcessWorkload(
+				new ProcessWorkload.Settings(seed, Duration.ofSeconds(20), 3, 3, null, null, defect)).run();
+		List<Violation> violations = Checker.check(result.observed());
+		System.out.println("[checker] processes with " + defect + " in p0, seed " + seed + ": "
+				+ MixedWorkloadCheckerTests.summary(result) + ", " + violations.size() + " violation(s)");
+		if (!violations.isEmpty()) {
+			System.out.println(Checker.report(seed, result.observed(), violations.subList(0, 1)));
+		}
+		assertThat(result.harnessErrors()).as("errors of the workload itself, seed %d", seed).isEmpty();
+		assertThat(violations).extracting(Violation::invariant).as("seed %d", seed).contains(invariant);
 	}
 
 	@Test

@@ -48,9 +48,17 @@ final class ProcessWorkload {
 	 * @param threads threads per worker
 	 * @param server a server of the test's own, which the run may restart; {@code null}: the test database, no restart
 	 * @param restartEvery at most one restart per this much time ({@code null}: none)
+	 * @param defect the name of a {@link Defects} switch for the first worker ({@code p0}) and each worker that
+	 * replaces it after a SIGKILL, or {@code null}
 	 */
 	record Settings(long seed, Duration duration, int processes, int threads, @Nullable EmbeddedMariaDb server,
-			@Nullable Duration restartEvery) {
+			@Nullable Duration restartEvery, @Nullable String defect) {
+
+		Settings(long seed, Duration duration, int processes, int threads, @Nullable EmbeddedMariaDb server,
+				@Nullable Duration restartEvery) {
+			this(seed, duration, processes, threads, server, restartEvery, null);
+		}
+
 	}
 
 	private final Settings settings;
@@ -109,6 +117,9 @@ final class ProcessWorkload {
 
 		final String node;
 
+		/** Whether this worker runs with {@link Settings#defect()}: the first one, and each that replaces it. */
+		final boolean defective;
+
 		final FaultProxy proxy;
 
 		final Process process;
@@ -119,8 +130,9 @@ final class ProcessWorkload {
 
 		final CountDownLatch finished = new CountDownLatch(1);
 
-		Worker(int index) throws Exception {
+		Worker(int index, boolean defective) throws Exception {
 			this.node = "p" + index;
+			this.defective = defective;
 			this.proxy = FaultProxy.forJdbcUrl(ProcessWorkload.this.directUrl);
 			List<String> cmd = List.of(System.getProperty("java.home") + File.separator + "bin" + File.separator + "java",
 					"-Xmx160m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", System.getProperty("java.class.path"),
@@ -129,7 +141,8 @@ final class ProcessWorkload {
 					String.valueOf(index), String.valueOf(ProcessWorkload.this.settings.threads()),
 					this.proxy.jdbcUrl(ProcessWorkload.this.directUrl), ProcessWorkload.this.directUrl,
 					ProcessWorkload.this.user,
-					ProcessWorkload.this.password.isEmpty() ? "-" : ProcessWorkload.this.password);
+					ProcessWorkload.this.password.isEmpty() ? "-" : ProcessWorkload.this.password,
+					defective ? ProcessWorkload.this.settings.defect() : "-");
 			this.process = new ProcessBuilder(cmd).redirectErrorStream(true).start();
 			Thread reader = new Thread(() -> {
 				try (BufferedReader in = new BufferedReader(
@@ -192,7 +205,7 @@ final class ProcessWorkload {
 		Workload.SEMAPHORES.forEach((name, n) -> permits.put(this.prefix + name, n));
 		List<Worker> workers = new ArrayList<>();
 		for (int i = 0; i < this.settings.processes(); i++) {
-			workers.add(new Worker(this.nextIndex++));
+			workers.add(new Worker(this.nextIndex++, i == 0 && this.settings.defect() != null));
 		}
 		for (Worker worker : workers) {
 			awaitStarted(worker);
@@ -246,7 +259,7 @@ final class ProcessWorkload {
 						}
 						this.killed.put(worker.node, at);
 						worker.proxy.close();
-						Worker replacement = new Worker(this.nextIndex++);
+						Worker replacement = new Worker(this.nextIndex++, worker.defective);
 						workers.set(victim, replacement);
 						all.add(replacement);
 						count("SIGKILL");

@@ -313,7 +313,7 @@ public final class Workload {
 		boolean validateAtCommit = new Random(this.settings.seed() + index).nextBoolean();
 		// the providers ask the server for its version: a worker may start while the server restarts
 		Node node = CheckerWorker.whenReachable(
-				() -> node("p" + index, pools, null, lockUrl, permits, validateAtCommit, false));
+				() -> node("p" + index, pools, null, lockUrl, permits, validateAtCommit, true));
 		List<Thread> workers = new ArrayList<>();
 		for (int t = 0; t < this.settings.threads(); t++) {
 			Random random = new Random(this.settings.seed() * 31 + node.name().hashCode() * 7L + t);
@@ -434,7 +434,7 @@ public final class Workload {
 	}
 
 	private Node node(String name, Pools pools, @org.jspecify.annotations.Nullable FaultProxy proxy, String poolUrl,
-			Map<String, Integer> permits, boolean validateAtCommit, boolean first) {
+			Map<String, Integer> permits, boolean validateAtCommit, boolean withDefect) {
 		String run = this.prefix;
 		HikariDataSource pool = pools.pool(poolUrl, 12, (config) -> {
 			config.setPoolName("checker-" + name);
@@ -452,7 +452,7 @@ public final class Workload {
 		((LeaseLockProvider) lease).setMultiPrimary(multiPrimary);
 		List<LeaseLockProvider> leaseProviders = new ArrayList<>();
 		leaseProviders.add((LeaseLockProvider) lease);
-		if (first && this.settings.defect() != null) {
+		if (withDefect && this.settings.defect() != null) {
 			lease = this.settings.defect().apply(lease);
 		}
 		LockTemplate locks = new LockTemplate(List.of(lease, pessimistic, optimistic), LockMode.LEASE, Duration.ZERO,
