@@ -49,6 +49,8 @@ class ExpiredLeaseTests {
 
 	private final ExecutorService threadT2 = Executors.newSingleThreadExecutor();
 
+	private final ExecutorService threadT3 = Executors.newSingleThreadExecutor();
+
 	@BeforeEach
 	void nodes() {
 		this.pool = TestDatabase.get().newDataSource(8);
@@ -62,6 +64,7 @@ class ExpiredLeaseTests {
 	void close() {
 		this.threadT1.shutdownNow();
 		this.threadT2.shutdownNow();
+		this.threadT3.shutdownNow();
 		this.pool.close();
 	}
 
@@ -151,6 +154,33 @@ class ExpiredLeaseTests {
 		assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).as("waited for node B's lease, not more")
 			.isLessThan(5_000);
 		on(this.threadT2, () -> closeFails(next));
+	}
+
+	/**
+	 * The second waiter in the gate's queue becomes the first while the gate passes to a holder whose lease is short
+	 * and which never closes: it takes the gate when that lease ends, not at the end of its own wait time.
+	 */
+	@Test
+	void aWaiterThatMovesUpTheQueueIsNotKeptWaitingByAnExpiredHoldTakenAfterItQueued() throws Exception {
+		LockHandle first = on(this.threadT1, () -> this.nodeA.acquire(this.resource,
+				lease(Duration.ofSeconds(30), FIRST_TAKE_WAIT)));
+		java.util.concurrent.Future<LockHandle> stale = this.threadT2.submit(() -> this.nodeA.acquire(this.resource,
+				lease(SHORT, Duration.ofSeconds(20))));
+		Thread.sleep(300); // T2 is first in the gate's queue
+		java.util.concurrent.Future<LockHandle> next = this.threadT3.submit(() -> this.nodeA.acquire(this.resource,
+				lease(Duration.ofSeconds(30), Duration.ofSeconds(10))));
+		Thread.sleep(300); // T3 is second
+		on(this.threadT1, () -> closeFails(first));
+		LockHandle staleHold = stale.get(30, TimeUnit.SECONDS);
+		long start = System.nanoTime();
+		LockHandle nextHold = next.get(30, TimeUnit.SECONDS);
+		assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start))
+			.as("T3 took the gate soon after T2's 200 ms lease ended, not at the end of its 10 s wait time")
+			.isLessThan(5_000);
+		assertThat(nextHold.fencingToken()).isGreaterThan(staleHold.fencingToken());
+		assertThat(on(this.threadT2, () -> closeFails(staleHold))).as("the stale holder learns it lost the lock").isTrue();
+		assertThat(on(this.threadT3, () -> closeFails(nextHold))).isFalse();
+		assertThat(this.nodeA.localResourceCount()).isZero();
 	}
 
 	@Test

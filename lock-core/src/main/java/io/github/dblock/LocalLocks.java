@@ -318,7 +318,9 @@ final class LocalLocks {
 						if (deadlineNanos - System.nanoTime() <= 0) {
 							return false;
 						}
-						TimeUnit.NANOSECONDS.timedWait(this, Math.max(1, wait));
+						wait = Math.max(1, wait);
+						ticket.wakeAtNanos = System.nanoTime() + wait; // see claim
+						TimeUnit.NANOSECONDS.timedWait(this, wait);
 					}
 				}
 				finally {
@@ -432,7 +434,8 @@ final class LocalLocks {
 		/**
 		 * Records the current thread as the entry's holder. A PESSIMISTIC previous holder may not have cleared its
 		 * fields yet (we were granted the row at its commit, and its thread clears them after): its hold observation is
-		 * returned for the caller to stop, and it no longer clears anything (see {@link #gateless}).
+		 * returned for the caller to stop, and it no longer clears anything (see {@link #gateless}). A LEASE whose end
+		 * comes before the first waiter's planned wake-up wakes the waiters, so that it waits no longer than this lease.
 		 * @return the previous holder's observation to stop, or {@code null}
 		 */
 		synchronized @Nullable Observation claim(HeldLock lock, LockMode heldMode, String description,
@@ -446,6 +449,12 @@ final class LocalLocks {
 			this.gateless = pessimistic;
 			if (pessimistic != null && pessimistic.ownConnection) {
 				this.ownConnections++;
+			}
+			Ticket head = this.queue.peekFirst();
+			if (leaseHold != null && head != null && head.wakeAtNanos - (lock.validUntilNanos() + 1_000_000) > 0) {
+				// the first waiter planned its wake-up before this lease (it queued behind an earlier owner and moved
+				// up, or this owner had no lease yet): it looks again now, so it wakes when this lease ends
+				notifyAll();
 			}
 			return previous;
 		}
@@ -515,6 +524,12 @@ final class LocalLocks {
 	private static final class Ticket {
 
 		final LockMode mode;
+
+		/**
+		 * The {@link System#nanoTime()} at which the waiting thread looks again by itself unless woken before; set
+		 * before each wait and guarded by the entry's monitor.
+		 */
+		long wakeAtNanos;
 
 		Ticket(LockMode mode) {
 			this.mode = mode;

@@ -203,7 +203,7 @@ class DatabaseOutageTests {
 				LockOptions.defaults().withWaitTime(Duration.ofSeconds(90)), (lock) -> {
 					runs.incrementAndGet();
 					return new long[] { System.nanoTime(), lock.fencingToken() };
-				}));
+				}), DatabaseOutageTests::ownThread);
 		Thread.sleep(5_000); // two or more attempts fail at the pool's 2 s connection timeout meanwhile
 		assertThat(waiter).as("keeps trying while the server is down").isNotDone();
 		long restartedAt = System.nanoTime();
@@ -352,7 +352,18 @@ class DatabaseOutageTests {
 			try (LockHandle lock = node.acquire(resource, LockOptions.defaults().withWaitTime(waitTime))) {
 				return new long[] { System.nanoTime(), lock.fencingToken() };
 			}
-		});
+		}, DatabaseOutageTests::ownThread);
+	}
+
+	/**
+	 * Runs a waiter on a new thread, not on {@code CompletableFuture}'s default executor: on JDK 25 (not 17) that is
+	 * the common pool whatever its size, one worker on 2 CPUs, so a task another test of this JVM left blocked there
+	 * would keep the waiter from starting at all.
+	 */
+	private static void ownThread(Runnable task) {
+		Thread thread = new Thread(task, "outage-waiter");
+		thread.setDaemon(true);
+		thread.start();
 	}
 
 	private static void sleep(long millis) {
