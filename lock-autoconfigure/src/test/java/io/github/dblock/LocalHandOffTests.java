@@ -269,6 +269,49 @@ class LocalHandOffTests {
 		assertThat(firstTold).as("the first holder was done before the loss").isFalse();
 	}
 
+	/**
+	 * A thread that releases and at once asks again may take the free gate before a thread that queued less than
+	 * {@link LocalLocks#BARGE_NANOS} ago, but not before one that has waited longer: a thread asking among three that
+	 * loop without pause still gets the lock every time, soon, and so does each looper.
+	 */
+	@Test
+	void threadsThatTakeTheLockAgainAtOnceDoNotKeepAQueuedThreadWaiting() throws Exception {
+		AtomicBoolean stop = new AtomicBoolean();
+		java.util.concurrent.ExecutorService loopers = java.util.concurrent.Executors.newFixedThreadPool(3);
+		List<java.util.concurrent.Future<Long>> cycles = new ArrayList<>();
+		try {
+			for (int i = 0; i < 3; i++) {
+				cycles.add(loopers.submit(() -> {
+					long count = 0;
+					while (!stop.get()) {
+						try (LockHandle lock = this.node.acquire(this.resource)) {
+							count++;
+						}
+					}
+					return count;
+				}));
+			}
+			Thread.sleep(200);
+			long worstMillis = 0;
+			for (int i = 0; i < 50; i++) {
+				long start = System.nanoTime();
+				try (LockHandle lock = this.node.acquire(this.resource,
+						LockOptions.defaults().withWaitTime(Duration.ofSeconds(10)))) {
+					worstMillis = Math.max(worstMillis, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
+				}
+			}
+			assertThat(worstMillis).as("the longest wait among 50 acquisitions next to three loopers").isLessThan(2_000);
+		}
+		finally {
+			stop.set(true);
+			loopers.shutdown();
+		}
+		for (java.util.concurrent.Future<Long> looper : cycles) {
+			assertThat(looper.get(30, TimeUnit.SECONDS)).as("cycles of a looper").isPositive();
+		}
+		assertThat(this.node.localResourceCount()).isZero();
+	}
+
 	private CompletableFuture<Long> waiter() {
 		return CompletableFuture.supplyAsync(() -> {
 			try (LockHandle lock = this.node.acquire(this.resource)) {

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
@@ -12,9 +13,11 @@ import io.micrometer.observation.Observation;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The JVM-local side of every lock: one fair gate per resource that is in use, so that only one thread of this JVM
+ * The JVM-local side of every lock: one gate per resource that is in use, so that only one thread of this JVM
  * at a time asks the database for a resource (other local waiters queue here instead of polling) and so that
- * re-acquisition by the holding thread needs no database round trip.
+ * re-acquisition by the holding thread needs no database round trip. The gate is fair but for a bounded barge: a
+ * thread that finds it free may take it before the first waiter while that one has waited less than
+ * {@link #BARGE_NANOS}; beyond that, waiters get it in arrival order.
  * <p>
  * A LEASE holder keeps the gate while it holds the lock (its queued threads take the lease over in memory), but only
  * while its lease lasts: once the lease has ended by this JVM's clock or was found lost ({@link LeaseHold#isOver()}),
@@ -35,6 +38,13 @@ import org.jspecify.annotations.Nullable;
  * resource. Thread-safe.
  */
 final class LocalLocks {
+
+	/**
+	 * How long the first waiter of a gate may have waited and still be passed by a thread that finds the gate free
+	 * (bounded barging): a holder that releases and asks again at once keeps running instead of handing the gate to
+	 * a thread that must first be scheduled, and no waiter is passed once it has waited this long.
+	 */
+	static final long BARGE_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
 
 	private final ConcurrentHashMap<String, Entry> entries = new ConcurrentHashMap<>();
 
@@ -125,7 +135,7 @@ final class LocalLocks {
 		 */
 		private @Nullable Thread gateOwner;
 
-		/** Threads waiting for the gate, in arrival order (fair); guarded by the entry's monitor. */
+		/** Threads waiting for the gate, in arrival order; guarded by the entry's monitor. */
 		private final ArrayDeque<Ticket> queue = new ArrayDeque<>();
 
 		/** The LEASE hold that owns the gate, {@code null} while none does; written under the entry's monitor. */
@@ -279,7 +289,8 @@ final class LocalLocks {
 		}
 
 		/**
-		 * Waits, in arrival order, until the current thread owns the gate: when nobody owns it, or when its LEASE holder's
+		 * Waits, in arrival order (a thread finding the gate free may pass a first waiter that has waited less than
+		 * {@link #BARGE_NANOS}), until the current thread owns the gate: when nobody owns it, or when its LEASE holder's
 		 * lease is over ({@link LeaseHold#isOver()}; that hold is then superseded and returned through
 		 * {@code superseded}, for the caller to report outside the monitor).
 		 * @param deadlineNanos the {@link System#nanoTime()} until which to wait
@@ -290,15 +301,23 @@ final class LocalLocks {
 		 */
 		boolean acquireGate(long deadlineNanos, LeaseHold[] superseded, LockMode requested)
 				throws InterruptedException {
-			Ticket ticket = new Ticket(requested);
+			Ticket ticket = new Ticket(requested, Thread.currentThread());
+			boolean owned = false;
 			synchronized (this) {
+				Ticket head = this.queue.peekFirst();
+				if (this.gateOwner == null && head != null && ticket.queuedAtNanos - head.queuedAtNanos < BARGE_NANOS) {
+					this.gateOwner = ticket.thread; // a free gate whose first waiter has not waited long: barge
+					return true;
+				}
 				this.queue.addLast(ticket);
-				boolean owned = false;
-				try {
-					while (true) {
-						long wait = deadlineNanos - System.nanoTime();
+			}
+			try {
+				while (true) {
+					long wait;
+					synchronized (this) {
+						long now = System.nanoTime();
+						LeaseHold current = this.lease;
 						if (this.queue.peekFirst() == ticket) {
-							LeaseHold current = this.lease;
 							if (this.gateOwner == null) {
 								owned = true;
 							}
@@ -306,29 +325,48 @@ final class LocalLocks {
 								superseded[0] = supersede(current);
 								owned = true;
 							}
-							else if (current != null) {
-								// wake up when its lease ends (a renewal moves that on; a loss notifies at once)
-								wait = Math.min(wait, current.lock.validUntilNanos() - System.nanoTime() + 1_000_000);
-							}
 							if (owned) {
-								this.gateOwner = Thread.currentThread();
+								this.queue.pollFirst();
+								this.gateOwner = ticket.thread;
 								return true;
 							}
 						}
-						if (deadlineNanos - System.nanoTime() <= 0) {
+						wait = deadlineNanos - now;
+						if (wait <= 0) {
 							return false;
 						}
-						wait = Math.max(1, wait);
-						ticket.wakeAtNanos = System.nanoTime() + wait; // see claim
-						TimeUnit.NANOSECONDS.timedWait(this, wait);
+						// the head is woken when the gate is let go, when the holder's lease is found lost, and when a
+						// holder whose lease ends before the head's wake-up claims the entry (see claim); the end of a
+						// lease by the clock wakes nobody, so every waiter looks again then (a renewal moves it on)
+						if (current != null) {
+							wait = Math.min(wait, current.lock.validUntilNanos() - now + 1_000_000);
+						}
+						ticket.wakeAtNanos = now + wait;
+					}
+					LockSupport.parkNanos(this, Math.max(1, wait));
+					if (Thread.interrupted()) {
+						throw new InterruptedException();
 					}
 				}
-				finally {
-					this.queue.remove(ticket);
-					if (!owned) {
-						notifyAll(); // the next in line may be the head now
+			}
+			finally {
+				if (!owned) {
+					synchronized (this) {
+						boolean head = this.queue.peekFirst() == ticket;
+						this.queue.remove(ticket);
+						if (head) {
+							wakeHead(); // the next in line is the head now
+						}
 					}
 				}
+			}
+		}
+
+		/** Wakes the thread at the head of the gate's queue, if any. Called under the entry's monitor. */
+		private void wakeHead() {
+			Ticket head = this.queue.peekFirst();
+			if (head != null) {
+				LockSupport.unpark(head.thread);
 			}
 		}
 
@@ -348,17 +386,17 @@ final class LocalLocks {
 			return hold;
 		}
 
-		/** Lets the gate go, if the current thread owns it, and wakes the queued threads. */
+		/** Lets the gate go, if the current thread owns it, and wakes the thread next in line. */
 		synchronized void releaseGate() {
 			if (this.gateOwner == Thread.currentThread()) {
 				this.gateOwner = null;
-				notifyAll();
+				wakeHead(); // only the head may take the gate
 			}
 		}
 
-		/** Wakes the threads waiting for the gate, for example because the holder's lease was found lost. */
+		/** Wakes the thread next in line for the gate, for example because the holder's lease was found lost. */
 		synchronized void wakeWaiters() {
-			notifyAll();
+			wakeHead();
 		}
 
 		/** Takes the lease the previous local holder handed off for the gate's next owner, if any. */
@@ -434,8 +472,7 @@ final class LocalLocks {
 		/**
 		 * Records the current thread as the entry's holder. A PESSIMISTIC previous holder may not have cleared its
 		 * fields yet (we were granted the row at its commit, and its thread clears them after): its hold observation is
-		 * returned for the caller to stop, and it no longer clears anything (see {@link #gateless}). A LEASE whose end
-		 * comes before the first waiter's planned wake-up wakes the waiters, so that it waits no longer than this lease.
+		 * returned for the caller to stop, and it no longer clears anything (see {@link #gateless}).
 		 * @return the previous holder's observation to stop, or {@code null}
 		 */
 		synchronized @Nullable Observation claim(HeldLock lock, LockMode heldMode, String description,
@@ -451,10 +488,10 @@ final class LocalLocks {
 				this.ownConnections++;
 			}
 			Ticket head = this.queue.peekFirst();
-			if (leaseHold != null && head != null && head.wakeAtNanos - (lock.validUntilNanos() + 1_000_000) > 0) {
-				// the first waiter planned its wake-up before this lease (it queued behind an earlier owner and moved
-				// up, or this owner had no lease yet): it looks again now, so it wakes when this lease ends
-				notifyAll();
+			if (leaseHold != null && head != null
+					&& head.wakeAtNanos - (lock.validUntilNanos() + 1_000_000) > 0) {
+				// the head took its wait before this lease: it must look again when this lease ends
+				LockSupport.unpark(head.thread);
 			}
 			return previous;
 		}
@@ -525,14 +562,20 @@ final class LocalLocks {
 
 		final LockMode mode;
 
+		/** The waiting thread, woken ({@link LockSupport#unpark}) when it is the head and may take the gate. */
+		final Thread thread;
+
 		/**
-		 * The {@link System#nanoTime()} at which the waiting thread looks again by itself unless woken before; set
-		 * before each wait and guarded by the entry's monitor.
+		 * The {@link System#nanoTime()} at which the thread looks again by itself; guarded by the entry's monitor.
 		 */
 		long wakeAtNanos;
 
-		Ticket(LockMode mode) {
+		/** When the thread asked for the gate ({@link System#nanoTime()}). */
+		final long queuedAtNanos = System.nanoTime();
+
+		Ticket(LockMode mode, Thread thread) {
 			this.mode = mode;
+			this.thread = thread;
 		}
 
 	}
