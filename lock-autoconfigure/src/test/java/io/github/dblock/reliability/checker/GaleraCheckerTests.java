@@ -36,7 +36,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * Tagged {@code galera}: it runs with the Galera smoke, in {@code ./mvnw verify} wherever the Galera provider is
  * installed (CI installs it).
  */
-@Tag("galera")
+@Tag("clusters")
 class GaleraCheckerTests {
 
 	@Test
