@@ -72,41 +72,11 @@ final class Defects {
 				}
 				Long earlier = previous.put(request.resource(), lock.fencingToken());
 				long token = (earlier != null) ? earlier : lock.fencingToken();
-				return AcquireResult.acquired(new HeldLock() {
+				return AcquireResult.acquired(new ForwardingHeldLock(lock) {
 
 					@Override
 					public long fencingToken() {
 						return token;
-					}
-
-					@Override
-					public String ownerToken() {
-						return lock.ownerToken();
-					}
-
-					@Override
-					public long validUntilNanos() {
-						return lock.validUntilNanos();
-					}
-
-					@Override
-					public boolean isLost() {
-						return lock.isLost();
-					}
-
-					@Override
-					public void onLost(Runnable callback) {
-						lock.onLost(callback);
-					}
-
-					@Override
-					public boolean extend(java.time.Duration leaseTime) {
-						return lock.extend(leaseTime);
-					}
-
-					@Override
-					public boolean release() {
-						return lock.release();
 					}
 
 				});
@@ -150,21 +120,11 @@ final class Defects {
 				if (lock == null) {
 					return result;
 				}
-				return AcquireResult.acquired(new HeldLock() {
+				return AcquireResult.acquired(new ForwardingHeldLock(lock) {
 
 					@Override
-					public long fencingToken() {
-						return lock.fencingToken();
-					}
-
-					@Override
-					public String ownerToken() {
-						return lock.ownerToken();
-					}
-
-					@Override
-					public long validUntilNanos() {
-						return lock.validUntilNanos();
+					public boolean isLost() {
+						return false; // the holder never learns
 					}
 
 					@Override
@@ -173,13 +133,64 @@ final class Defects {
 					}
 
 					@Override
-					public boolean release() {
-						return lock.release();
+					public boolean extend(java.time.Duration leaseTime) {
+						throw new UnsupportedOperationException("The dropped renewal's lease is not extended");
 					}
 
 				});
 			});
 		};
+	}
+
+	/** A held lock that forwards every call to the real one; a switch overrides what it breaks. */
+	private static class ForwardingHeldLock implements HeldLock {
+
+		private final HeldLock lock;
+
+		ForwardingHeldLock(HeldLock lock) {
+			this.lock = lock;
+		}
+
+		@Override
+		public long fencingToken() {
+			return this.lock.fencingToken();
+		}
+
+		@Override
+		public String ownerToken() {
+			return this.lock.ownerToken();
+		}
+
+		@Override
+		public long validUntilNanos() {
+			return this.lock.validUntilNanos();
+		}
+
+		@Override
+		public boolean isTransactionBound() {
+			return this.lock.isTransactionBound();
+		}
+
+		@Override
+		public boolean isLost() {
+			return this.lock.isLost();
+		}
+
+		@Override
+		public void onLost(Runnable callback) {
+			this.lock.onLost(callback);
+		}
+
+		@Override
+		public boolean extend(java.time.Duration leaseTime) {
+			return this.lock.extend(leaseTime);
+		}
+
+		@Override
+		public boolean release() {
+			return this.lock.release();
+		}
+
 	}
 
 	/** What a switch does instead of an exclusive acquisition. */
