@@ -30,43 +30,18 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
 
 /**
  * The idempotency records of {@link io.github.dblock.idempotency.IdempotencyTemplate}: one row per key in
- * {@code <lock table>_idem} (Flyway migration V4), written with the database server's clock.
+ * {@code <lock table>_idem}, written with the database server's clock.
  * <p>
- * Claiming a key, one attempt:
- * <ol>
- * <li>First attempt of a call: a plain {@code INSERT} of the row as {@code RUNNING} with a new owner token, a running
- * lease ({@code expires_at = UTC_TIMESTAMP(6) + lease}) and a fencing token of the server time in microseconds
- * (returned in the OK packet through {@code LAST_INSERT_ID(expr)}). Success means the key was new and this call
- * runs the work: one statement for the common case. A duplicate-key error (1062) means a row exists.</li>
- * <li>{@code SELECT} the row by primary key. {@code SUCCEEDED} within its retention: done, the caller gets the
- * record. {@code RUNNING} with time left on its lease: wait (backoff with jitter, never past the lease end nor the
- * caller's deadline) and read again.</li>
- * <li>Otherwise ({@code FAILED}, {@code RUNNING} past its lease, {@code SUCCEEDED} past its retention) take it over
- * with one conditional {@code UPDATE ... WHERE idem_key = ? AND <the same condition>}: the new owner token is unique,
- * so one matched row means this call won, with either found-rows setting of the driver. No
- * {@code INSERT ... ON DUPLICATE KEY UPDATE}: its per-column {@code IF()}s depend on left-to-right assignment
- * (MariaDB's {@code SIMULTANEOUS_ASSIGNMENT} mode changes that) and its affected-rows count on
- * {@code CLIENT_FOUND_ROWS}.</li>
- * </ol>
- * The winner's claim is renewed every third of the lease on the {@link LeaseLockProvider}'s shared scheduler,
- * with a locking read of the record by primary key and then an owner-checked {@code UPDATE}, in one short
- * transaction, so that a renewal that waited for the record (behind another caller's uncommitted completion) judges
- * the lease by the server's clock after the wait (see "A renewal judges the lease after its wait" in
- * docs/DESIGN.md); a renewal matching nothing, or the database unreachable until the lease must
- * be presumed over, marks the claim lost ({@link HeldLock#onLost}). Completion is an owner-checked {@code UPDATE} to
- * {@code SUCCEEDED} (outcome, {@code retain_until = now + retention}) or {@code FAILED}. The {@code SUCCEEDED} write
- * joins the caller's Spring transaction on the lock data source when one is active (see {@code StoredClaim.succeed});
- * everything else runs in autocommit on connections of its own, so a claim is visible to other nodes at once.
+ * A claim is a plain {@code INSERT} of a {@code RUNNING} row with a running lease (one statement for a new key); an
+ * existing row is read by primary key and either answered ({@code SUCCEEDED} within its retention), waited for
+ * ({@code RUNNING} with lease left) or taken over by one owner-checked conditional {@code UPDATE}. The winner's claim
+ * is renewed every third of the lease; completion is an owner-checked {@code UPDATE} that joins the caller's Spring
+ * transaction on the lock data source when one is active. Statements, take-over conditions and failed completions:
+ * see docs/DESIGN.md, "Idempotency keys (run once)".
  * <p>
- * A completion statement outside a transaction that fails is followed by a read of the record: written by this
- * claim after all (its reply was lost or late) counts as done; a record taken over by another caller, deleted, or
- * still this claim's but past its running lease is a claim known to be gone ({@link LockLostException} with the
- * failure as its cause from {@code StoredClaim.succeed}, {@code false} from {@code StoredClaim.fail}); a record
- * still running under this claim is the failure it is.
- * <p>
- * Deadlocks and lock wait timeouts are retried ({@link JdbcLockSupport}); a claim statement that waits for a row
- * locked by an uncommitted completion (another caller's transaction) past its query timeout counts as "still
- * running" and is tried again after a pause ({@link WaitLoop}). Thread-safe.
+ * Relies on the primary key's duplicate-key error (1062) and on {@code LAST_INSERT_ID(expr)} for the fencing token.
+ * Deadlocks and lock wait timeouts are retried; a lost claim runs its {@link HeldLock#onLost} callbacks, and its
+ * completion throws {@link LockLostException}; other errors surface as {@link DataAccessException}. Thread-safe.
  */
 public class IdempotencyStore implements IdempotencyProvider {
 

@@ -26,52 +26,20 @@ import org.springframework.dao.PessimisticLockingFailureException;
 import org.springframework.jdbc.CannotGetJdbcConnectionException;
 
 /**
- * Distributed semaphores on two tables derived from the lock table's name: {@code <table>_sem}, one row per pool
- * (permit count and fencing token), and {@code <table>_sem_hold}, one row per held permit (owner token, holder,
- * fencing token, lease on the server's clock).
+ * Distributed semaphores on {@code <table>_sem} (one row per pool: permit count and fencing token) and
+ * {@code <table>_sem_hold} (one row per held permit: owner token, holder, fencing token, lease on the server's clock).
  * <p>
- * One acquisition attempt is one short transaction on a connection of its own (never the caller's transaction):
- * <ol>
- * <li>{@code SELECT permits FROM <table>_sem WHERE name = ? FOR UPDATE}: serializes the acquisitions of a pool;</li>
- * <li>{@code SELECT COUNT(*), SUM(expires_at <= UTC_TIMESTAMP(6)), ... FROM <table>_sem_hold WHERE name = ? FOR
- * UPDATE}: a locking read, so it sees the latest committed holders whatever the isolation level (a renewal that
- * committed a moment ago counts);</li>
- * <li>{@code DELETE} the pool's expired holders, if step 2 found any;</li>
- * <li>if the live holders are fewer than the permits: advance the pool's fencing token ({@code GREATEST(
- * fencing_token + 1, <server µs>)}, returned through {@code LAST_INSERT_ID}) and {@code INSERT} the holder row with
- * {@code expires_at = UTC_TIMESTAMP(6) + lease};</li>
- * <li>{@code COMMIT}.</li>
- * </ol>
- * Between attempts the caller sleeps with the shared {@link Backoff} (exponential, jittered) until its deadline
- * ({@link WaitLoop}).
- * Every statement uses the primary key of its table (step 2 and 3 a prefix of it), every value is a bind parameter.
+ * An acquisition attempt is one short transaction on a connection of its own, never the caller's: it locks the
+ * pool's row ({@code FOR UPDATE} by primary key), counts the live holders with a locking read, deletes expired ones
+ * and, below the permit count, advances the pool's fencing token and inserts the holder row. Between attempts the
+ * caller backs off with jitter until its deadline. Release deletes the owner's live row; renewal (every third of the
+ * lease, when asked for) extends it after locking the pool's row. Changing the permit count never revokes a permit.
+ * Statements, unknown outcomes and failed releases: see
+ * docs/DESIGN.md, "Semaphores" and "Unknown outcomes and failed releases of read/write leases and permits".
  * <p>
- * Release is {@code DELETE ... WHERE name = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)}: no row
- * means the lease had expired (and the permit may have gone to another owner), reported as {@code false}. A release
- * statement that fails (other than a broken connection while the lease is still valid, which
- * {@link RenewableLease#release()} retries) is followed by a plain read of the holder row: a row still live is the
- * failure it is ({@link DataAccessException}); a row gone or expired is a lease that is over, which counts as
- * released if the release began while the lease was valid by this JVM's clock, and as lost
- * ({@link LockLostException}, with the failure as its cause) if it began later.
- * Renewal, when the request asks for it, runs on the {@link LeaseLockProvider}'s shared scheduler every third of
- * the lease as a short transaction: {@code SELECT permits FROM <table>_sem WHERE name = ? FOR UPDATE} (the pool row,
- * locked first as an acquisition attempt does; any waiting happens here), then {@code UPDATE ... SET expires_at =
- * UTC_TIMESTAMP(6) + lease WHERE name = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)}, which so reads the
- * server's clock after the wait (see "A renewal judges the lease after its wait" in docs/DESIGN.md); a renewal
- * matching no row, or a database unreachable until the lease must be presumed expired by this JVM's clock, marks
- * the permit lost and runs its {@link HeldLock#onLost} callbacks.
- * <p>
- * Changing the permit count never revokes a permit: after a decrease, holders above the new count keep their
- * permits until they release, and new acquisitions wait until fewer than the new count are live. The pool rows
- * (created from the configured initial count the first time they are needed) are {@link SemaphorePools}'.
- * <p>
- * A take whose outcome is unknown (its connection broke, or a statement timed out: a {@code COMMIT} whose reply came
- * after the query timeout did commit) is looked for by the next attempt of the same acquisition (one owner token
- * serves the whole wait), and when the deadline has passed by one last query on a fresh connection: a live holder
- * row of this owner is the permit, valid for the row's remaining lease on the server's clock, not for a full lease
- * from the retry. So an unknown outcome is never reported as busy while its permit stays taken; if even the last
- * look fails, the row ends with its lease, unrenewed (renewal starts only once a take is known committed).
- * Deadlocks and lock wait timeouts are retried; other errors surface as {@link DataAccessException}. Thread-safe.
+ * Relies on InnoDB row locks and locking reads. Deadlocks and lock wait timeouts are retried; a release whose lease
+ * was over before it began throws {@link LockLostException}; other errors surface as {@link DataAccessException}.
+ * Lost permits run their {@link HeldLock#onLost} callbacks. Thread-safe.
  */
 public class JdbcSemaphoreProvider implements SemaphoreProvider {
 

@@ -28,46 +28,21 @@ import org.springframework.transaction.support.TransactionTemplate;
 
 /**
  * The {@link LockMode#PESSIMISTIC} provider: an InnoDB exclusive row lock on the resource's row, held by a
- * transaction.
+ * transaction until it ends.
  * <p>
- * Acquisition is a locking read by primary key ({@code SELECT ... FOR UPDATE}) that waits in the server's lock queue
- * for the row and locks it until the transaction ends, then (with {@link Fencing#DURABLE}) an {@code UPDATE ... WHERE
- * resource = ? AND expires_at <= UTC_TIMESTAMP(6)} that records the owner and sets the fencing token to the server
- * clock read after the grant (returned in the same round trip through {@code LAST_INSERT_ID(expr)}; see
- * {@link Fencing} for the guarantee). The lease condition makes the mode exclusive with {@link LockMode#LEASE}
- * holders of the same resource; the expiry it writes is "now" plus the minimum hold time (usually zero), so once this
- * transaction ends the row is free for every mode, or after the minimum hold time.
+ * Acquisition is a locking read by primary key that waits in the server's lock queue (bounded by the wait time
+ * rounded up to whole seconds: {@code SET STATEMENT innodb_lock_wait_timeout} on MariaDB, the session variable or
+ * {@code NOWAIT} on MySQL), then, with {@link Fencing#DURABLE}, an owner-recording {@code UPDATE} whose lease
+ * condition keeps the mode exclusive with LEASE holders of the same resource. The lock joins the Spring-managed
+ * transaction active on the lock data source; otherwise it takes a connection of its own and holds it with an open
+ * transaction until release ({@code COMMIT}), at most {@code maxConnections} such locks held or awaited per JVM.
+ * A missing row is created by a separate autocommit statement, never inside the locking transaction. The statements
+ * and the reasons for their shape: docs/DESIGN.md, "PESSIMISTIC".
  * <p>
- * The wait is bounded by the server: MariaDB runs the statement as
- * {@code SET STATEMENT innodb_lock_wait_timeout = n FOR UPDATE ...}; MySQL uses {@code FOR UPDATE NOWAIT} for a
- * zero wait and otherwise sets the session's {@code innodb_lock_wait_timeout} around the statement (resetting it
- * to the server default afterwards). The timeout is the wait time rounded up to whole seconds. Waiting for a
- * holder's transaction never polls; a row held under a lease (a LEASE-mode owner, or a PESSIMISTIC holder's minimum
- * hold time) is retried with backoff on a connection of its own, and a missing row is polled for while it is
- * created (see below). Inside a transaction a row held under a lease is reported busy at once: the locking
- * statement that found it leased still locked the row until that transaction ends, which would keep a LEASE holder
- * from renewing or releasing it. ({@code LockTemplate.execute} outside any transaction waits nevertheless, by making
- * each attempt a transaction of its own.)
- * <p>
- * Which transaction holds the lock:
- * <ul>
- * <li>If a Spring-managed transaction is active on the lock data source (its connection bound to the thread,
- * autocommit off), the lock joins it and ends when it commits or rolls back; no connection is added.</li>
- * <li>Otherwise the provider takes a connection of its own, runs {@code START TRANSACTION} and keeps both until
- * release ({@code COMMIT}). At most {@code maxConnections} such locks may be held or awaited per JVM; a caller
- * beyond that waits for a slot within its wait time (a fair-less {@link Semaphore}), and gets
- * {@link LockLimitExceededException} when none freed in time (at once with a wait time of zero).</li>
- * </ul>
- * A missing row is created as a free row by a separate autocommit statement, never inside the locking
- * transaction, and the locking statement does not run again until the row exists: an {@code UPDATE} of a missing
- * key holds a gap lock that blocks every node's insert of it (concurrent creators get a duplicate-key error and
- * carry on). Inside a caller's transaction the row is made to exist (as far as this JVM knows: a hint kept for a
- * minute) before the locking statement, so that normally no gap lock is left in that transaction; a row deleted
- * meanwhile ends the attempt with a transient error. Creating a row commits it also on a connection whose
- * autocommit is off. If the holder's connection drops or its process dies, the server ends the transaction and the
- * lock is free at once; the holder learns it at release, which then reports the lock lost. A waiter on a connection
- * of its own whose connection breaks (server restart, killed connection) tries again on a new connection until its
- * deadline; a waiter inside the caller's transaction cannot, since that transaction is gone. Thread-safe.
+ * A holder whose connection dies has lost the lock at once (the server ends its transaction) and learns it at
+ * release ({@link io.github.dblock.LockLostException}). No free slot within the wait time throws
+ * {@link LockLimitExceededException}; a waiter on its own connection retries a broken connection until its deadline;
+ * other failures surface as {@link DataAccessException}. Thread-safe.
  */
 public class PessimisticLockProvider implements TransactionalLockProvider {
 

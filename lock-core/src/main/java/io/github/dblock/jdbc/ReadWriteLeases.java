@@ -23,54 +23,18 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.dao.DataAccessException;
 
 /**
- * Read/write (shared/exclusive) leases for {@link io.github.dblock.LockMode#LEASE}: {@link LockType#READ} and
- * {@link LockType#WRITE} locks in the tables {@code <table>_rw} (one row per resource: fencing token counter and
- * writer intent, never deleted) and {@code <table>_rw_hold} (one row per holder: owner token, kind, lease).
+ * Read/write leases for {@link io.github.dblock.LockMode#LEASE}: {@link LockType#READ} and {@link LockType#WRITE}
+ * locks in {@code <table>_rw} (one row per resource: fencing token counter and writer intent, never deleted) and
+ * {@code <table>_rw_hold} (one row per holder: owner token, kind, lease on the server's clock).
  * <p>
- * One acquisition attempt is one short transaction:
- * <ol>
- * <li>{@code SELECT fencing_token, intent_owner, intent_expires_at > UTC_TIMESTAMP(6), intent_holder FROM _rw WHERE
- * resource = ? FOR UPDATE}: locks the resource's row, so acquisitions of one resource are serialized (with each
- * other, with renewals and with the commit checks of write leases, which lock it first too; releases touch only the
- * holder's own row). No row: it is created by a separate
- * {@code INSERT} (a duplicate-key error means another node created it first) and the attempt starts again.</li>
- * <li>If another owner's writer intent is live (its {@code intent_expires_at} is after the server's now), the
- * attempt is busy: new readers and other writers stay out while a writer waits (writer preference).</li>
- * <li>{@code SELECT kind, holder, ... FROM _rw_hold WHERE resource = ? AND owner_token <> ? AND expires_at >
- * UTC_TIMESTAMP(6)}, writers first: a reader is busy if a live writer is found, a writer if any live holder is.
- * This plain read sees every holder committed before the row lock of step 1 was granted: under READ COMMITTED it
- * reads the latest committed rows, and under REPEATABLE READ the transaction's snapshot is taken by its first
- * consistent (non-locking) read, which is this one, after the locking read of step 1.</li>
- * <li>Not busy: {@code UPDATE _rw SET fencing_token = <read + 1>} (clearing the intent if it is the caller's own),
- * {@code INSERT} the holder row with a lease of {@code UTC_TIMESTAMP(6) + lease}, {@code COMMIT}.</li>
- * <li>Busy, for a writer that may still wait: set (or refresh) its intent, {@code intent_expires_at =
- * UTC_TIMESTAMP(6) + intent time}, {@code COMMIT}. The writer refreshes it with every attempt, and clears it when
- * it gives up ({@code UPDATE ... WHERE intent_owner = ?}); if it dies, the intent ends with its intent time.</li>
- * </ol>
- * Between attempts the caller sleeps with backoff and jitter (never longer than a fifth of the intent time, so a
- * waiting writer's intent never lapses). Renewal (every third of the lease, on the lease provider's scheduler) is a
- * short transaction: the {@code FOR UPDATE} of step 1 (without reading the intent), then {@code UPDATE _rw_hold SET
- * expires_at = ... WHERE resource = ? AND owner_token = ? AND expires_at > UTC_TIMESTAMP(6)}, which so reads the
- * server's clock only after any wait for the row lock ({@link HeldReadWriteLeases}); release is {@code DELETE} of the holder's row on the same condition (or, with a minimum hold
- * time, an {@code UPDATE} of its expiry). A crashed holder's row stops counting when its lease ends; the cleanup
- * job deletes such rows later. Deadlocks and lock wait timeouts are retried; broken connections are retried until
- * the deadline with the same owner token.
+ * An acquisition attempt is one short transaction that locks the resource's {@code _rw} row first ({@code FOR
+ * UPDATE} by primary key), so every decision about a resource is serialized; a waiting writer keeps readers out with
+ * an intent lease (writer preference). Renewal, release, unknown outcomes and failed releases follow
+ * docs/DESIGN.md, "Read/write locks" and "Unknown outcomes and failed releases of read/write leases and permits".
  * <p>
- * A release statement that fails (other than a broken connection while the lease is still valid, which
- * {@link RenewableLease#release()} retries) is followed by a plain read of the holder row: a row still live is the
- * failure it is ({@link DataAccessException}); a row gone or expired is a lease that is over, which counts as
- * released if the release began while the lease was valid by this JVM's clock, and as lost
- * ({@link LockLostException}, with the failure as its cause) if it began later.
- * <p>
- * An attempt whose outcome is unknown (its connection broke, or a statement timed out: a {@code COMMIT} whose reply
- * came after the query timeout did commit) may have left a holder row of this owner. The next attempt, and when the
- * deadline has passed one last look on a fresh connection, first looks for that row by owner token and, if its lease
- * still runs, returns it as the lock, valid for the row's remaining lease on the server's clock (an expired one is
- * deleted); so an unknown outcome is never reported as busy while its lease stays behind. Renewal starts only
- * once a grant is known committed, so that no renewal outlives an attempt nobody holds the result of. If even the
- * last look fails, the row ends with its lease, unrenewed.
- * <p>
- * Thread-safe.
+ * Relies on InnoDB row locks and locking reads ({@code FOR UPDATE}, {@code LOCK IN SHARE MODE}). Deadlocks and lock
+ * wait timeouts are retried; a release whose lease was over before it began throws {@link LockLostException}; other
+ * failures surface as {@link DataAccessException}. Thread-safe.
  */
 final class ReadWriteLeases {
 
