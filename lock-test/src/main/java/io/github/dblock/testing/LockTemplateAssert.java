@@ -2,6 +2,7 @@ package io.github.dblock.testing;
 
 import java.util.List;
 
+import io.github.dblock.LockIntrospection;
 import io.github.dblock.LockTemplate;
 import org.assertj.core.api.AbstractAssert;
 import org.jspecify.annotations.Nullable;
@@ -23,7 +24,7 @@ public final class LockTemplateAssert extends AbstractAssert<LockTemplateAssert,
 	 */
 	public LockTemplateAssert holdsNoLocks() {
 		isNotNull();
-		List<LockTemplate.LocalHold> holds = this.actual.localHolds();
+		List<LockIntrospection.LocalHold> holds = this.actual.introspection().localHolds();
 		if (!holds.isEmpty()) {
 			failWithMessage("Expected node <%s> to hold no locks but it holds %s", this.actual.getNodeName(), holds);
 		}
@@ -37,7 +38,7 @@ public final class LockTemplateAssert extends AbstractAssert<LockTemplateAssert,
 	 */
 	public LockTemplateAssert holds(String resource) {
 		isNotNull();
-		List<LockTemplate.LocalHold> holds = this.actual.localHolds();
+		List<LockIntrospection.LocalHold> holds = this.actual.introspection().localHolds();
 		if (holds.stream().noneMatch((hold) -> hold.resource().equals(resource))) {
 			failWithMessage("Expected node <%s> to hold the lock <%s> but it holds %s", this.actual.getNodeName(),
 					resource, holds);

@@ -1,6 +1,21 @@
-package io.github.dblock;
+package io.github.dblock.engine;
+
+import io.github.dblock.LockHandle;
+import io.github.dblock.LockIntrospection.LocalHold;
+import io.github.dblock.LockOptions;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+
+import io.github.dblock.CheckedLockCallback;
+import io.github.dblock.LockCallback;
+import io.github.dblock.LockInterruptedException;
+import io.github.dblock.LockIntrospection;
+import io.github.dblock.LockNotAcquiredException;
+import io.github.dblock.LockTemplate;
+import io.github.dblock.LockType;
 
 import io.github.dblock.spi.Backoff;
 import io.github.dblock.spi.LockRequest;
@@ -19,7 +34,7 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * provider's own transaction for OPTIMISTIC, a transaction per attempt for PESSIMISTIC outside any transaction, the
  * provider's transaction otherwise). Observes acquisitions. Thread-safe.
  */
-final class LockEngine {
+public final class LockEngine implements LockIntrospection {
 
 	private static final org.apache.commons.logging.Log logger = org.apache.commons.logging.LogFactory
 		.getLog(LockTemplate.class);
@@ -39,22 +54,47 @@ final class LockEngine {
 
 	private final ReadWriteHolds readWrite;
 
-	LockEngine(LockSettings settings) {
+	/** An engine with the given settings, holding nothing yet. */
+	public LockEngine(LockSettings settings) {
 		this.settings = settings;
 		this.exclusive = new ExclusiveHolds(settings);
 		this.readWrite = new ReadWriteHolds(settings);
 	}
 
-	ExclusiveHolds exclusive() {
-		return this.exclusive;
+	@Override
+	public List<LocalHold> localHolds() {
+		List<LocalHold> holds = new ArrayList<>(this.exclusive.localHolds());
+		holds.addAll(this.readWrite.localHolds());
+		holds.sort(Comparator.comparing(LocalHold::resource));
+		return holds;
 	}
 
-	ReadWriteHolds readWrite() {
-		return this.readWrite;
+	@Override
+	public int localHeldCount() {
+		return this.exclusive.heldCount() + this.readWrite.size();
+	}
+
+	@Override
+	public int localResourceCount() {
+		return this.exclusive.resourceCount() + this.readWrite.size();
+	}
+
+	@Override
+	public boolean hasQueuedThreads(String resource) {
+		return this.exclusive.hasQueuedThreads(resource);
+	}
+
+	/**
+	 * Runs a callback that may throw a checked exception as {@link #execute(LockCall, LockCallback)} does; its
+	 * checked exception is rethrown as it was.
+	 */
+	public <T, E extends Exception> @Nullable T executeChecked(LockCall call, CheckedLockCallback<T, E> action)
+			throws E {
+		return CheckedCalls.executeChecked(this, call, action);
 	}
 
 	/** Acquires for the current thread, observed as one {@code distributed.lock.acquire}. */
-	Attempt acquire(LockCall call) {
+	public Attempt acquire(LockCall call) {
 		if (call.provider() instanceof WorkLockProvider) {
 			return acquireUnobserved(call); // refuses with a clear message
 		}
@@ -94,7 +134,7 @@ final class LockEngine {
 	}
 
 	/** Runs the action under the lock as {@link LockTemplate#execute(String, LockOptions, LockCallback)} describes. */
-	<T> @Nullable T execute(LockCall call, LockCallback<T> action) {
+	public <T> @Nullable T execute(LockCall call, LockCallback<T> action) {
 		if (call.provider() instanceof WorkLockProvider work) {
 			return executeWork(work, call, action);
 		}
@@ -335,12 +375,12 @@ final class LockEngine {
 					(held) -> {
 						LockHandle handle = new WorkLockHandle(call.resource(), call.mode(), held.fencingToken(),
 								this.exclusive);
-						CurrentLock.push(handle);
+						ThreadHolds.push(handle);
 						try {
 							return action.doWithLock(handle);
 						}
 						finally {
-							CurrentLock.pop(handle);
+							ThreadHolds.pop(handle);
 						}
 					});
 			observation.lowCardinalityKeyValue("outcome", outcome.committed() ? "acquired" : "timed_out");

@@ -1,4 +1,8 @@
-package io.github.dblock;
+package io.github.dblock.engine;
+
+import io.github.dblock.LockIntrospection.LocalHold;
+import io.github.dblock.LockMode;
+import io.github.dblock.LockTemplate;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -25,7 +29,7 @@ import org.jspecify.annotations.Nullable;
  * the database like any other owner, so a hung, dead or leaked holder never keeps its JVM's other threads waiting
  * for longer than its lease. A
  * PESSIMISTIC holder lets the gate go as soon as the database granted it the row lock and is recorded as
- * {@link Entry#gateless} instead: the next local thread then waits in the server's row lock queue, on a
+ * {@link Entry#pessimisticHold} instead: the next local thread then waits in the server's row lock queue, on a
  * connection of its own, and is granted the row at the holder's commit, without a round trip between the two
  * holders (see {@code LockTemplate}). At most one thread per resource and JVM waits in the database either way.
  * <p>
@@ -97,10 +101,10 @@ final class LocalLocks {
 	 * The exclusive locks this JVM holds now, a snapshot for diagnostics.
 	 * @param nodeName names the holder when the entry has no description of it
 	 */
-	List<LockTemplate.LocalHold> holds(String nodeName) {
-		List<LockTemplate.LocalHold> holds = new ArrayList<>();
+	List<LocalHold> holds(String nodeName) {
+		List<LocalHold> holds = new ArrayList<>();
 		for (Entry entry : this.entries.values()) {
-			LockTemplate.LocalHold hold = entry.snapshot(nodeName);
+			LocalHold hold = entry.snapshot(nodeName);
 			if (hold != null) {
 				holds.add(hold);
 			}
@@ -121,7 +125,7 @@ final class LocalLocks {
 
 	/**
 	 * The local state of one resource: its fair gate, its holder (a LEASE {@link LeaseHold} that owns the gate, or a
-	 * PESSIMISTIC {@link Gateless} that let it go), a lease handed off for the next local thread, and the bookkeeping
+	 * PESSIMISTIC {@link PessimisticHold} that let it go), a lease handed off for the next local thread, and the bookkeeping
 	 * of PESSIMISTIC connections. All of it is reached through methods; those that read or change more than one field
 	 * do so under the entry's monitor. Thread-safe.
 	 */
@@ -146,7 +150,7 @@ final class LocalLocks {
 
 		/**
 		 * The database-level lock while it is held: written by the gate holder, or, for a PESSIMISTIC holder, under
-		 * the entry's monitor (see {@link #gateless}).
+		 * the entry's monitor (see {@link #pessimisticHold}).
 		 */
 		private volatile @Nullable HeldLock held;
 
@@ -156,9 +160,9 @@ final class LocalLocks {
 		 * {@link #holder}, {@link #holding}) are claimed and cleared under the entry's monitor whenever this is or
 		 * was set: the next holder may be granted the row (at the previous holder's commit, or after the previous
 		 * holder's connection died) before the previous holder's thread has cleared them, so a holder clears them
-		 * only while its own {@link Gateless} is still the one recorded here.
+		 * only while its own {@link PessimisticHold} is still the one recorded here.
 		 */
-		private volatile @Nullable Gateless gateless;
+		private volatile @Nullable PessimisticHold pessimisticHold;
 
 		/**
 		 * PESSIMISTIC holds of this entry on connections of the provider's own that have not given their connection
@@ -233,7 +237,7 @@ final class LocalLocks {
 			if (leaseHold != null && leaseHold.thread == thread && !leaseHold.superseded) {
 				return leaseHold.mode;
 			}
-			Gateless pessimistic = this.gateless;
+			PessimisticHold pessimistic = this.pessimisticHold;
 			return (pessimistic != null && pessimistic.thread == thread) ? pessimistic.mode : null;
 		}
 
@@ -243,8 +247,8 @@ final class LocalLocks {
 		}
 
 		/** The PESSIMISTIC holder, or {@code null}. */
-		@Nullable Gateless gateless() {
-			return this.gateless;
+		@Nullable PessimisticHold pessimisticHold() {
+			return this.pessimisticHold;
 		}
 
 		/** The holder's description for a local waiter's error message: {@code "… (this JVM)"}. */
@@ -260,17 +264,17 @@ final class LocalLocks {
 		}
 
 		/** The lock this entry holds now as a diagnostic snapshot, or {@code null} when none is held. */
-		LockTemplate.@Nullable LocalHold snapshot(String nodeName) {
+		@Nullable LocalHold snapshot(String nodeName) {
 			HeldLock lock = this.held;
 			LockMode heldMode = this.mode;
 			String description = this.holder;
 			if (lock == null || heldMode == null) {
 				return null;
 			}
-			Gateless pessimistic = this.gateless;
+			PessimisticHold pessimistic = this.pessimisticHold;
 			LeaseHold leaseHold = this.lease;
 			int holdCount = (pessimistic != null) ? pessimistic.holds : (leaseHold != null) ? leaseHold.holds : 0;
-			return new LockTemplate.LocalHold(this.resource, heldMode, holdCount, lock.fencingToken(),
+			return new LocalHold(this.resource, heldMode, holdCount, lock.fencingToken(),
 					(description != null) ? description : nodeName);
 		}
 
@@ -472,18 +476,18 @@ final class LocalLocks {
 		/**
 		 * Records the current thread as the entry's holder. A PESSIMISTIC previous holder may not have cleared its
 		 * fields yet (we were granted the row at its commit, and its thread clears them after): its hold observation is
-		 * returned for the caller to stop, and it no longer clears anything (see {@link #gateless}).
+		 * returned for the caller to stop, and it no longer clears anything (see {@link #pessimisticHold}).
 		 * @return the previous holder's observation to stop, or {@code null}
 		 */
 		synchronized @Nullable Observation claim(HeldLock lock, LockMode heldMode, String description,
-				Observation heldObservation, @Nullable Gateless pessimistic, @Nullable LeaseHold leaseHold) {
-			Observation previous = (this.gateless != null) ? this.holding : null;
+				Observation heldObservation, @Nullable PessimisticHold pessimistic, @Nullable LeaseHold leaseHold) {
+			Observation previous = (this.pessimisticHold != null) ? this.holding : null;
 			this.lease = leaseHold;
 			this.held = lock;
 			this.mode = heldMode;
 			this.holder = description;
 			this.holding = heldObservation;
-			this.gateless = pessimistic;
+			this.pessimisticHold = pessimistic;
 			if (pessimistic != null && pessimistic.ownConnection) {
 				this.ownConnections++;
 			}
@@ -500,15 +504,15 @@ final class LocalLocks {
 		 * Clears the holder fields if the given PESSIMISTIC acquisition is still recorded as the holder.
 		 * @return its hold observation to stop, or {@code null}
 		 */
-		synchronized @Nullable Observation clearGateless(Gateless pessimistic) {
-			if (this.gateless != pessimistic) {
+		synchronized @Nullable Observation clearPessimisticHold(PessimisticHold pessimistic) {
+			if (this.pessimisticHold != pessimistic) {
 				return null; // the next holder has claimed the entry already
 			}
 			Observation observation = this.holding;
 			this.held = null;
 			this.holder = null;
 			this.holding = null;
-			this.gateless = null;
+			this.pessimisticHold = null;
 			this.releases++;
 			notifyAll();
 			return observation;
