@@ -1,7 +1,6 @@
 package io.github.dblock.engine;
 
 import io.github.dblock.LockHandle;
-
 import org.jspecify.annotations.Nullable;
 
 /**

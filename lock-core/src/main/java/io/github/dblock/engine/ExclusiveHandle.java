@@ -1,12 +1,11 @@
 package io.github.dblock.engine;
 
+import java.time.Duration;
+
 import io.github.dblock.LockHandle;
 import io.github.dblock.LockLostException;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockOptions;
-
-import java.time.Duration;
-
 import io.github.dblock.spi.HeldLock;
 import org.jspecify.annotations.Nullable;
 

@@ -1,5 +1,8 @@
 package io.github.dblock.engine;
 
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
 import io.github.dblock.LockInterruptedException;
 import io.github.dblock.LockIntrospection.LocalHold;
 import io.github.dblock.LockLimitExceededException;
@@ -7,10 +10,6 @@ import io.github.dblock.LockLostException;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockModeConflictException;
 import io.github.dblock.LockTemplate;
-
-import java.util.List;
-import java.util.concurrent.TimeUnit;
-
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HandOffLock;
 import io.github.dblock.spi.HeldLock;
@@ -22,19 +21,11 @@ import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
- * The JVM-local engine of exclusive locks: per-thread reentrancy, the fair local gate of each resource
+ * The JVM-local engine of exclusive locks: per-thread reentrancy, the local gate of each resource
  * ({@link LocalLocks}), the in-memory hand-off of a LEASE to the next local thread, the PESSIMISTIC hand-over through
- * the server's row lock queue, and the release. It asks the {@link io.github.dblock.spi.LockProvider} of the call for
- * the database side only; everything here is testable against an in-memory provider.
- * <p>
- * LEASE: the holder keeps the gate while it holds the lock, but only while its lease lasts (see {@link LocalLocks});
- * a re-entry once the lease is over counts the outer hold as lost and acquires anew. PESSIMISTIC: the holder lets the
- * gate go once the row is its own, and the next local thread waits in the server's queue.
- * <p>
- * The threads of every mode share a resource's gate, and a caller only ever gets a hold of the mode it asked for: a
- * LEASE goes to the next local thread in memory only when that thread asks for the same mode (and the same kind of
- * lease, {@link HandOffLock#canServe}), and a thread that holds the resource in one mode and asks for it in another
- * (OPTIMISTIC work included) gets {@link LockModeConflictException} at once. Thread-safe.
+ * the server's row lock queue, and the release; the {@link io.github.dblock.spi.LockProvider} of the call does the
+ * database side. A caller only ever gets a hold of the mode it asked for ({@link LockModeConflictException} at once
+ * otherwise). The design: docs/DESIGN.md, "Hand-off between threads of one JVM" and "PESSIMISTIC". Thread-safe.
  */
 final class ExclusiveHolds {
 

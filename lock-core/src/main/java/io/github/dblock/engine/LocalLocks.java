@@ -1,9 +1,5 @@
 package io.github.dblock.engine;
 
-import io.github.dblock.LockIntrospection.LocalHold;
-import io.github.dblock.LockMode;
-import io.github.dblock.LockTemplate;
-
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -11,35 +7,21 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
+import io.github.dblock.LockIntrospection.LocalHold;
+import io.github.dblock.LockMode;
+import io.github.dblock.LockTemplate;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
 import io.micrometer.observation.Observation;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The JVM-local side of every lock: one gate per resource that is in use, so that only one thread of this JVM
- * at a time asks the database for a resource (other local waiters queue here instead of polling) and so that
- * re-acquisition by the holding thread needs no database round trip. The gate is fair but for a bounded barge: a
- * thread that finds it free may take it before the first waiter while that one has waited less than
- * {@link #BARGE_NANOS}; beyond that, waiters get it in arrival order.
- * <p>
- * A LEASE holder keeps the gate while it holds the lock (its queued threads take the lease over in memory), but only
- * while its lease lasts: once the lease has ended by this JVM's clock or was found lost ({@link LeaseHold#isOver()}),
- * the first queued thread takes the gate from it (the hold is {@linkplain LeaseHold#superseded superseded}) and asks
- * the database like any other owner, so a hung, dead or leaked holder never keeps its JVM's other threads waiting
- * for longer than its lease. A
- * PESSIMISTIC holder lets the gate go as soon as the database granted it the row lock and is recorded as
- * {@link Entry#pessimisticHold} instead: the next local thread then waits in the server's row lock queue, on a
- * connection of its own, and is granted the row at the holder's commit, without a round trip between the two
- * holders (see {@code LockTemplate}). At most one thread per resource and JVM waits in the database either way.
- * <p>
- * The threads of every mode share a resource's gate and queue in arrival order, but a lock never passes between modes:
- * each queued thread says which mode it asks for, a LEASE holder hands its lease off only when the thread next in
- * line asks for the same mode ({@link Entry#nextInLineAsks}), and the thread that takes a parked lease checks the
- * mode it was taken in ({@link Parked}) before it uses it.
- * <p>
- * Entries are reference-counted and removed when the last user is gone, so no state is retained per released
- * resource. Thread-safe.
+ * The JVM-local side of every exclusive lock: one gate per resource in use, so that one thread of this JVM at a time
+ * asks the database for it and the holding thread re-enters without a round trip. The gate is fair but for a bounded
+ * barge ({@link #BARGE_NANOS}); a LEASE holder keeps it while its lease lasts ({@link LeaseHold#isOver()}), a
+ * PESSIMISTIC holder lets it go once the row is its own ({@link PessimisticHold}); a lease passes to the next local
+ * thread only in the mode it was taken in ({@link Parked}). Entries are reference-counted and removed with their
+ * last user. The design: docs/DESIGN.md, "Hand-off between threads of one JVM". Thread-safe.
  */
 final class LocalLocks {
 

@@ -1,11 +1,10 @@
 package io.github.dblock.engine;
 
+import java.time.Duration;
+
 import io.github.dblock.LockMode;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.LockType;
-
-import java.time.Duration;
-
 import io.github.dblock.spi.LockProvider;
 import io.github.dblock.spi.LockRequest;
 

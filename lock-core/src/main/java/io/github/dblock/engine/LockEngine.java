@@ -1,9 +1,5 @@
 package io.github.dblock.engine;
 
-import io.github.dblock.LockHandle;
-import io.github.dblock.LockIntrospection.LocalHold;
-import io.github.dblock.LockOptions;
-
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -11,12 +7,14 @@ import java.util.List;
 
 import io.github.dblock.CheckedLockCallback;
 import io.github.dblock.LockCallback;
+import io.github.dblock.LockHandle;
 import io.github.dblock.LockInterruptedException;
 import io.github.dblock.LockIntrospection;
+import io.github.dblock.LockIntrospection.LocalHold;
 import io.github.dblock.LockNotAcquiredException;
+import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.LockType;
-
 import io.github.dblock.spi.Backoff;
 import io.github.dblock.spi.LockRequest;
 import io.github.dblock.spi.TransactionalLockProvider;

@@ -1,11 +1,10 @@
 package io.github.dblock.engine;
 
-import io.github.dblock.LockMode;
-import io.github.dblock.LockTemplate;
-
 import java.util.Locale;
 import java.util.Objects;
 
+import io.github.dblock.LockMode;
+import io.github.dblock.LockTemplate;
 import io.github.dblock.spi.HeldLock;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationRegistry;

@@ -1,5 +1,10 @@
 package io.github.dblock.engine;
 
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
 import io.github.dblock.LockInterruptedException;
 import io.github.dblock.LockIntrospection.LocalHold;
 import io.github.dblock.LockLostException;
@@ -7,12 +12,6 @@ import io.github.dblock.LockMode;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.LockType;
 import io.github.dblock.LockUpgradeException;
-
-import java.util.ArrayList;
-import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
-
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;

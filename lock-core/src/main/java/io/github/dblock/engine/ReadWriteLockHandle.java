@@ -4,7 +4,6 @@ import io.github.dblock.LockHandle;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockType;
 import io.github.dblock.spi.HeldLock;
-
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -8,7 +8,7 @@ import org.assertj.core.api.AbstractAssert;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Assertions on what a {@link LockTemplate}'s node holds now ({@link LockTemplate#localHolds()}): that a test left
+ * Assertions on what a {@link LockTemplate}'s node holds now ({@link LockIntrospection#localHolds()}): that a test left
  * no lock held, or that a lock is held by this node. Start with {@link LockAssertions#assertThat(LockTemplate)}. Not
  * thread-safe (like every AssertJ assertion).
  */
