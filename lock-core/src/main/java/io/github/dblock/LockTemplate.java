@@ -240,7 +240,7 @@ public class LockTemplate implements LockOperations {
 	 * Actuator endpoint, the held-locks gauge); snapshots, no SQL. Thread-safe.
 	 */
 	public LockIntrospection introspection() {
-		return this.engine;
+		return this.engine.introspection();
 	}
 
 	/** How this JVM describes itself in holder descriptions ({@code distributed-lock.node-name}). */

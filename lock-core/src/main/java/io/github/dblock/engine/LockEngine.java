@@ -32,7 +32,7 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * provider's own transaction for OPTIMISTIC, a transaction per attempt for PESSIMISTIC outside any transaction, the
  * provider's transaction otherwise). Observes acquisitions. Thread-safe.
  */
-public final class LockEngine implements LockIntrospection {
+public final class LockEngine {
 
 	private static final org.apache.commons.logging.Log logger = org.apache.commons.logging.LogFactory
 		.getLog(LockTemplate.class);
@@ -52,6 +52,8 @@ public final class LockEngine implements LockIntrospection {
 
 	private final ReadWriteHolds readWrite;
 
+	private final LockIntrospection introspection = new Introspection();
+
 	/** An engine with the given settings, holding nothing yet. */
 	public LockEngine(LockSettings settings) {
 		this.settings = settings;
@@ -59,27 +61,9 @@ public final class LockEngine implements LockIntrospection {
 		this.readWrite = new ReadWriteHolds(settings);
 	}
 
-	@Override
-	public List<LocalHold> localHolds() {
-		List<LocalHold> holds = new ArrayList<>(this.exclusive.localHolds());
-		holds.addAll(this.readWrite.localHolds());
-		holds.sort(Comparator.comparing(LocalHold::resource));
-		return holds;
-	}
-
-	@Override
-	public int localHeldCount() {
-		return this.exclusive.heldCount() + this.readWrite.size();
-	}
-
-	@Override
-	public int localResourceCount() {
-		return this.exclusive.resourceCount() + this.readWrite.size();
-	}
-
-	@Override
-	public boolean hasQueuedThreads(String resource) {
-		return this.exclusive.hasQueuedThreads(resource);
+	/** The read-only view of this engine's holds and waiters, for diagnostics. */
+	public LockIntrospection introspection() {
+		return this.introspection;
 	}
 
 	/**
@@ -467,6 +451,34 @@ public final class LockEngine implements LockIntrospection {
 				this.observation.error(error);
 			}
 			this.observation.stop();
+		}
+
+	}
+
+	/** The view {@link #introspection()} returns: snapshots of the exclusive and read/write holds, no SQL. */
+	private final class Introspection implements LockIntrospection {
+
+		@Override
+		public List<LocalHold> localHolds() {
+			List<LocalHold> holds = new ArrayList<>(LockEngine.this.exclusive.localHolds());
+			holds.addAll(LockEngine.this.readWrite.localHolds());
+			holds.sort(Comparator.comparing(LocalHold::resource));
+			return holds;
+		}
+
+		@Override
+		public int localHeldCount() {
+			return LockEngine.this.exclusive.heldCount() + LockEngine.this.readWrite.size();
+		}
+
+		@Override
+		public int localResourceCount() {
+			return LockEngine.this.exclusive.resourceCount() + LockEngine.this.readWrite.size();
+		}
+
+		@Override
+		public boolean hasQueuedThreads(String resource) {
+			return LockEngine.this.exclusive.hasQueuedThreads(resource);
 		}
 
 	}
