@@ -1,4 +1,4 @@
-package io.github.dblock;
+package io.github.dblock.engine;
 
 import java.time.Duration;
 import java.util.List;
@@ -8,6 +8,14 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
+import io.github.dblock.LockHandle;
+import io.github.dblock.LockInterruptedException;
+import io.github.dblock.LockLostException;
+import io.github.dblock.LockMode;
+import io.github.dblock.LockModeConflictException;
+import io.github.dblock.LockNotAcquiredException;
+import io.github.dblock.LockOptions;
+import io.github.dblock.LockTemplate;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
