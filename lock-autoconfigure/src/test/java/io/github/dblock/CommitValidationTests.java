@@ -138,7 +138,7 @@ class CommitValidationTests extends CommitValidationTestSupport {
 				"after commit: free for B=false");
 		assertThat(freeForB()).isTrue();
 		assertThat(committedWriters()).containsExactly("A");
-		assertThat(this.nodeA.localResourceCount()).isZero();
+		assertThat(this.nodeA.introspection().localResourceCount()).isZero();
 	}
 
 	/** A lock re-entered, closed and held again in the same transaction is released after it, once. */
@@ -158,7 +158,7 @@ class CommitValidationTests extends CommitValidationTestSupport {
 		});
 		assertThat(freeForB()).isTrue();
 		assertThat(committedWriters()).containsExactly("A");
-		assertThat(this.nodeA.localResourceCount()).as("no JVM-local state left behind by the deferred releases")
+		assertThat(this.nodeA.introspection().localResourceCount()).as("no JVM-local state left behind by the deferred releases")
 			.isZero();
 	}
 

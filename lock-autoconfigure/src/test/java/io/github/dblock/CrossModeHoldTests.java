@@ -95,7 +95,7 @@ class CrossModeHoldTests {
 		try (LockHandle next = this.otherNode.acquire(this.resource)) {
 			assertThat(next.fencingToken()).as("free after the commit").isPositive();
 		}
-		assertThat(this.node.localResourceCount()).isZero();
+		assertThat(this.node.introspection().localResourceCount()).isZero();
 	}
 
 	/** A thread holding the LEASE lock asks for the PESSIMISTIC lock of the same resource inside a transaction. */
@@ -123,7 +123,7 @@ class CrossModeHoldTests {
 				assertThat(again.fencingToken()).as("LEASE re-entry still works").isEqualTo(lease.fencingToken());
 			}
 		}
-		assertThat(this.node.localResourceCount()).isZero();
+		assertThat(this.node.introspection().localResourceCount()).isZero();
 		assertThat(this.otherNode.tryAcquire(this.resource)).as("released").isPresent().get()
 			.satisfies(LockHandle::close);
 	}
@@ -151,7 +151,7 @@ class CrossModeHoldTests {
 		this.node.executeWithoutResult(this.resource, pessimistic, (outer) -> assertThatThrownBy(
 				() -> this.node.tryAcquire(this.resource, LockOptions.defaults().withMode(LockMode.LEASE)))
 			.as("inside the PESSIMISTIC lock's transaction").isInstanceOf(LockModeConflictException.class));
-		assertThat(this.node.localResourceCount()).isZero();
+		assertThat(this.node.introspection().localResourceCount()).isZero();
 		assertThat(this.otherNode.tryAcquire(this.resource)).as("released").isPresent().get()
 			.satisfies(LockHandle::close);
 	}
@@ -174,7 +174,7 @@ class CrossModeHoldTests {
 				(work) -> this.node.acquire(this.resource).close()))
 			.isInstanceOfSatisfying(LockModeConflictException.class,
 					(ex) -> assertThat(ex.getHeldMode()).isEqualTo(LockMode.OPTIMISTIC));
-		assertThat(this.node.localResourceCount()).isZero();
+		assertThat(this.node.introspection().localResourceCount()).isZero();
 	}
 
 	/**
@@ -208,7 +208,7 @@ class CrossModeHoldTests {
 
 	private void awaitQueued() throws InterruptedException {
 		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-		while (!this.node.hasQueuedLocalWaiters(this.resource)) {
+		while (!this.node.introspection().hasQueuedThreads(this.resource)) {
 			assertThat(System.nanoTime() - deadline).as("a local thread queued").isNegative();
 			Thread.sleep(5);
 		}

@@ -101,7 +101,7 @@ class ExpiredLeaseTests {
 		assertThat(on(this.threadT1, () -> closeFails(outer))).as("the outer hold is lost").isTrue();
 		assertThat(rowOwner()).as("node B's lease is untouched").startsWith("node-b");
 		other.close();
-		assertThat(this.nodeA.localResourceCount()).isZero();
+		assertThat(this.nodeA.introspection().localResourceCount()).isZero();
 	}
 
 	@Test
@@ -119,7 +119,7 @@ class ExpiredLeaseTests {
 		assertThat(this.nodeB.tryAcquire(this.resource)).as("the new hold still excludes other nodes").isEmpty();
 		assertThat(on(this.threadT1, () -> closeFails(inner))).isFalse();
 		assertThat(liveRows()).isZero();
-		assertThat(this.nodeA.localResourceCount()).isZero();
+		assertThat(this.nodeA.introspection().localResourceCount()).isZero();
 	}
 
 	@Test
@@ -139,7 +139,7 @@ class ExpiredLeaseTests {
 		assertThat(this.nodeB.tryAcquire(this.resource)).isEmpty();
 		assertThat(on(this.threadT2, () -> closeFails(next))).isFalse();
 		assertThat(liveRows()).isZero();
-		assertThat(this.nodeA.localResourceCount()).isZero();
+		assertThat(this.nodeA.introspection().localResourceCount()).isZero();
 	}
 
 	@Test
@@ -180,7 +180,7 @@ class ExpiredLeaseTests {
 		assertThat(nextHold.fencingToken()).isGreaterThan(staleHold.fencingToken());
 		assertThat(on(this.threadT2, () -> closeFails(staleHold))).as("the stale holder learns it lost the lock").isTrue();
 		assertThat(on(this.threadT3, () -> closeFails(nextHold))).isFalse();
-		assertThat(this.nodeA.localResourceCount()).isZero();
+		assertThat(this.nodeA.introspection().localResourceCount()).isZero();
 	}
 
 	@Test
@@ -201,7 +201,7 @@ class ExpiredLeaseTests {
 		LockHandle again = on(this.threadT1, () -> this.nodeA.tryAcquire(this.resource, laterWrite).orElseThrow());
 		assertThat(again.fencingToken()).isGreaterThan(other.fencingToken());
 		assertThat(on(this.threadT1, () -> closeFails(again))).isFalse();
-		assertThat(this.nodeA.localResourceCount()).isZero();
+		assertThat(this.nodeA.introspection().localResourceCount()).isZero();
 	}
 
 	/** Closes the handle; whether that threw {@link LockLostException}. */

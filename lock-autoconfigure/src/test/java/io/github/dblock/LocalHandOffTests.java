@@ -271,7 +271,7 @@ class LocalHandOffTests {
 
 	/**
 	 * A thread that releases and at once asks again may take the free gate before a thread that queued less than
-	 * {@link LocalLocks#BARGE_NANOS} ago, but not before one that has waited longer: a thread asking among three that
+	 * {@code LocalLocks.BARGE_NANOS} ago, but not before one that has waited longer: a thread asking among three that
 	 * loop without pause still gets the lock every time, soon, and so does each looper.
 	 */
 	@Test
@@ -309,7 +309,7 @@ class LocalHandOffTests {
 		for (java.util.concurrent.Future<Long> looper : cycles) {
 			assertThat(looper.get(30, TimeUnit.SECONDS)).as("cycles of a looper").isPositive();
 		}
-		assertThat(this.node.localResourceCount()).isZero();
+		assertThat(this.node.introspection().localResourceCount()).isZero();
 	}
 
 	private CompletableFuture<Long> waiter() {
@@ -327,7 +327,7 @@ class LocalHandOffTests {
 	}
 
 	private boolean hasQueued(LockTemplate template) {
-		return template.hasQueuedLocalWaiters(this.resource);
+		return template.introspection().hasQueuedThreads(this.resource);
 	}
 
 	private static void sleep(long millis) {

@@ -144,7 +144,7 @@ class PessimisticLocalQueueTests {
 			awaitConnections(2); // the next thread has the gate and waits in the server's row lock queue
 			try (LockHandle inner = this.node.acquire(this.resource)) {
 				assertThat(inner.fencingToken()).isEqualTo(outer.fencingToken());
-				assertThat(this.node.localHolds()).singleElement().satisfies((hold) -> assertThat(hold.holdCount()).isEqualTo(2));
+				assertThat(this.node.introspection().localHolds()).singleElement().satisfies((hold) -> assertThat(hold.holdCount()).isEqualTo(2));
 			}
 			assertThat(next).isNotDone();
 			outer.close();
@@ -153,7 +153,7 @@ class PessimisticLocalQueueTests {
 		finally {
 			executor.shutdownNow();
 		}
-		assertThat(this.node.localResourceCount()).isZero();
+		assertThat(this.node.introspection().localResourceCount()).isZero();
 		assertThat(this.stopped.get()).isEqualTo(this.started.get()).isEqualTo(2);
 	}
 
@@ -177,7 +177,7 @@ class PessimisticLocalQueueTests {
 			executor.shutdownNow();
 		}
 		assertThat(capped.connectionsInUse()).isZero();
-		assertThat(oneConnection.localResourceCount()).isZero();
+		assertThat(oneConnection.introspection().localResourceCount()).isZero();
 	}
 
 	@Test
@@ -194,7 +194,7 @@ class PessimisticLocalQueueTests {
 					}
 					inside.countDown();
 					release.await();
-					return this.node.localHolds().get(0).holdCount();
+					return this.node.introspection().localHolds().get(0).holdCount();
 				}
 			});
 			awaitWaitersInDatabase(1);
@@ -203,7 +203,7 @@ class PessimisticLocalQueueTests {
 			assertThatThrownBy(() -> this.node.acquire(this.resource)).as("no re-entry into a lock taken over")
 				.isInstanceOf(LockLostException.class);
 			assertThatThrownBy(dead::close).isInstanceOf(LockLostException.class);
-			assertThat(this.node.localHolds()).singleElement()
+			assertThat(this.node.introspection().localHolds()).singleElement()
 				.satisfies((hold) -> assertThat(hold.holdCount()).as("the new holder's count is its own").isEqualTo(1));
 			release.countDown();
 			assertThat(next.get(10, TimeUnit.SECONDS)).isEqualTo(1);
@@ -211,7 +211,7 @@ class PessimisticLocalQueueTests {
 		finally {
 			executor.shutdownNow();
 		}
-		assertThat(this.node.localResourceCount()).isZero();
+		assertThat(this.node.introspection().localResourceCount()).isZero();
 		assertThat(this.provider.connectionsInUse()).isZero();
 		assertThat(this.stopped.get()).isEqualTo(this.started.get()).isEqualTo(2);
 	}
@@ -256,7 +256,7 @@ class PessimisticLocalQueueTests {
 			executor.shutdownNow();
 		}
 		assertThat(capped.connectionsInUse()).isZero();
-		assertThat(four.localResourceCount()).isZero();
+		assertThat(four.introspection().localResourceCount()).isZero();
 	}
 
 	/**
@@ -299,7 +299,7 @@ class PessimisticLocalQueueTests {
 			executor.shutdownNow();
 		}
 		assertThat(capped.connectionsInUse()).isZero();
-		assertThat(five.localResourceCount()).isZero();
+		assertThat(five.introspection().localResourceCount()).isZero();
 	}
 
 	@Test
@@ -349,8 +349,8 @@ class PessimisticLocalQueueTests {
 			Collections.sort(sorted);
 			assertThat(tokens).as("tokens in the order of the holds").isEqualTo(sorted).doesNotHaveDuplicates();
 		}
-		assertThat(this.node.localResourceCount()).as("no local state left").isZero();
-		assertThat(this.node.localHolds()).isEmpty();
+		assertThat(this.node.introspection().localResourceCount()).as("no local state left").isZero();
+		assertThat(this.node.introspection().localHolds()).isEmpty();
 		assertThat(this.stopped.get()).as("hold observations stopped").isEqualTo(this.started.get())
 			.isEqualTo(THREADS * SECTIONS_PER_THREAD);
 	}

@@ -108,7 +108,7 @@ class PessimisticLocalWaitersTests {
 		assertThat(tokens(waiters)).doesNotHaveDuplicates().allSatisfy((token) -> assertThat(token)
 			.isGreaterThan(holder.fencingToken()));
 		assertThat(this.provider.connectionsInUse()).isZero();
-		assertThat(this.node.localResourceCount()).isZero();
+		assertThat(this.node.introspection().localResourceCount()).isZero();
 	}
 
 	@Test
@@ -134,13 +134,13 @@ class PessimisticLocalWaitersTests {
 			}
 			assertThat(waitersInDatabase()).isZero();
 			assertThat(this.provider.connectionsInUse()).as("only the holder's connection").isEqualTo(1);
-			assertThat(this.node.localResourceCount()).as("only the holder's entry").isEqualTo(1);
+			assertThat(this.node.introspection().localResourceCount()).as("only the holder's entry").isEqualTo(1);
 			try (LockHandle again = this.node.acquire(this.resource)) {
 				assertThat(again.fencingToken()).isEqualTo(holder.fencingToken());
 			}
 		}
 		assertThat(this.provider.connectionsInUse()).isZero();
-		assertThat(this.node.localResourceCount()).isZero();
+		assertThat(this.node.introspection().localResourceCount()).isZero();
 	}
 
 	@Test
@@ -173,7 +173,7 @@ class PessimisticLocalWaitersTests {
 		assertThat(tokens(waiters)).hasSize(2).doesNotHaveDuplicates()
 			.allSatisfy((token) -> assertThat(token).isGreaterThan(holder.fencingToken()));
 		assertThat(this.provider.connectionsInUse()).isZero();
-		assertThat(this.node.localResourceCount()).isZero();
+		assertThat(this.node.introspection().localResourceCount()).isZero();
 	}
 
 	@Test
@@ -190,7 +190,7 @@ class PessimisticLocalWaitersTests {
 			awaitWaitersInDatabase(BOUND);
 			try (LockHandle inner = this.node.acquire(this.resource)) {
 				assertThat(inner.fencingToken()).isEqualTo(outer.fencingToken());
-				assertThat(this.node.localHolds()).singleElement()
+				assertThat(this.node.introspection().localHolds()).singleElement()
 					.satisfies((hold) -> assertThat(hold.holdCount()).isEqualTo(2));
 			}
 			Thread.sleep(100);
@@ -198,7 +198,7 @@ class PessimisticLocalWaitersTests {
 			assertThat(waitersInDatabase()).isEqualTo(BOUND);
 		}
 		assertThat(tokens(waiters)).hasSize(BOUND).doesNotHaveDuplicates();
-		assertThat(this.node.localResourceCount()).isZero();
+		assertThat(this.node.introspection().localResourceCount()).isZero();
 	}
 
 	/**
@@ -232,7 +232,7 @@ class PessimisticLocalWaitersTests {
 			assertThat(tokens(waiters)).hasSize(10).doesNotHaveDuplicates()
 				.allSatisfy((token) -> assertThat(token).isGreaterThan(holder.fencingToken()));
 			assertThat(capped.connectionsInUse()).isZero();
-			assertThat(five.localResourceCount()).isZero();
+			assertThat(five.introspection().localResourceCount()).isZero();
 		}
 	}
 
@@ -296,8 +296,8 @@ class PessimisticLocalWaitersTests {
 		assertThat(tokens).as("tokens in the order of the holds").hasSize(threads * perThread).isEqualTo(sorted)
 			.doesNotHaveDuplicates();
 		assertThat(mostWaiters.get()).as("local threads in the server's queue at once").isLessThanOrEqualTo(BOUND);
-		assertThat(this.node.localResourceCount()).as("no local state left").isZero();
-		assertThat(this.node.localHolds()).isEmpty();
+		assertThat(this.node.introspection().localResourceCount()).as("no local state left").isZero();
+		assertThat(this.node.introspection().localHolds()).isEmpty();
 	}
 
 	private static PessimisticLockProvider provider(HikariDataSource dataSource, int maxConnections) {

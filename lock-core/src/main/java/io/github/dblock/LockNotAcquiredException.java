@@ -50,14 +50,14 @@ public class LockNotAcquiredException extends DistributedLockException {
 	}
 
 	/**
-	 * For subclasses that describe what was busy in their own words, with the timeout that ended the wait.
+	 * With a message of its own that describes what was busy, and the timeout that ended the wait.
 	 * @param resource the resource (or semaphore) name
 	 * @param waitTime the wait time that elapsed
 	 * @param holder what kept it busy, when known
 	 * @param message the complete message
 	 * @param cause the timeout that ended the wait, or {@code null}
 	 */
-	protected LockNotAcquiredException(String resource, Duration waitTime, @Nullable String holder, String message,
+	public LockNotAcquiredException(String resource, Duration waitTime, @Nullable String holder, String message,
 			@Nullable Throwable cause) {
 		super(resource, message, cause);
 		this.waitTime = waitTime;

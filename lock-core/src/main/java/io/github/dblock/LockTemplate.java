@@ -1,17 +1,18 @@
 package io.github.dblock;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Collection;
-import java.util.Comparator;
 import java.util.EnumMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
 
+import io.github.dblock.engine.Attempt;
+import io.github.dblock.engine.LockCall;
+import io.github.dblock.engine.LockEngine;
+import io.github.dblock.engine.LockSettings;
 import io.github.dblock.spi.LockProvider;
 import io.github.dblock.spi.ReadWriteLockProvider;
 import io.micrometer.observation.Observation;
@@ -162,7 +163,10 @@ public class LockTemplate implements LockOperations {
 	@Override
 	public <T, E extends Exception> @Nullable T executeChecked(String resource, LockOptions options,
 			CheckedLockCallback<T, E> action) throws E {
-		return CheckedCalls.executeChecked(this, resource, options, action);
+		if (action == null) {
+			throw new IllegalArgumentException("action must not be null");
+		}
+		return this.engine.executeChecked(request(resource, options), action);
 	}
 
 	@Override
@@ -232,38 +236,11 @@ public class LockTemplate implements LockOperations {
 	}
 
 	/**
-	 * The locks this JVM holds now, a snapshot for diagnostics (the Actuator endpoint): resource, mode, the holding
-	 * thread's hold count (open handles), fencing token and holder description. Thread-safe.
+	 * A read-only view of the locks this JVM holds and waits for through this template, for diagnostics (the
+	 * Actuator endpoint, the held-locks gauge); snapshots, no SQL. Thread-safe.
 	 */
-	public List<LocalHold> localHolds() {
-		List<LocalHold> holds = new ArrayList<>(this.engine.exclusive().localHolds());
-		holds.addAll(this.engine.readWrite().localHolds());
-		holds.sort(Comparator.comparing(LocalHold::resource));
-		return holds;
-	}
-
-	/**
-	 * A lock this JVM holds.
-	 * @param resource the resource
-	 * @param mode the mode it was taken in
-	 * @param holdCount the holding thread's open handles (0 while a PESSIMISTIC lock waits for its transaction to end)
-	 * @param fencingToken the acquisition's fencing token
-	 * @param holder node and thread
-	 * @param type {@link LockType#EXCLUSIVE}, or the side of a read/write lock held
-	 */
-	public record LocalHold(String resource, LockMode mode, int holdCount, long fencingToken, String holder,
-			LockType type) {
-
-		/** An exclusive lock's hold. */
-		public LocalHold(String resource, LockMode mode, int holdCount, long fencingToken, String holder) {
-			this(resource, mode, holdCount, fencingToken, holder, LockType.EXCLUSIVE);
-		}
-
-	}
-
-	/** The number of locks this JVM holds now (exclusive ones per resource, read/write ones per owning thread); for the {@code distributed.lock.held.local} gauge. */
-	public int localHeldCount() {
-		return this.engine.exclusive().heldCount() + this.engine.readWrite().size();
+	public LockIntrospection introspection() {
+		return this.engine.introspection();
 	}
 
 	/** How this JVM describes itself in holder descriptions ({@code distributed-lock.node-name}). */
@@ -301,16 +278,6 @@ public class LockTemplate implements LockOperations {
 	/** The mode used when a call does not choose one. */
 	public LockMode getDefaultMode() {
 		return this.defaultMode;
-	}
-
-	/** Whether other threads of this JVM are queued for the resource right now; for tests and diagnostics. */
-	boolean hasQueuedLocalWaiters(String resource) {
-		return this.engine.exclusive().hasQueuedThreads(resource);
-	}
-
-	/** The number of resources this JVM currently holds or waits for (read/write locks: holds per owning thread). */
-	public int localResourceCount() {
-		return this.engine.exclusive().resourceCount() + this.engine.readWrite().size();
 	}
 
 	private static void requireAction(@Nullable Object action) {
@@ -351,8 +318,8 @@ public class LockTemplate implements LockOperations {
 				minHoldTime);
 	}
 
-	/** Why a READ or WRITE lock cannot be had in a mode; also used to check annotations at start-up. */
-	static String readWriteRefusal(LockType type, LockMode mode, String resource) {
+	/** Why a READ or WRITE lock cannot be had in a mode. */
+	private static String readWriteRefusal(LockType type, LockMode mode, String resource) {
 		String why = (mode == LockMode.OPTIMISTIC) ? "OPTIMISTIC has no lock to hold, only a version check at commit"
 				: "read/write locks are lease locks";
 		return "Lock type " + type + " is not available in mode " + mode + " for '" + resource + "': " + why
@@ -401,14 +368,6 @@ public class LockTemplate implements LockOperations {
 			}
 		}
 		return -1;
-	}
-
-	/**
-	 * Describes the current thread of a node for a table's {@code holder} column: {@code node [thread]}, cut to 255
-	 * code points.
-	 */
-	static String holderDescription(String nodeName) {
-		return LockSettings.holderDescription(nodeName);
 	}
 
 }

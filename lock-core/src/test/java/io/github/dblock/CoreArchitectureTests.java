@@ -10,13 +10,20 @@ import org.junit.jupiter.api.Test;
 
 import static com.tngtech.archunit.core.domain.JavaClass.Predicates.belongToAnyOf;
 import static com.tngtech.archunit.core.domain.JavaClass.Predicates.resideInAPackage;
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 
 /**
  * The architecture of lock-core (issue 17): usable from plain Spring without Spring Boot, the API apart from the
- * JDBC engine, the SPI apart from its JDBC implementation, no package cycles.
+ * JDBC engine and from the internal lock engine, the SPI apart from its JDBC implementation, no package cycles.
  */
 class CoreArchitectureTests {
+
+	/** The internal engine behind {@link LockTemplate}. */
+	private static final String ENGINE = "io.github.dblock.engine";
+
+	/** The API classes that call into the engine. */
+	private static final Class<?>[] FACADE = { LockTemplate.class, CurrentLock.class, CommitValidation.class };
 
 	private static JavaClasses core;
 
@@ -102,10 +109,12 @@ class CoreArchitectureTests {
 	}
 
 	/**
-	 * No cycles between the packages of lock-core. One edge is known and excluded by name: the lock SPI speaks in the
-	 * API's value types ({@link LockMode}, {@link LockType}) while the API's templates call the SPI. Removing it means
-	 * moving those types to a package of their own, a public rename left for later. The semaphore and idempotency
-	 * provider interfaces live in their features' packages, so those need no exclusion.
+	 * No cycles between the packages of lock-core. Two edges are known and excluded by name. The lock SPI speaks in the
+	 * API's value types ({@link LockMode}, {@link LockType}) while the API's templates call the SPI; removing it means
+	 * moving those types to a package of their own, a public rename left for later. And the engine implements the
+	 * API's handles and throws its exceptions while the API's facade calls into the engine: only
+	 * {@link #FACADE the facade's classes} do ({@link #onlyTheFacadeCallsIntoTheEngine()}). The semaphore and
+	 * idempotency provider interfaces live in their features' packages, so those need no exclusion.
 	 */
 	@Test
 	void packagesFormNoCycles() {
@@ -115,6 +124,58 @@ class CoreArchitectureTests {
 			.beFreeOfCycles()
 			.ignoreDependency(resideInAPackage("io.github.dblock.spi"),
 					belongToAnyOf(LockMode.class, LockType.class))
+			.ignoreDependency(belongToAnyOf(FACADE), resideInAPackage(ENGINE))
+			.check(core);
+	}
+
+	/**
+	 * The API package holds the API only: every class in it is public (operations, handles, options, enums,
+	 * callbacks, exceptions, the introspection view); the engine's classes live in {@link #ENGINE}.
+	 */
+	@Test
+	void theApiPackageHoldsOnlyPublicTypes() {
+		classes().that()
+			.resideInAPackage("io.github.dblock")
+			.and()
+			.areTopLevelClasses()
+			.and()
+			.doNotHaveSimpleName("package-info")
+			.should()
+			.bePublic()
+			.because("the engine is internal, in " + ENGINE)
+			.check(core);
+	}
+
+	/**
+	 * The API reaches the engine through its facade only: {@link LockTemplate} builds and calls it, and
+	 * {@link CurrentLock} and {@link CommitValidation} read the current thread's holds from it.
+	 */
+	@Test
+	void onlyTheFacadeCallsIntoTheEngine() {
+		noClasses().that()
+			.resideInAPackage("io.github.dblock")
+			.and(DescribedPredicate.not(belongToAnyOf(FACADE)))
+			.should()
+			.dependOnClassesThat()
+			.resideInAPackage(ENGINE)
+			.check(core);
+	}
+
+	/** The engine works against the SPI, not its JDBC implementation; the SPI knows nothing of the engine. */
+	@Test
+	void engineAndSpiStayApart() {
+		noClasses().that()
+			.resideInAPackage(ENGINE)
+			.should()
+			.dependOnClassesThat()
+			.resideInAnyPackage("io.github.dblock.jdbc..", "io.github.dblock.semaphore..",
+					"io.github.dblock.idempotency..")
+			.check(core);
+		noClasses().that()
+			.resideInAnyPackage("io.github.dblock.spi..", "io.github.dblock.jdbc..")
+			.should()
+			.dependOnClassesThat()
+			.resideInAPackage(ENGINE)
 			.check(core);
 	}
 

@@ -306,7 +306,7 @@ public final class BenchmarkRun {
 			threads.shutdown();
 			int touched = done.get();
 			long after = usedHeapAfterGc();
-			this.results.heap.add(new Results.Heap(mode.name(), touched, before, after, template.localResourceCount()));
+			this.results.heap.add(new Results.Heap(mode.name(), touched, before, after, template.introspection().localResourceCount()));
 			java.lang.ref.Reference.reachabilityFence(template);
 			offset = (offset + max / 2) % this.settings.largeRows();
 		}

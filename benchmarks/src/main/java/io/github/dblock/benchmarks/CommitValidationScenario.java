@@ -42,7 +42,7 @@ public final class CommitValidationScenario {
 	static final int MEASURE_FACTOR = 4;
 
 	/** The name of the synchronization that {@link CommitValidation} registers for a hold in a transaction. */
-	private static final String CHECK_CLASS = CommitValidation.class.getName() + "$Check";
+	private static final String CHECK_CLASS = "io.github.dblock.engine.CommitCheck";
 
 	/**
 	 * The figures of one run, in nanosecond samples.

@@ -37,9 +37,11 @@ public class ForceReleasingLocksEndpoint extends LocksEndpoint {
 
 	/**
 	 * @param admin reads and changes the lock table
-	 * @param locks this JVM's template, for the locks this node holds; may be {@code null}
+	 * @param locks the locks this node holds, from {@link io.github.dblock.LockTemplate#introspection()}; may be
+	 * {@code null}
 	 */
-	public ForceReleasingLocksEndpoint(LockTableAdmin admin, io.github.dblock.@org.jspecify.annotations.Nullable LockTemplate locks) {
+	public ForceReleasingLocksEndpoint(LockTableAdmin admin,
+			io.github.dblock.@org.jspecify.annotations.Nullable LockIntrospection locks) {
 		super(admin, locks);
 	}
 

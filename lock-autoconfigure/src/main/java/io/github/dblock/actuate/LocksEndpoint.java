@@ -4,6 +4,9 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Objects;
 
+import io.github.dblock.LockIntrospection;
+import io.github.dblock.LockIntrospection.LocalHold;
+import io.github.dblock.LockTemplate;
 import io.github.dblock.jdbc.LockTableAdmin;
 import io.github.dblock.jdbc.LockTableAdmin.HeldLocks;
 import io.github.dblock.jdbc.LockTableAdmin.LockRow;
@@ -44,7 +47,7 @@ public class LocksEndpoint {
 
 	private final LockTableAdmin admin;
 
-	private final io.github.dblock.@Nullable LockTemplate locks;
+	private final @Nullable LockIntrospection locks;
 
 	public LocksEndpoint(LockTableAdmin admin) {
 		this(admin, null);
@@ -52,9 +55,10 @@ public class LocksEndpoint {
 
 	/**
 	 * @param admin reads the lock table
-	 * @param locks this JVM's template, for the locks this node holds (with hold counts); may be {@code null}
+	 * @param locks the locks this node holds (with hold counts), from {@link LockTemplate#introspection()}; may be
+	 * {@code null}
 	 */
-	public LocksEndpoint(LockTableAdmin admin, io.github.dblock.@Nullable LockTemplate locks) {
+	public LocksEndpoint(LockTableAdmin admin, @Nullable LockIntrospection locks) {
 		this.admin = admin;
 		this.locks = locks;
 	}
@@ -85,7 +89,7 @@ public class LocksEndpoint {
 	protected static String resourceName(String[] segments) {
 		String resource = String.join("/", segments);
 		try {
-			io.github.dblock.LockTemplate.validateResource(resource);
+			LockTemplate.validateResource(resource);
 		}
 		catch (IllegalArgumentException ex) {
 			throw new InvalidEndpointRequestException(Objects.requireNonNullElse(ex.getMessage(), ex.toString()),
@@ -105,7 +109,7 @@ public class LocksEndpoint {
 	 * cannot show while their transaction is open)
 	 */
 	public record LocksDescriptor(String table, Instant serverTime, int count, boolean truncated, List<LockRow> locks,
-			List<io.github.dblock.LockTemplate.LocalHold> localHolds) {
+			List<LocalHold> localHolds) {
 	}
 
 }

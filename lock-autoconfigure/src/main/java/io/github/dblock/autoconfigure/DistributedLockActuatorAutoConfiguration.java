@@ -44,7 +44,7 @@ public final class DistributedLockActuatorAutoConfiguration {
 		@ConditionalOnMissingBean(LocksEndpoint.class)
 		@ConditionalOnBooleanProperty(name = FORCE_RELEASE_ENABLED, havingValue = false, matchIfMissing = true)
 		LocksEndpoint locksEndpoint(LockTableAdmin admin, org.springframework.beans.factory.ObjectProvider<io.github.dblock.LockTemplate> locks) {
-			return new LocksEndpoint(admin, locks.getIfAvailable());
+			return new LocksEndpoint(admin, introspection(locks));
 		}
 
 		@Bean
@@ -52,7 +52,13 @@ public final class DistributedLockActuatorAutoConfiguration {
 		@ConditionalOnBooleanProperty(name = FORCE_RELEASE_ENABLED)
 		ForceReleasingLocksEndpoint forceReleasingLocksEndpoint(LockTableAdmin admin,
 				org.springframework.beans.factory.ObjectProvider<io.github.dblock.LockTemplate> locks) {
-			return new ForceReleasingLocksEndpoint(admin, locks.getIfAvailable());
+			return new ForceReleasingLocksEndpoint(admin, introspection(locks));
+		}
+
+		private static io.github.dblock.@org.jspecify.annotations.Nullable LockIntrospection introspection(
+				org.springframework.beans.factory.ObjectProvider<io.github.dblock.LockTemplate> locks) {
+			io.github.dblock.LockTemplate template = locks.getIfAvailable();
+			return (template != null) ? template.introspection() : null;
 		}
 
 	}

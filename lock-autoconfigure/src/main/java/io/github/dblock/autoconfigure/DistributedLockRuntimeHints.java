@@ -3,6 +3,7 @@ package io.github.dblock.autoconfigure;
 import java.lang.reflect.Method;
 
 import io.github.dblock.DistributedLock;
+import io.github.dblock.LockIntrospection;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.idempotency.Idempotent;
 import io.github.dblock.interceptor.LockExpressionRootObject;
@@ -81,7 +82,7 @@ public class DistributedLockRuntimeHints implements RuntimeHintsRegistrar {
 					MemberCategory.INVOKE_PUBLIC_METHODS);
 		new BindingReflectionHintsRegistrar().registerReflectionHints(hints.reflection(),
 				io.github.dblock.actuate.LocksEndpoint.LocksDescriptor.class, LockTableAdmin.LockRow.class,
-				LockTemplate.LocalHold.class, LockTableAdmin.ForceRelease.class,
+				LockIntrospection.LocalHold.class, LockTableAdmin.ForceRelease.class,
 				io.github.dblock.actuate.ForceReleasingLocksEndpoint.Failure.class);
 	}
 

@@ -1,5 +1,6 @@
 package io.github.dblock.autoconfigure;
 
+import io.github.dblock.LockIntrospection;
 import io.github.dblock.LockTemplate;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.binder.MeterBinder;
@@ -19,7 +20,8 @@ class LockMetricsConfiguration {
 	@Bean
 	@ConditionalOnBean(LockTemplate.class)
 	MeterBinder distributedLockMeterBinder(LockTemplate lockTemplate) {
-		return (registry) -> Gauge.builder("distributed.lock.held.local", lockTemplate, LockTemplate::localHeldCount)
+		return (registry) -> Gauge.builder("distributed.lock.held.local", lockTemplate.introspection(),
+				LockIntrospection::localHeldCount)
 			.description("Resources this JVM holds a distributed lock on")
 			.register(registry);
 	}

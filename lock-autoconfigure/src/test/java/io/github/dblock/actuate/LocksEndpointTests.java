@@ -56,7 +56,7 @@ class LocksEndpointTests {
 	void theLocksThisNodeHoldsAreListedWithHoldCountsIncludingPessimisticOnes() {
 		LockTemplate node = LockNodes.node(LockMode.PESSIMISTIC, "node-local", nodes.dataSource());
 		LocksEndpoint endpoint = new LocksEndpoint(new LockTableAdmin(nodes.dataSource(), LockNodes.TABLE,
-				Duration.ofSeconds(2)), node);
+				Duration.ofSeconds(2)), node.introspection());
 		String resource = "local-" + java.util.UUID.randomUUID();
 		try (LockHandle outer = node.acquire(resource); LockHandle inner = node.acquire(resource)) {
 			assertThat(endpoint.locks().locks()).as("uncommitted, so not in the table")

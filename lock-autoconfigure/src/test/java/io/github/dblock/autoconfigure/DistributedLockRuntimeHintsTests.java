@@ -6,6 +6,7 @@ import java.util.List;
 
 import com.zaxxer.hikari.HikariConfig;
 import io.github.dblock.DistributedLock;
+import io.github.dblock.LockIntrospection;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.actuate.ForceReleasingLocksEndpoint;
 import io.github.dblock.actuate.LocksEndpoint;
@@ -102,7 +103,7 @@ class DistributedLockRuntimeHintsTests {
 				"localHolds")).accepts(this.hints);
 		assertThat(RuntimeHintsPredicates.reflection().onMethodInvocation(LockTableAdmin.LockRow.class, "fencingToken"))
 			.accepts(this.hints);
-		assertThat(RuntimeHintsPredicates.reflection().onMethodInvocation(LockTemplate.LocalHold.class, "holdCount"))
+		assertThat(RuntimeHintsPredicates.reflection().onMethodInvocation(LockIntrospection.LocalHold.class, "holdCount"))
 			.accepts(this.hints);
 	}
 

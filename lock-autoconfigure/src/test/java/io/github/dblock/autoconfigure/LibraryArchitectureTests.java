@@ -22,7 +22,8 @@ class LibraryArchitectureTests {
 
 	private static final String AUTOCONFIGURE = "io.github.dblock.autoconfigure";
 
-	private static final String[] CORE = { "io.github.dblock", "io.github.dblock.spi..", "io.github.dblock.jdbc..",
+	private static final String[] CORE = { "io.github.dblock", "io.github.dblock.engine..", "io.github.dblock.spi..",
+			"io.github.dblock.jdbc..",
 			"io.github.dblock.semaphore..", "io.github.dblock.idempotency.." };
 
 	/** The packages of lock-spring: annotation interceptors, ShedLock and Spring Integration adapters. */
@@ -105,6 +106,22 @@ class LibraryArchitectureTests {
 			.dependOnClassesThat()
 			.resideInAnyPackage("org.springframework.boot..", AUTOCONFIGURE + "..", "io.github.dblock.actuate..")
 			.because("lock-spring must work in a plain Spring application; lock-autoconfigure builds on it")
+			.check(library);
+	}
+
+	/**
+	 * The lock engine is internal to lock-core: lock-spring and lock-autoconfigure use the API, {@code LockTemplate}
+	 * and, for the Actuator endpoint and the gauge, its read-only {@code LockIntrospection}.
+	 */
+	@Test
+	void theEngineIsNotUsedOutsideLockCore() {
+		noClasses().that()
+			.resideInAnyPackage(AUTOCONFIGURE + "..", "io.github.dblock.actuate..", "io.github.dblock.interceptor..",
+					"io.github.dblock.shedlock..", "io.github.dblock.integration..")
+			.should()
+			.dependOnClassesThat()
+			.resideInAPackage("io.github.dblock.engine..")
+			.because("the engine is not API and may change in any release")
 			.check(library);
 	}
 

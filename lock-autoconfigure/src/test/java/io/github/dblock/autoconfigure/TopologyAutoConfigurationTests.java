@@ -151,7 +151,7 @@ class TopologyAutoConfigurationTests extends LockTablesTestSupport {
 					.isThrownBy(() -> locks.execute(resource, pessimistic, (lock) -> ran.add("pessimistic")))
 					.withMessageContaining("refused");
 				assertThat(ran).as("the refused callback never ran").isEmpty();
-				assertThat(locks.localResourceCount()).as("nothing held or awaited in this JVM").isZero();
+				assertThat(locks.introspection().localResourceCount()).as("nothing held or awaited in this JVM").isZero();
 				assertThat(rowCount(table, resource)).as("no row written for the refused requests").isZero();
 				try (LockHandle lock = locks.acquire(resource)) {
 					assertThat(lock.mode()).isEqualTo(LockMode.LEASE);

@@ -164,7 +164,7 @@ public abstract class HeldLockContractTests extends LockContractTests {
 			waiter.join(5_000);
 			assertThat(waiter.isAlive()).isFalse();
 			assertThat(interruptedFlag).hasValue(1);
-			assertThat(this.nodeB.localResourceCount()).isZero();
+			assertThat(this.nodeB.introspection().localResourceCount()).isZero();
 		}
 	}
 
@@ -212,7 +212,7 @@ public abstract class HeldLockContractTests extends LockContractTests {
 			.withMessageContaining("256");
 		assertThatIllegalArgumentException().isThrownBy(() -> this.nodeA.acquire("bad\uD800"))
 			.withMessageContaining("surrogate");
-		assertThat(this.nodeA.localResourceCount()).isZero();
+		assertThat(this.nodeA.introspection().localResourceCount()).isZero();
 	}
 
 }

@@ -139,8 +139,8 @@ public abstract class LockContractTests {
 			assertThat(overlaps).hasValue(0);
 		}
 		assertThat(readCounter(resource)).isEqualTo(2L * threadsPerNode * incrementsPerThread);
-		assertThat(this.nodeA.localResourceCount()).isZero();
-		assertThat(this.nodeB.localResourceCount()).isZero();
+		assertThat(this.nodeA.introspection().localResourceCount()).isZero();
+		assertThat(this.nodeB.introspection().localResourceCount()).isZero();
 	}
 
 	@Test
@@ -178,7 +178,7 @@ public abstract class LockContractTests {
 		String emoji = "🔒".repeat(250) + UUID.randomUUID().toString().substring(0, 5);
 		String locked = this.nodeA.execute(emoji, (lock) -> lock.resource());
 		assertThat(locked).isEqualTo(emoji);
-		assertThat(this.nodeA.localResourceCount()).isZero();
+		assertThat(this.nodeA.introspection().localResourceCount()).isZero();
 	}
 
 	// --- helpers ---

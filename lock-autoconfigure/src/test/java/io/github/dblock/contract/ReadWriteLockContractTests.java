@@ -117,8 +117,8 @@ class ReadWriteLockContractTests {
 		List<Long> tokens = runAll(tasks);
 		assertThat(tokens).doesNotHaveDuplicates().hasSize(readers);
 		assertThat(liveHolders(resource, "R")).isZero();
-		assertThat(this.nodeA.localResourceCount()).isZero();
-		assertThat(this.nodeB.localResourceCount()).isZero();
+		assertThat(this.nodeA.introspection().localResourceCount()).isZero();
+		assertThat(this.nodeB.introspection().localResourceCount()).isZero();
 	}
 
 	@Test
@@ -212,7 +212,7 @@ class ReadWriteLockContractTests {
 		assertThat(reads.get() + writes.get()).isEqualTo(8 * 30);
 		assertThat(writes.get()).isPositive();
 		assertThat(maxReaders.get()).as("readers overlapped").isGreaterThan(1);
-		assertThat(this.nodeA.localResourceCount() + this.nodeB.localResourceCount()).isZero();
+		assertThat(this.nodeA.introspection().localResourceCount() + this.nodeB.introspection().localResourceCount()).isZero();
 	}
 
 	@Test
@@ -270,7 +270,7 @@ class ReadWriteLockContractTests {
 		assertThat(this.nodeB.tryAcquire(resource, read())).isEmpty();
 		w.close();
 		assertThat(this.nodeB.tryAcquire(resource, write())).hasValueSatisfying(LockHandle::close);
-		assertThat(this.nodeA.localResourceCount()).isZero();
+		assertThat(this.nodeA.introspection().localResourceCount()).isZero();
 	}
 
 	@Test
@@ -368,7 +368,7 @@ class ReadWriteLockContractTests {
 			}
 			assertThat(intentSet(resource)).as("cleared by the interrupted writer").isFalse();
 			assertThat(this.nodeB.tryAcquire(resource, read())).hasValueSatisfying(LockHandle::close);
-			assertThat(this.nodeB.localResourceCount()).isZero();
+			assertThat(this.nodeB.introspection().localResourceCount()).isZero();
 		}
 	}
 
@@ -523,7 +523,7 @@ class ReadWriteLockContractTests {
 		assertThat(lost.await(5, TimeUnit.SECONDS)).as("onLost ran").isTrue();
 		assertThat(reader.isHeld()).isFalse();
 		assertThatExceptionOfType(LockLostException.class).isThrownBy(reader::close);
-		assertThat(renewing.localResourceCount()).isZero();
+		assertThat(renewing.introspection().localResourceCount()).isZero();
 		((AutoCloseable) provider).close();
 	}
 
@@ -567,14 +567,14 @@ class ReadWriteLockContractTests {
 			.withMessageContaining("type");
 		assertThat(this.jdbc.queryForObject("SELECT COUNT(*) FROM distributed_lock_rw WHERE resource = ?", Long.class,
 				resource.getBytes(StandardCharsets.UTF_8))).as("nothing touched").isZero();
-		assertThat(optimistic.localResourceCount() + pessimistic.localResourceCount()).isZero();
+		assertThat(optimistic.introspection().localResourceCount() + pessimistic.introspection().localResourceCount()).isZero();
 	}
 
 	@Test
 	void localHoldsShowTheType() {
 		String resource = newResource();
 		try (LockHandle reader = this.nodeA.acquire(resource, read())) {
-			assertThat(this.nodeA.localHolds()).filteredOn((hold) -> hold.resource().equals(resource))
+			assertThat(this.nodeA.introspection().localHolds()).filteredOn((hold) -> hold.resource().equals(resource))
 				.singleElement()
 				.satisfies((hold) -> {
 					assertThat(hold.type()).isEqualTo(LockType.READ);
@@ -586,7 +586,7 @@ class ReadWriteLockContractTests {
 	}
 
 	private static int holdCount(LockTemplate node, String resource) {
-		return node.localHolds().stream().filter((hold) -> hold.resource().equals(resource)).findFirst().orElseThrow()
+		return node.introspection().localHolds().stream().filter((hold) -> hold.resource().equals(resource)).findFirst().orElseThrow()
 			.holdCount();
 	}
 

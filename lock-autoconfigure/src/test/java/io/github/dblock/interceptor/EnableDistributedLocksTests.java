@@ -16,6 +16,7 @@ import javax.sql.DataSource;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.dblock.DistributedLock;
+import io.github.dblock.LockIntrospection;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.autoconfigure.DistributedLockAutoConfiguration;
 import io.github.dblock.jdbc.JdbcLockTemplateBuilder;
@@ -164,10 +165,10 @@ class EnableDistributedLocksTests {
 		public void work() throws InterruptedException {
 			int now = this.inside.incrementAndGet();
 			this.maxInside.accumulateAndGet(now, Math::max);
-			this.holdCounts.add(this.locks.localHolds()
+			this.holdCounts.add(this.locks.introspection().localHolds()
 				.stream()
 				.filter((hold) -> hold.resource().equals(RESOURCE))
-				.mapToInt(LockTemplate.LocalHold::holdCount)
+				.mapToInt(LockIntrospection.LocalHold::holdCount)
 				.sum());
 			Thread.sleep(300);
 			this.calls.incrementAndGet();

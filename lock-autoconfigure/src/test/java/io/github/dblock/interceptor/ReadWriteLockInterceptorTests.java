@@ -114,7 +114,7 @@ class ReadWriteLockInterceptorTests {
 			});
 			assertThat(seen).isEqualTo(LockType.WRITE);
 			assertThat(freeForOthers(resource, LockType.WRITE)).as("released after the method").isTrue();
-			assertThat(context.getBean(LockTemplate.class).localResourceCount()).isZero();
+			assertThat(context.getBean(LockTemplate.class).introspection().localResourceCount()).isZero();
 		});
 	}
 
@@ -128,7 +128,7 @@ class ReadWriteLockInterceptorTests {
 				.withMessageContaining("catalog:" + id);
 			assertThat(catalog.write(id, () -> catalog.read(id, null, () -> null))).isEqualTo(LockType.WRITE);
 			assertThat(freeForOthers("catalog:" + id, LockType.WRITE)).isTrue();
-			assertThat(context.getBean(LockTemplate.class).localResourceCount()).isZero();
+			assertThat(context.getBean(LockTemplate.class).introspection().localResourceCount()).isZero();
 		});
 	}
 

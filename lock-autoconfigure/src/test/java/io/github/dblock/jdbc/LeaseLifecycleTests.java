@@ -210,7 +210,7 @@ class LeaseLifecycleTests {
 			.as("a lost lock is not re-entered: the call acquires anew, from the unreachable database")
 			.isThrownBy(() -> holder.acquire(resource));
 		assertThatExceptionOfType(LockLostException.class).isThrownBy(lock::close);
-		assertThat(holder.localResourceCount()).isZero();
+		assertThat(holder.introspection().localResourceCount()).isZero();
 	}
 
 	@Test

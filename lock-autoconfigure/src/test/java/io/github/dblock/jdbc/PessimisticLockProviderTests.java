@@ -92,7 +92,7 @@ class PessimisticLockProviderTests {
 			assertThatExceptionOfType(LockLimitExceededException.class).isThrownBy(() -> node.acquire(prefix + "-3"))
 				.withMessageContaining("distributed-lock.pessimistic.max-connections=2")
 				.satisfies((ex) -> assertThat(ex.getLimit()).isEqualTo(2));
-			assertThat(node.localResourceCount()).isEqualTo(2);
+			assertThat(node.introspection().localResourceCount()).isEqualTo(2);
 		}
 		assertThat(provider.connectionsInUse()).isZero();
 		try (LockHandle third = node.acquire(prefix + "-3")) {
@@ -106,7 +106,7 @@ class PessimisticLockProviderTests {
 				assertThat(provider.connectionsInUse()).isZero();
 			}
 		});
-		assertThat(node.localResourceCount()).isZero();
+		assertThat(node.introspection().localResourceCount()).isZero();
 	}
 
 	@Test

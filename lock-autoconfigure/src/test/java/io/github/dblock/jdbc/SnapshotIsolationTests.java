@@ -175,7 +175,7 @@ class SnapshotIsolationTests {
 		});
 		assertThat(jdbc.queryForObject("SELECT note FROM snapshot_test_item WHERE id = ?", String.class, resource))
 			.startsWith("token ");
-		assertThat(node.localHeldCount()).as("released once the transaction completed").isZero();
+		assertThat(node.introspection().localHeldCount()).as("released once the transaction completed").isZero();
 		provider.close();
 	}
 

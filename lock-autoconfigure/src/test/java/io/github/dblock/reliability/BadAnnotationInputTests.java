@@ -88,8 +88,8 @@ class BadAnnotationInputTests {
 
 	private static void assertNoLocalState(AssertableApplicationContext context) {
 		LockTemplate template = context.getBean(LockTemplate.class);
-		assertThat(template.localResourceCount()).as("resources the application holds or awaits").isZero();
-		assertThat(template.localHolds()).isEmpty();
+		assertThat(template.introspection().localResourceCount()).as("resources the application holds or awaits").isZero();
+		assertThat(template.introspection().localHolds()).isEmpty();
 	}
 
 	// ------------------------------------------------------------------ SpEL at call time

@@ -169,9 +169,9 @@ class BadInputTests {
 				LockMode.LEASE, Duration.ZERO, Duration.ofSeconds(30), "Knoten-😀-東京");
 		try (LockHandle lock = emojiNode.acquire(names.get(0))) {
 			assertThat(this.admin.find(names.get(0)).map(LockRow::holder).orElseThrow()).startsWith("Knoten-😀-東京 [");
-			assertThat(emojiNode.localHolds()).singleElement()
+			assertThat(emojiNode.introspection().localHolds()).singleElement()
 				.satisfies((hold) -> assertThat(hold.holder()).startsWith("Knoten-😀-東京 ["));
-			LocksEndpoint endpoint = new LocksEndpoint(this.admin, emojiNode);
+			LocksEndpoint endpoint = new LocksEndpoint(this.admin, emojiNode.introspection());
 			assertThat(endpoint.locks().locks()).filteredOn((row) -> row.resource().equals(names.get(0)))
 				.singleElement()
 				.satisfies((row) -> assertThat(row.holder()).startsWith("Knoten-😀-東京 ["));
@@ -432,7 +432,7 @@ class BadInputTests {
 				assertThat(this.other.tryAcquire(name, options(LockMode.LEASE))).as("held (%s), LEASE probe", mode).isEmpty();
 				assertThat(this.other.tryAcquire(name, options(LockMode.PESSIMISTIC))).as("held (%s), row probe", mode)
 					.isEmpty();
-				assertThat(this.app.localHolds()).singleElement().satisfies((hold) -> {
+				assertThat(this.app.introspection().localHolds()).singleElement().satisfies((hold) -> {
 					assertThat(hold.resource()).isEqualTo(name);
 					assertThat(hold.mode()).isEqualTo(mode);
 				});
@@ -459,8 +459,8 @@ class BadInputTests {
 	}
 
 	private static void assertNoLocalState(LockTemplate node) {
-		assertThat(node.localResourceCount()).as("resources this node holds or awaits").isZero();
-		assertThat(node.localHolds()).isEmpty();
+		assertThat(node.introspection().localResourceCount()).as("resources this node holds or awaits").isZero();
+		assertThat(node.introspection().localHolds()).isEmpty();
 	}
 
 	private static void assertThatExceptionOfLockLost(LockHandle lock) {

@@ -236,7 +236,7 @@ class DatabaseOutageTests {
 					return lock.fencingToken();
 				}));
 		assertThat(runs).as("the action ran once").hasValue(1);
-		assertThat(node.localHeldCount()).isZero();
+		assertThat(node.introspection().localHeldCount()).isZero();
 		assertThat(node.execute(resource, LockOptions.defaults().withWaitTime(Duration.ofSeconds(10)),
 				LockHandle::fencingToken)).as("nothing left held").isPositive();
 	}

@@ -5,7 +5,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.function.Consumer;
 
-import io.github.dblock.HolderDescriptions;
+import io.github.dblock.engine.HolderDescriptions;
 import io.github.dblock.LockInterruptedException;
 import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;

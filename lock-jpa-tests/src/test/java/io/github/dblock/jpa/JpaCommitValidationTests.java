@@ -346,7 +346,7 @@ class JpaCommitValidationTests {
 			this.bound.add((ds != null) ? ds.getClass().getSimpleName() : "nothing");
 			this.bound.add(TransactionSynchronizationManager.getSynchronizations()
 				.stream()
-				.anyMatch((s) -> s.getClass().getName().equals(CommitValidation.class.getName() + "$Check"))
+				.anyMatch((s) -> s.getClass().getName().equals("io.github.dblock.engine.CommitCheck"))
 					? "check registered" : "no check");
 		}
 

@@ -2,12 +2,13 @@ package io.github.dblock.testing;
 
 import java.util.List;
 
+import io.github.dblock.LockIntrospection;
 import io.github.dblock.LockTemplate;
 import org.assertj.core.api.AbstractAssert;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Assertions on what a {@link LockTemplate}'s node holds now ({@link LockTemplate#localHolds()}): that a test left
+ * Assertions on what a {@link LockTemplate}'s node holds now ({@link LockIntrospection#localHolds()}): that a test left
  * no lock held, or that a lock is held by this node. Start with {@link LockAssertions#assertThat(LockTemplate)}. Not
  * thread-safe (like every AssertJ assertion).
  */
@@ -23,7 +24,7 @@ public final class LockTemplateAssert extends AbstractAssert<LockTemplateAssert,
 	 */
 	public LockTemplateAssert holdsNoLocks() {
 		isNotNull();
-		List<LockTemplate.LocalHold> holds = this.actual.localHolds();
+		List<LockIntrospection.LocalHold> holds = this.actual.introspection().localHolds();
 		if (!holds.isEmpty()) {
 			failWithMessage("Expected node <%s> to hold no locks but it holds %s", this.actual.getNodeName(), holds);
 		}
@@ -37,7 +38,7 @@ public final class LockTemplateAssert extends AbstractAssert<LockTemplateAssert,
 	 */
 	public LockTemplateAssert holds(String resource) {
 		isNotNull();
-		List<LockTemplate.LocalHold> holds = this.actual.localHolds();
+		List<LockIntrospection.LocalHold> holds = this.actual.introspection().localHolds();
 		if (holds.stream().noneMatch((hold) -> hold.resource().equals(resource))) {
 			failWithMessage("Expected node <%s> to hold the lock <%s> but it holds %s", this.actual.getNodeName(),
 					resource, holds);

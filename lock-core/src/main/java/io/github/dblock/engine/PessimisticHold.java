@@ -1,5 +1,6 @@
-package io.github.dblock;
+package io.github.dblock.engine;
 
+import io.github.dblock.LockMode;
 import io.github.dblock.spi.HeldLock;
 
 /**
@@ -7,7 +8,7 @@ import io.github.dblock.spi.HeldLock;
  * count (the acquisition and its re-entries), shared by the handles of that acquisition, so that its releases never
  * touch a later holder's state.
  */
-final class Gateless {
+final class PessimisticHold {
 
 	final HeldLock lock;
 
@@ -22,7 +23,7 @@ final class Gateless {
 	/** Open handles; written only by {@link #thread}. */
 	volatile int holds = 1;
 
-	Gateless(HeldLock lock, LockMode mode) {
+	PessimisticHold(HeldLock lock, LockMode mode) {
 		this.lock = lock;
 		this.mode = mode;
 		this.ownConnection = !lock.isTransactionBound();

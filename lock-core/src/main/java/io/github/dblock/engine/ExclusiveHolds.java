@@ -1,8 +1,15 @@
-package io.github.dblock;
+package io.github.dblock.engine;
 
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
+import io.github.dblock.LockInterruptedException;
+import io.github.dblock.LockIntrospection.LocalHold;
+import io.github.dblock.LockLimitExceededException;
+import io.github.dblock.LockLostException;
+import io.github.dblock.LockMode;
+import io.github.dblock.LockModeConflictException;
+import io.github.dblock.LockTemplate;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HandOffLock;
 import io.github.dblock.spi.HeldLock;
@@ -14,19 +21,11 @@ import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
- * The JVM-local engine of exclusive locks: per-thread reentrancy, the fair local gate of each resource
+ * The JVM-local engine of exclusive locks: per-thread reentrancy, the local gate of each resource
  * ({@link LocalLocks}), the in-memory hand-off of a LEASE to the next local thread, the PESSIMISTIC hand-over through
- * the server's row lock queue, and the release. It asks the {@link io.github.dblock.spi.LockProvider} of the call for
- * the database side only; everything here is testable against an in-memory provider.
- * <p>
- * LEASE: the holder keeps the gate while it holds the lock, but only while its lease lasts (see {@link LocalLocks});
- * a re-entry once the lease is over counts the outer hold as lost and acquires anew. PESSIMISTIC: the holder lets the
- * gate go once the row is its own, and the next local thread waits in the server's queue.
- * <p>
- * The threads of every mode share a resource's gate, and a caller only ever gets a hold of the mode it asked for: a
- * LEASE goes to the next local thread in memory only when that thread asks for the same mode (and the same kind of
- * lease, {@link HandOffLock#canServe}), and a thread that holds the resource in one mode and asks for it in another
- * (OPTIMISTIC work included) gets {@link LockModeConflictException} at once. Thread-safe.
+ * the server's row lock queue, and the release; the {@link io.github.dblock.spi.LockProvider} of the call does the
+ * database side. A caller only ever gets a hold of the mode it asked for ({@link LockModeConflictException} at once
+ * otherwise). The design: docs/DESIGN.md, "Hand-off between threads of one JVM" and "PESSIMISTIC". Thread-safe.
  */
 final class ExclusiveHolds {
 
@@ -72,7 +71,7 @@ final class ExclusiveHolds {
 			}
 			else {
 				refuseInsideWork(call);
-				DefaultLockHandle reentered = reenterPessimistic(entry, call);
+				ExclusiveHandle reentered = reenterPessimistic(entry, call);
 				if (reentered != null) {
 					acquired = true;
 					return Attempt.acquired(reentered);
@@ -99,9 +98,9 @@ final class ExclusiveHolds {
 			if (lock == null) {
 				return Attempt.notAcquired(result.holder(), result.cause());
 			}
-			DefaultLockHandle handle = hold(entry, call, lockRequest.holder(), lock);
+			ExclusiveHandle handle = hold(entry, call, lockRequest.holder(), lock);
 			acquired = true;
-			if (handle.isGateless()) {
+			if (handle.isPessimistic()) {
 				entry.releaseGate();
 				gateHeld = false;
 			}
@@ -141,8 +140,8 @@ final class ExclusiveHolds {
 		boolean admitted = false;
 		try {
 			boolean holds = entry.isGateOwner() || entry.modeHeldBy(Thread.currentThread()) != null
-					|| (CurrentLock.get(call.resource()).orElse(null) instanceof DefaultLockHandle open
-							&& open.gatelessOf(entry) != null);
+					|| (ThreadHolds.innermost(call.resource()).orElse(null) instanceof ExclusiveHandle open
+							&& open.pessimisticHoldOf(entry) != null);
 			if (holds) {
 				return Admission.REENTRY;
 			}
@@ -242,7 +241,7 @@ final class ExclusiveHolds {
 	 * @throws LockModeConflictException if it does
 	 */
 	private void refuseInsideWork(LockCall call) {
-		if (CurrentLock.runsWork(call.resource(), this)) {
+		if (ThreadHolds.runsWork(call.resource(), this)) {
 			throw new LockModeConflictException(call.resource(), LockMode.OPTIMISTIC, call.mode());
 		}
 	}
@@ -264,11 +263,11 @@ final class ExclusiveHolds {
 	 * @return the new handle, or {@code null} when the thread holds no PESSIMISTIC lock of the resource
 	 * @throws LockModeConflictException if the thread holds the PESSIMISTIC lock and the call asks for another mode
 	 */
-	private @Nullable DefaultLockHandle reenterPessimistic(LocalLocks.Entry entry, LockCall call) {
+	private @Nullable ExclusiveHandle reenterPessimistic(LocalLocks.Entry entry, LockCall call) {
 		String resource = call.resource();
-		Gateless own = entry.gateless();
-		Gateless mine = (CurrentLock.get(resource).orElse(null) instanceof DefaultLockHandle open)
-				? open.gatelessOf(entry) : null;
+		PessimisticHold own = entry.pessimisticHold();
+		PessimisticHold mine = (ThreadHolds.innermost(resource).orElse(null) instanceof ExclusiveHandle open)
+				? open.pessimisticHoldOf(entry) : null;
 		if (mine != null && mine != own) {
 			// this thread still holds the resource, but its row was taken over since (its connection died and the
 			// next local thread was granted the row): re-entering would run more work without exclusion
@@ -288,8 +287,8 @@ final class ExclusiveHolds {
 					+ "' (fencing token " + own.lock.fencingToken() + ") is already lost; it cannot be re-entered");
 		}
 		own.holds++;
-		DefaultLockHandle handle = new DefaultLockHandle(this, entry, own.lock, own.mode, own, null);
-		CurrentLock.push(handle);
+		ExclusiveHandle handle = new ExclusiveHandle(this, entry, own.lock, own.mode, own, null);
+		ThreadHolds.push(handle);
 		return handle;
 	}
 
@@ -300,7 +299,7 @@ final class ExclusiveHolds {
 	 * @return the new handle, or {@code null} when the caller must acquire anew
 	 * @throws LockModeConflictException if the hold's lease lasts and the call asks for another mode
 	 */
-	private @Nullable DefaultLockHandle reenterLease(LocalLocks.Entry entry, LockCall call) {
+	private @Nullable ExclusiveHandle reenterLease(LocalLocks.Entry entry, LockCall call) {
 		String resource = call.resource();
 		LeaseHold[] stale = new LeaseHold[1];
 		LeaseHold outer = entry.reentrantLease(stale);
@@ -314,9 +313,9 @@ final class ExclusiveHolds {
 			throw new LockModeConflictException(resource, outer.mode, call.mode());
 		}
 		outer.holds++;
-		DefaultLockHandle handle = new DefaultLockHandle(this, entry, outer.lock, outer.mode, null, outer);
+		ExclusiveHandle handle = new ExclusiveHandle(this, entry, outer.lock, outer.mode, null, outer);
 		this.settings.validateAtCommit(resource, outer.lock);
-		CurrentLock.push(handle);
+		ThreadHolds.push(handle);
 		return handle;
 	}
 
@@ -356,15 +355,15 @@ final class ExclusiveHolds {
 		return askDatabase(entry, call, lockRequest);
 	}
 
-	/** Records the acquired lock as the entry's hold and returns the caller's handle, pushed on {@link CurrentLock}. */
-	private DefaultLockHandle hold(LocalLocks.Entry entry, LockCall call, String holder, HeldLock lock) {
+	/** Records the acquired lock as the entry's hold and returns the caller's handle, pushed on {@link ThreadHolds}. */
+	private ExclusiveHandle hold(LocalLocks.Entry entry, LockCall call, String holder, HeldLock lock) {
 		Observation holding = this.settings.holding(call.resource(), call.mode(), lock);
 		// PESSIMISTIC: the row lock is ours now, so the gate goes to the next local thread, which waits in the
 		// server's row lock queue and is granted the row at our commit (no round trip between the two holders)
-		Gateless gateless = (call.provider() instanceof TransactionalLockProvider)
-				? new Gateless(lock, call.mode()) : null;
-		LeaseHold lease = (gateless == null) ? new LeaseHold(lock, call.mode()) : null;
-		Observation previous = entry.claim(lock, call.mode(), holder, holding, gateless, lease);
+		PessimisticHold pessimisticHold = (call.provider() instanceof TransactionalLockProvider)
+				? new PessimisticHold(lock, call.mode()) : null;
+		LeaseHold lease = (pessimisticHold == null) ? new LeaseHold(lock, call.mode()) : null;
+		Observation previous = entry.claim(lock, call.mode(), holder, holding, pessimisticHold, lease);
 		if (previous != null) {
 			previous.stop();
 		}
@@ -372,12 +371,12 @@ final class ExclusiveHolds {
 			// a local waiter takes the gate once this lease is found lost, without waiting for its end by the clock
 			lock.onLost(entry::wakeWaiters);
 		}
-		DefaultLockHandle handle = new DefaultLockHandle(this, entry, lock, call.mode(), gateless, lease);
+		ExclusiveHandle handle = new ExclusiveHandle(this, entry, lock, call.mode(), pessimisticHold, lease);
 		this.settings.interruptOnLoss(lock);
 		if (lease != null) {
 			this.settings.validateAtCommit(call.resource(), lock);
 		}
-		CurrentLock.push(handle);
+		ThreadHolds.push(handle);
 		return handle;
 	}
 
@@ -392,7 +391,7 @@ final class ExclusiveHolds {
 			throws InterruptedException {
 		while (true) {
 			long seen = entry.releases();
-			if (entry.gateless() != null && call.provider() instanceof TransactionalLockProvider transactional
+			if (entry.pessimisticHold() != null && call.provider() instanceof TransactionalLockProvider transactional
 					&& !transactional.canWaitInDatabase()) {
 				if (!entry.awaitRelease(seen, lockRequest)) {
 					return AcquireResult.busy(entry.localHolder());
@@ -414,15 +413,15 @@ final class ExclusiveHolds {
 	}
 
 	/**
-	 * Called by {@link DefaultLockHandle#close()} on the acquiring thread.
-	 * @param gateless the PESSIMISTIC acquisition the handle belongs to, {@code null} for a LEASE hold
+	 * Called by {@link ExclusiveHandle#close()} on the acquiring thread.
+	 * @param pessimisticHold the PESSIMISTIC acquisition the handle belongs to, {@code null} for a LEASE hold
 	 * @param lease the LEASE acquisition the handle belongs to, {@code null} for a PESSIMISTIC hold
 	 * @throws LockLostException if the lock was no longer held at release
 	 */
-	void release(LocalLocks.Entry entry, HeldLock lock, @Nullable Gateless gateless,
+	void release(LocalLocks.Entry entry, HeldLock lock, @Nullable PessimisticHold pessimisticHold,
 			@Nullable LeaseHold lease) {
-		if (gateless != null) {
-			releaseGateless(entry, gateless);
+		if (pessimisticHold != null) {
+			releasePessimisticHold(entry, pessimisticHold);
 			return;
 		}
 		if (lease == null) {
@@ -509,7 +508,7 @@ final class ExclusiveHolds {
 	 * @return whether the release was deferred (the hold count is then zero)
 	 */
 	private boolean deferRelease(LocalLocks.Entry entry, HeldLock lock, LeaseHold lease) {
-		CommitValidation.Check check = CommitValidation.pending(lock);
+		CommitCheck check = CommitCheck.pending(lock);
 		if (check == null || lease.superseded) {
 			return false;
 		}
@@ -544,29 +543,29 @@ final class ExclusiveHolds {
 	 * database lock is released (the next holder may be granted the row at the commit); a transaction-bound lock is
 	 * released by its transaction, after which the fields are cleared unless the next holder claimed them first.
 	 */
-	private void releaseGateless(LocalLocks.Entry entry, Gateless gateless) {
-		HeldLock lock = gateless.lock;
-		if (--gateless.holds > 0) {
+	private void releasePessimisticHold(LocalLocks.Entry entry, PessimisticHold pessimisticHold) {
+		HeldLock lock = pessimisticHold.lock;
+		if (--pessimisticHold.holds > 0) {
 			leave(entry);
 			return;
 		}
 		if (lock.isTransactionBound() && TransactionSynchronizationManager.isSynchronizationActive()) {
 			// the row lock ends with the transaction; until then the thread may re-enter (the fields stay)
 			afterTransaction(() -> {
-				if (gateless.holds == 0) {
-					stop(entry.clearGateless(gateless));
+				if (pessimisticHold.holds == 0) {
+					stop(entry.clearPessimisticHold(pessimisticHold));
 				}
 				leave(entry);
 			});
 			return;
 		}
-		stop(entry.clearGateless(gateless));
+		stop(entry.clearPessimisticHold(pessimisticHold));
 		boolean released;
 		try {
 			released = lock.release();
 		}
 		finally {
-			if (gateless.ownConnection) {
+			if (pessimisticHold.ownConnection) {
 				entry.connectionReturned();
 			}
 			leave(entry);
@@ -634,7 +633,7 @@ final class ExclusiveHolds {
 	}
 
 	/** The exclusive locks this JVM holds now, a snapshot. */
-	List<LockTemplate.LocalHold> localHolds() {
+	List<LocalHold> localHolds() {
 		return this.locals.holds(this.settings.nodeName());
 	}
 

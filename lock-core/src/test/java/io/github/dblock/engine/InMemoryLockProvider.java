@@ -1,4 +1,4 @@
-package io.github.dblock;
+package io.github.dblock.engine;
 
 import java.util.ArrayDeque;
 import java.util.HashMap;
@@ -7,6 +7,7 @@ import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import io.github.dblock.LockMode;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HandOffLock;
 import io.github.dblock.spi.HeldLock;

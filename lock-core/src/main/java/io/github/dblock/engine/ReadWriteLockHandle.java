@@ -1,7 +1,9 @@
-package io.github.dblock;
+package io.github.dblock.engine;
 
+import io.github.dblock.LockHandle;
+import io.github.dblock.LockMode;
+import io.github.dblock.LockType;
 import io.github.dblock.spi.HeldLock;
-
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -65,7 +67,7 @@ final class ReadWriteLockHandle implements LockHandle {
 					+ this.state.owner.getName() + "), not by " + Thread.currentThread().getName());
 		}
 		this.closed = true;
-		CurrentLock.pop(this);
+		ThreadHolds.pop(this);
 		this.holds.release(this.state);
 	}
 

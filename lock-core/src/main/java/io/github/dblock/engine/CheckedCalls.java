@@ -1,10 +1,12 @@
-package io.github.dblock;
+package io.github.dblock.engine;
 
+import io.github.dblock.CheckedLockCallback;
+import io.github.dblock.LockCallback;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Runs a {@link CheckedLockCallback} through {@link LockTemplate#execute(String, LockOptions, LockCallback)}: its
- * checked exception crosses the template in a private carrier and is rethrown as it was.
+ * Runs a {@link CheckedLockCallback} through {@link LockEngine#execute(LockCall, LockCallback)}: its checked exception
+ * crosses the engine in a private carrier and is rethrown as it was.
  */
 final class CheckedCalls {
 
@@ -13,13 +15,13 @@ final class CheckedCalls {
 
 	@Nullable
 	@SuppressWarnings("unchecked")
-	static <T, E extends Exception> T executeChecked(LockTemplate template, String resource, LockOptions options,
-			CheckedLockCallback<T, E> action) throws E {
+	static <T, E extends Exception> T executeChecked(LockEngine engine, LockCall call, CheckedLockCallback<T, E> action)
+			throws E {
 		if (action == null) {
 			throw new IllegalArgumentException("action must not be null");
 		}
 		try {
-			return template.execute(resource, options, (lock) -> {
+			return engine.execute(call, (lock) -> {
 				try {
 					return action.doWithLock(lock);
 				}

@@ -1,7 +1,10 @@
-package io.github.dblock;
+package io.github.dblock.engine;
 
 import java.time.Duration;
 
+import io.github.dblock.LockMode;
+import io.github.dblock.LockTemplate;
+import io.github.dblock.LockType;
 import io.github.dblock.spi.LockProvider;
 import io.github.dblock.spi.LockRequest;
 
@@ -17,7 +20,7 @@ import io.github.dblock.spi.LockRequest;
  * @param renew whether the lease is renewed while held (no lease time of the call's own)
  * @param minHoldTime the minimum hold time, zero when none
  */
-record LockCall(String resource, LockProvider provider, LockMode mode, LockType type, Duration waitTime,
+public record LockCall(String resource, LockProvider provider, LockMode mode, LockType type, Duration waitTime,
 		Duration leaseTime, boolean renew, Duration minHoldTime) {
 
 	/** The same call with another wait time (the rest of the first one's, for a later attempt). */

@@ -1,4 +1,4 @@
-package io.github.dblock;
+package io.github.dblock.engine;
 
 import java.time.Duration;
 import java.util.List;
@@ -8,6 +8,14 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
+import io.github.dblock.LockHandle;
+import io.github.dblock.LockInterruptedException;
+import io.github.dblock.LockLostException;
+import io.github.dblock.LockMode;
+import io.github.dblock.LockModeConflictException;
+import io.github.dblock.LockNotAcquiredException;
+import io.github.dblock.LockOptions;
+import io.github.dblock.LockTemplate;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -39,7 +47,7 @@ class LockEngineTests {
 		try (LockHandle outer = this.template.acquire("r")) {
 			try (LockHandle inner = this.template.acquire("r")) {
 				assertThat(inner.fencingToken()).isEqualTo(outer.fencingToken());
-				assertThat(this.template.localHolds()).singleElement()
+				assertThat(this.template.introspection().localHolds()).singleElement()
 					.satisfies((hold) -> assertThat(hold.holdCount()).isEqualTo(2));
 			}
 			assertThat(this.provider.owner("r")).as("still held after the inner close").isNotNull();
@@ -47,7 +55,7 @@ class LockEngineTests {
 		assertThat(this.provider.acquisitions.get()).isEqualTo(1);
 		assertThat(this.provider.releases.get()).isEqualTo(1);
 		assertThat(this.provider.owner("r")).isNull();
-		assertThat(this.template.localResourceCount()).isZero();
+		assertThat(this.template.introspection().localResourceCount()).isZero();
 	}
 
 	@Test
@@ -82,7 +90,7 @@ class LockEngineTests {
 		assertThat(this.provider.mostWaiting()).as("threads of this JVM in the provider at once").isEqualTo(1);
 		assertThat(this.provider.acquisitions.get() + this.provider.handOffs.get()).isEqualTo(threads);
 		assertThat(this.provider.owner("hot")).isNull();
-		assertThat(this.template.localResourceCount()).isZero();
+		assertThat(this.template.introspection().localResourceCount()).isZero();
 	}
 
 	@Test
@@ -113,7 +121,7 @@ class LockEngineTests {
 		}
 		assertThatThrownBy(outer::close).isInstanceOf(LockLostException.class)
 			.satisfies((ex) -> assertThat(((LockLostException) ex).getFencingToken()).isEqualTo(outer.fencingToken()));
-		assertThat(this.template.localResourceCount()).isZero();
+		assertThat(this.template.introspection().localResourceCount()).isZero();
 	}
 
 	@Test
@@ -138,7 +146,7 @@ class LockEngineTests {
 		done.countDown();
 		assertThat(next.get(5, TimeUnit.SECONDS)).isGreaterThan(stale.fencingToken());
 		assertThat(this.provider.owner("x")).isNull();
-		assertThat(this.template.localResourceCount()).isZero();
+		assertThat(this.template.introspection().localResourceCount()).isZero();
 	}
 
 	@Test
@@ -158,7 +166,7 @@ class LockEngineTests {
 			assertThat(held.isHeld()).isTrue();
 		}
 		assertThat(this.provider.acquisitions.get()).as("the waiter never asked the provider").isEqualTo(1);
-		assertThat(this.template.localResourceCount()).isZero();
+		assertThat(this.template.introspection().localResourceCount()).isZero();
 	}
 
 	@Test
@@ -181,7 +189,7 @@ class LockEngineTests {
 			assertThat(held.isHeld()).isTrue();
 		}
 		assertThat(failure[0]).isInstanceOf(LockInterruptedException.class);
-		assertThat(this.template.localResourceCount()).isZero();
+		assertThat(this.template.introspection().localResourceCount()).isZero();
 		assertThat(this.provider.owner("i")).isNull();
 		assertThat(this.provider.acquisitions.get()).as("the waiter never asked the provider").isEqualTo(1);
 	}
@@ -221,7 +229,7 @@ class LockEngineTests {
 		List<Long> expected = java.util.stream.LongStream.rangeClosed(1, threads * perThread).boxed().toList();
 		assertThat(tokens).as("every section once, tokens in the order of the holds").isEqualTo(expected);
 		assertThat(rows.mostWaiting()).as("threads waiting in the provider at once").isEqualTo(1);
-		assertThat(pessimistic.localResourceCount()).isZero();
+		assertThat(pessimistic.introspection().localResourceCount()).isZero();
 	}
 
 	@Test
@@ -260,7 +268,7 @@ class LockEngineTests {
 				distinct.add(waiter.get());
 			}
 			assertThat(distinct).hasSize(others);
-			assertThat(pessimistic.localResourceCount()).isZero();
+			assertThat(pessimistic.introspection().localResourceCount()).isZero();
 		}
 	}
 
@@ -284,7 +292,7 @@ class LockEngineTests {
 		try (LockHandle next = both.acquire("r")) {
 			assertThat(next.fencingToken()).as("a LEASE taken anew").isGreaterThan(lease.fencingToken());
 		}
-		assertThat(both.localResourceCount()).isZero();
+		assertThat(both.introspection().localResourceCount()).isZero();
 	}
 
 	@Test
@@ -311,7 +319,7 @@ class LockEngineTests {
 		}
 		assertThat(this.provider.acquisitions.get()).as("nothing asked of the LEASE provider for the refusals").isEqualTo(1);
 		assertThat(rows.mostWaiting()).isEqualTo(1);
-		assertThat(both.localResourceCount()).isZero();
+		assertThat(both.introspection().localResourceCount()).isZero();
 	}
 
 	@Test
@@ -351,12 +359,12 @@ class LockEngineTests {
 			.isEqualTo(1);
 		assertThat(rows.prepared.get()).as("once per attempt").isEqualTo(threads * perThread);
 		assertThat(rows.preparedInsideTransaction.get()).as("always before the attempt's transaction").isZero();
-		assertThat(pessimistic.localResourceCount()).isZero();
+		assertThat(pessimistic.introspection().localResourceCount()).isZero();
 	}
 
 	private void awaitQueued(LockTemplate template, String resource) throws InterruptedException {
 		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-		while (!template.hasQueuedLocalWaiters(resource)) {
+		while (!template.introspection().hasQueuedThreads(resource)) {
 			assertThat(System.nanoTime() - deadline).as("a local thread queued for %s", resource).isNegative();
 			Thread.sleep(1);
 		}
@@ -364,7 +372,7 @@ class LockEngineTests {
 
 	private void awaitQueued(String resource) throws InterruptedException {
 		long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-		while (!this.template.hasQueuedLocalWaiters(resource)) {
+		while (!this.template.introspection().hasQueuedThreads(resource)) {
 			assertThat(System.nanoTime() - deadline).as("a local thread queued for %s", resource).isNegative();
 			Thread.sleep(1);
 		}

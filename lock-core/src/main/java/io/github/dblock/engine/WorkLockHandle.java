@@ -1,4 +1,7 @@
-package io.github.dblock;
+package io.github.dblock.engine;
+
+import io.github.dblock.LockHandle;
+import io.github.dblock.LockMode;
 
 /**
  * The {@link LockHandle} an {@link LockMode#OPTIMISTIC} unit of work sees: it is valid while the work runs, and

@@ -1,8 +1,10 @@
-package io.github.dblock;
+package io.github.dblock.engine;
 
 import java.util.Locale;
 import java.util.Objects;
 
+import io.github.dblock.LockMode;
+import io.github.dblock.LockTemplate;
 import io.github.dblock.spi.HeldLock;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationRegistry;
@@ -12,7 +14,7 @@ import io.micrometer.observation.ObservationRegistry;
  * {@link ReadWriteHolds}, {@link LockEngine}): the node name, whether a loss interrupts the holder, whether commits
  * are validated, and the observations. Set during configuration, read on every call; thread-safe (volatile fields).
  */
-final class LockSettings {
+public final class LockSettings {
 
 	/** The event of a {@code distributed.lock.held} observation when a held lock is found lost. */
 	static final Observation.Event LOST = Observation.Event.of("lost", "lock lost while held");
@@ -29,11 +31,13 @@ final class LockSettings {
 
 	private volatile boolean resourceAsTag;
 
-	LockSettings(String nodeName) {
+	/** Settings for a node, with interruption on loss off, commit-time validation on and no observations. */
+	public LockSettings(String nodeName) {
 		this.nodeName = nodeName;
 	}
 
-	String nodeName() {
+	/** How this JVM describes itself in holder descriptions. */
+	public String nodeName() {
 		return this.nodeName;
 	}
 
@@ -41,34 +45,40 @@ final class LockSettings {
 		return this.interruptOnLoss;
 	}
 
-	void setInterruptOnLoss(boolean interruptOnLoss) {
+	/** Whether a loss found while held interrupts the acquiring thread. */
+	public void setInterruptOnLoss(boolean interruptOnLoss) {
 		this.interruptOnLoss = interruptOnLoss;
 	}
 
-	boolean validateAtCommit() {
+	/** Whether commit-time validation is on. */
+	public boolean validateAtCommit() {
 		return this.validateAtCommit;
 	}
 
-	void setValidateAtCommit(boolean validateAtCommit) {
+	/** Switches commit-time validation of LEASE holds on or off. */
+	public void setValidateAtCommit(boolean validateAtCommit) {
 		this.validateAtCommit = validateAtCommit;
 	}
 
-	ObservationRegistry observations() {
+	/** The registry acquisitions and holds are observed in; the no-op one by default. */
+	public ObservationRegistry observations() {
 		return this.observations;
 	}
 
-	void setObservations(ObservationRegistry observations) {
+	/** Sets the registry acquisitions and holds are observed in; not {@code null}. */
+	public void setObservations(ObservationRegistry observations) {
 		this.observations = Objects.requireNonNull(observations, "observations must not be null");
 	}
 
-	void setResourceAsTag(boolean resourceAsTag) {
+	/** Whether the resource name becomes a low-cardinality key of the observations. */
+	public void setResourceAsTag(boolean resourceAsTag) {
 		this.resourceAsTag = resourceAsTag;
 	}
 
 	/** Registers commit-time validation of a LEASE hold in the current transaction, when on and applicable. */
 	void validateAtCommit(String resource, HeldLock lock) {
 		if (this.validateAtCommit) {
-			CommitValidation.register(resource, lock);
+			CommitCheck.register(resource, lock);
 		}
 	}
 
@@ -81,7 +91,7 @@ final class LockSettings {
 	}
 
 	/** Adds the resource to an observation as a tag or, by default, as a high-cardinality key. */
-	Observation withResource(Observation observation, String resource) {
+	public Observation withResource(Observation observation, String resource) {
 		return this.resourceAsTag ? observation.lowCardinalityKeyValue("resource", resource)
 				: observation.highCardinalityKeyValue("resource", resource);
 	}

@@ -1,5 +1,6 @@
-package io.github.dblock;
+package io.github.dblock.engine;
 
+import io.github.dblock.LockMode;
 import io.github.dblock.spi.HeldLock;
 import io.micrometer.observation.Observation;
 import org.jspecify.annotations.Nullable;

@@ -1,4 +1,4 @@
-package io.github.dblock;
+package io.github.dblock.engine;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -7,35 +7,21 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
+import io.github.dblock.LockIntrospection.LocalHold;
+import io.github.dblock.LockMode;
+import io.github.dblock.LockTemplate;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
 import io.micrometer.observation.Observation;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The JVM-local side of every lock: one gate per resource that is in use, so that only one thread of this JVM
- * at a time asks the database for a resource (other local waiters queue here instead of polling) and so that
- * re-acquisition by the holding thread needs no database round trip. The gate is fair but for a bounded barge: a
- * thread that finds it free may take it before the first waiter while that one has waited less than
- * {@link #BARGE_NANOS}; beyond that, waiters get it in arrival order.
- * <p>
- * A LEASE holder keeps the gate while it holds the lock (its queued threads take the lease over in memory), but only
- * while its lease lasts: once the lease has ended by this JVM's clock or was found lost ({@link LeaseHold#isOver()}),
- * the first queued thread takes the gate from it (the hold is {@linkplain LeaseHold#superseded superseded}) and asks
- * the database like any other owner, so a hung, dead or leaked holder never keeps its JVM's other threads waiting
- * for longer than its lease. A
- * PESSIMISTIC holder lets the gate go as soon as the database granted it the row lock and is recorded as
- * {@link Entry#gateless} instead: the next local thread then waits in the server's row lock queue, on a
- * connection of its own, and is granted the row at the holder's commit, without a round trip between the two
- * holders (see {@code LockTemplate}). At most one thread per resource and JVM waits in the database either way.
- * <p>
- * The threads of every mode share a resource's gate and queue in arrival order, but a lock never passes between modes:
- * each queued thread says which mode it asks for, a LEASE holder hands its lease off only when the thread next in
- * line asks for the same mode ({@link Entry#nextInLineAsks}), and the thread that takes a parked lease checks the
- * mode it was taken in ({@link Parked}) before it uses it.
- * <p>
- * Entries are reference-counted and removed when the last user is gone, so no state is retained per released
- * resource. Thread-safe.
+ * The JVM-local side of every exclusive lock: one gate per resource in use, so that one thread of this JVM at a time
+ * asks the database for it and the holding thread re-enters without a round trip. The gate is fair but for a bounded
+ * barge ({@link #BARGE_NANOS}); a LEASE holder keeps it while its lease lasts ({@link LeaseHold#isOver()}), a
+ * PESSIMISTIC holder lets it go once the row is its own ({@link PessimisticHold}); a lease passes to the next local
+ * thread only in the mode it was taken in ({@link Parked}). Entries are reference-counted and removed with their
+ * last user. The design: docs/DESIGN.md, "Hand-off between threads of one JVM". Thread-safe.
  */
 final class LocalLocks {
 
@@ -97,10 +83,10 @@ final class LocalLocks {
 	 * The exclusive locks this JVM holds now, a snapshot for diagnostics.
 	 * @param nodeName names the holder when the entry has no description of it
 	 */
-	List<LockTemplate.LocalHold> holds(String nodeName) {
-		List<LockTemplate.LocalHold> holds = new ArrayList<>();
+	List<LocalHold> holds(String nodeName) {
+		List<LocalHold> holds = new ArrayList<>();
 		for (Entry entry : this.entries.values()) {
-			LockTemplate.LocalHold hold = entry.snapshot(nodeName);
+			LocalHold hold = entry.snapshot(nodeName);
 			if (hold != null) {
 				holds.add(hold);
 			}
@@ -121,7 +107,7 @@ final class LocalLocks {
 
 	/**
 	 * The local state of one resource: its fair gate, its holder (a LEASE {@link LeaseHold} that owns the gate, or a
-	 * PESSIMISTIC {@link Gateless} that let it go), a lease handed off for the next local thread, and the bookkeeping
+	 * PESSIMISTIC {@link PessimisticHold} that let it go), a lease handed off for the next local thread, and the bookkeeping
 	 * of PESSIMISTIC connections. All of it is reached through methods; those that read or change more than one field
 	 * do so under the entry's monitor. Thread-safe.
 	 */
@@ -146,7 +132,7 @@ final class LocalLocks {
 
 		/**
 		 * The database-level lock while it is held: written by the gate holder, or, for a PESSIMISTIC holder, under
-		 * the entry's monitor (see {@link #gateless}).
+		 * the entry's monitor (see {@link #pessimisticHold}).
 		 */
 		private volatile @Nullable HeldLock held;
 
@@ -156,9 +142,9 @@ final class LocalLocks {
 		 * {@link #holder}, {@link #holding}) are claimed and cleared under the entry's monitor whenever this is or
 		 * was set: the next holder may be granted the row (at the previous holder's commit, or after the previous
 		 * holder's connection died) before the previous holder's thread has cleared them, so a holder clears them
-		 * only while its own {@link Gateless} is still the one recorded here.
+		 * only while its own {@link PessimisticHold} is still the one recorded here.
 		 */
-		private volatile @Nullable Gateless gateless;
+		private volatile @Nullable PessimisticHold pessimisticHold;
 
 		/**
 		 * PESSIMISTIC holds of this entry on connections of the provider's own that have not given their connection
@@ -233,7 +219,7 @@ final class LocalLocks {
 			if (leaseHold != null && leaseHold.thread == thread && !leaseHold.superseded) {
 				return leaseHold.mode;
 			}
-			Gateless pessimistic = this.gateless;
+			PessimisticHold pessimistic = this.pessimisticHold;
 			return (pessimistic != null && pessimistic.thread == thread) ? pessimistic.mode : null;
 		}
 
@@ -243,8 +229,8 @@ final class LocalLocks {
 		}
 
 		/** The PESSIMISTIC holder, or {@code null}. */
-		@Nullable Gateless gateless() {
-			return this.gateless;
+		@Nullable PessimisticHold pessimisticHold() {
+			return this.pessimisticHold;
 		}
 
 		/** The holder's description for a local waiter's error message: {@code "… (this JVM)"}. */
@@ -260,17 +246,17 @@ final class LocalLocks {
 		}
 
 		/** The lock this entry holds now as a diagnostic snapshot, or {@code null} when none is held. */
-		LockTemplate.@Nullable LocalHold snapshot(String nodeName) {
+		@Nullable LocalHold snapshot(String nodeName) {
 			HeldLock lock = this.held;
 			LockMode heldMode = this.mode;
 			String description = this.holder;
 			if (lock == null || heldMode == null) {
 				return null;
 			}
-			Gateless pessimistic = this.gateless;
+			PessimisticHold pessimistic = this.pessimisticHold;
 			LeaseHold leaseHold = this.lease;
 			int holdCount = (pessimistic != null) ? pessimistic.holds : (leaseHold != null) ? leaseHold.holds : 0;
-			return new LockTemplate.LocalHold(this.resource, heldMode, holdCount, lock.fencingToken(),
+			return new LocalHold(this.resource, heldMode, holdCount, lock.fencingToken(),
 					(description != null) ? description : nodeName);
 		}
 
@@ -472,18 +458,18 @@ final class LocalLocks {
 		/**
 		 * Records the current thread as the entry's holder. A PESSIMISTIC previous holder may not have cleared its
 		 * fields yet (we were granted the row at its commit, and its thread clears them after): its hold observation is
-		 * returned for the caller to stop, and it no longer clears anything (see {@link #gateless}).
+		 * returned for the caller to stop, and it no longer clears anything (see {@link #pessimisticHold}).
 		 * @return the previous holder's observation to stop, or {@code null}
 		 */
 		synchronized @Nullable Observation claim(HeldLock lock, LockMode heldMode, String description,
-				Observation heldObservation, @Nullable Gateless pessimistic, @Nullable LeaseHold leaseHold) {
-			Observation previous = (this.gateless != null) ? this.holding : null;
+				Observation heldObservation, @Nullable PessimisticHold pessimistic, @Nullable LeaseHold leaseHold) {
+			Observation previous = (this.pessimisticHold != null) ? this.holding : null;
 			this.lease = leaseHold;
 			this.held = lock;
 			this.mode = heldMode;
 			this.holder = description;
 			this.holding = heldObservation;
-			this.gateless = pessimistic;
+			this.pessimisticHold = pessimistic;
 			if (pessimistic != null && pessimistic.ownConnection) {
 				this.ownConnections++;
 			}
@@ -500,15 +486,15 @@ final class LocalLocks {
 		 * Clears the holder fields if the given PESSIMISTIC acquisition is still recorded as the holder.
 		 * @return its hold observation to stop, or {@code null}
 		 */
-		synchronized @Nullable Observation clearGateless(Gateless pessimistic) {
-			if (this.gateless != pessimistic) {
+		synchronized @Nullable Observation clearPessimisticHold(PessimisticHold pessimistic) {
+			if (this.pessimisticHold != pessimistic) {
 				return null; // the next holder has claimed the entry already
 			}
 			Observation observation = this.holding;
 			this.held = null;
 			this.holder = null;
 			this.holding = null;
-			this.gateless = null;
+			this.pessimisticHold = null;
 			this.releases++;
 			notifyAll();
 			return observation;

@@ -1,5 +1,6 @@
-package io.github.dblock;
+package io.github.dblock.engine;
 
+import io.github.dblock.LockHandle;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -9,7 +10,7 @@ import org.jspecify.annotations.Nullable;
  * @param holder the holder that kept it, when not acquired and known
  * @param cause the timeout that ended the wait, when the database did not answer in time
  */
-record Attempt(@Nullable LockHandle handle, @Nullable String holder, @Nullable Throwable cause) {
+public record Attempt(@Nullable LockHandle handle, @Nullable String holder, @Nullable Throwable cause) {
 
 	static Attempt acquired(LockHandle handle) {
 		return new Attempt(handle, null, null);

@@ -1,14 +1,18 @@
-package io.github.dblock;
+package io.github.dblock.engine;
 
 import java.time.Duration;
 
+import io.github.dblock.LockHandle;
+import io.github.dblock.LockLostException;
+import io.github.dblock.LockMode;
+import io.github.dblock.LockOptions;
 import io.github.dblock.spi.HeldLock;
 import org.jspecify.annotations.Nullable;
 
 /**
  * A {@link LockHandle} for one hold of a resource's {@link LocalLocks.Entry}.
  */
-final class DefaultLockHandle implements LockHandle {
+final class ExclusiveHandle implements LockHandle {
 
 	private final ExclusiveHolds holds;
 
@@ -23,18 +27,18 @@ final class DefaultLockHandle implements LockHandle {
 	private volatile boolean closed;
 
 	/** The PESSIMISTIC acquisition this hold belongs to, {@code null} for a LEASE hold. */
-	private final @Nullable Gateless gateless;
+	private final @Nullable PessimisticHold pessimisticHold;
 
 	/** The LEASE acquisition this hold belongs to, {@code null} for a PESSIMISTIC hold. */
 	private final @Nullable LeaseHold lease;
 
-	DefaultLockHandle(ExclusiveHolds holds, LocalLocks.Entry entry, HeldLock lock, LockMode mode,
-			@Nullable Gateless gateless, @Nullable LeaseHold lease) {
+	ExclusiveHandle(ExclusiveHolds holds, LocalLocks.Entry entry, HeldLock lock, LockMode mode,
+			@Nullable PessimisticHold pessimisticHold, @Nullable LeaseHold lease) {
 		this.holds = holds;
 		this.entry = entry;
 		this.lock = lock;
 		this.mode = mode;
-		this.gateless = gateless;
+		this.pessimisticHold = pessimisticHold;
 		this.lease = lease;
 		this.owner = Thread.currentThread();
 	}
@@ -43,14 +47,14 @@ final class DefaultLockHandle implements LockHandle {
 	 * The PESSIMISTIC acquisition this hold belongs to if it is one of the given entry (of the same template), else
 	 * {@code null}.
 	 */
-	@Nullable Gateless gatelessOf(LocalLocks.Entry entry) {
-		return (this.entry == entry) ? this.gateless : null;
+	@Nullable PessimisticHold pessimisticHoldOf(LocalLocks.Entry entry) {
+		return (this.entry == entry) ? this.pessimisticHold : null;
 	}
 
 	/** Registers commit-time validation of this LEASE hold in the current transaction, if the template validates. */
 	/** Whether this is a PESSIMISTIC hold, which lets the local gate go once the row is its own. */
-	boolean isGateless() {
-		return this.gateless != null;
+	boolean isPessimistic() {
+		return this.pessimisticHold != null;
 	}
 
 	void validateInTransaction() {
@@ -108,8 +112,8 @@ final class DefaultLockHandle implements LockHandle {
 					+ this.owner.getName() + "), not by " + Thread.currentThread().getName());
 		}
 		this.closed = true;
-		CurrentLock.pop(this);
-		this.holds.release(this.entry, this.lock, this.gateless, this.lease);
+		ThreadHolds.pop(this);
+		this.holds.release(this.entry, this.lock, this.pessimisticHold, this.lease);
 	}
 
 	@Override

@@ -1,10 +1,17 @@
-package io.github.dblock;
+package io.github.dblock.engine;
 
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
+import io.github.dblock.LockInterruptedException;
+import io.github.dblock.LockIntrospection.LocalHold;
+import io.github.dblock.LockLostException;
+import io.github.dblock.LockMode;
+import io.github.dblock.LockTemplate;
+import io.github.dblock.LockType;
+import io.github.dblock.LockUpgradeException;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
@@ -82,7 +89,7 @@ final class ReadWriteHolds {
 			// readers share the lock: a READ hold has nothing exclusive for a commit to be validated under
 			this.settings.validateAtCommit(call.resource(), held);
 		}
-		CurrentLock.push(handle);
+		ThreadHolds.push(handle);
 		return Attempt.acquired(handle);
 	}
 
@@ -95,7 +102,7 @@ final class ReadWriteHolds {
 		if (state.type == LockType.WRITE && state.mode == LockMode.LEASE) {
 			this.settings.validateAtCommit(call.resource(), state.held); // re-entered in a transaction begun since
 		}
-		CurrentLock.push(handle);
+		ThreadHolds.push(handle);
 		return handle;
 	}
 
@@ -111,7 +118,7 @@ final class ReadWriteHolds {
 		if (--state.holds > 0) {
 			return;
 		}
-		CommitValidation.Check check = CommitValidation.pending(state.held);
+		CommitCheck check = CommitCheck.pending(state.held);
 		if (check == null) {
 			releaseNow(state);
 			return;
@@ -152,10 +159,10 @@ final class ReadWriteHolds {
 	}
 
 	/** The read and write locks this JVM holds now, a snapshot. */
-	List<LockTemplate.LocalHold> localHolds() {
-		List<LockTemplate.LocalHold> result = new ArrayList<>();
+	List<LocalHold> localHolds() {
+		List<LocalHold> result = new ArrayList<>();
 		for (ReadWriteLockHandle.State state : this.holds.values()) {
-			result.add(new LockTemplate.LocalHold(state.resource, state.mode, state.holds, state.held.fencingToken(),
+			result.add(new LocalHold(state.resource, state.mode, state.holds, state.held.fencingToken(),
 					state.holder, state.type));
 		}
 		return result;

@@ -1,4 +1,4 @@
-package io.github.dblock;
+package io.github.dblock.engine;
 
 /**
  * The text the lock, semaphore and idempotency tables keep in their {@code holder} column, shared by the templates

@@ -1,7 +1,20 @@
-package io.github.dblock;
+package io.github.dblock.engine;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
 
+import io.github.dblock.CheckedLockCallback;
+import io.github.dblock.LockCallback;
+import io.github.dblock.LockHandle;
+import io.github.dblock.LockInterruptedException;
+import io.github.dblock.LockIntrospection;
+import io.github.dblock.LockIntrospection.LocalHold;
+import io.github.dblock.LockNotAcquiredException;
+import io.github.dblock.LockOptions;
+import io.github.dblock.LockTemplate;
+import io.github.dblock.LockType;
 import io.github.dblock.spi.Backoff;
 import io.github.dblock.spi.LockRequest;
 import io.github.dblock.spi.TransactionalLockProvider;
@@ -19,7 +32,7 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * provider's own transaction for OPTIMISTIC, a transaction per attempt for PESSIMISTIC outside any transaction, the
  * provider's transaction otherwise). Observes acquisitions. Thread-safe.
  */
-final class LockEngine {
+public final class LockEngine {
 
 	private static final org.apache.commons.logging.Log logger = org.apache.commons.logging.LogFactory
 		.getLog(LockTemplate.class);
@@ -39,22 +52,31 @@ final class LockEngine {
 
 	private final ReadWriteHolds readWrite;
 
-	LockEngine(LockSettings settings) {
+	private final LockIntrospection introspection = new Introspection();
+
+	/** An engine with the given settings, holding nothing yet. */
+	public LockEngine(LockSettings settings) {
 		this.settings = settings;
 		this.exclusive = new ExclusiveHolds(settings);
 		this.readWrite = new ReadWriteHolds(settings);
 	}
 
-	ExclusiveHolds exclusive() {
-		return this.exclusive;
+	/** The read-only view of this engine's holds and waiters, for diagnostics. */
+	public LockIntrospection introspection() {
+		return this.introspection;
 	}
 
-	ReadWriteHolds readWrite() {
-		return this.readWrite;
+	/**
+	 * Runs a callback that may throw a checked exception as {@link #execute(LockCall, LockCallback)} does; its
+	 * checked exception is rethrown as it was.
+	 */
+	public <T, E extends Exception> @Nullable T executeChecked(LockCall call, CheckedLockCallback<T, E> action)
+			throws E {
+		return CheckedCalls.executeChecked(this, call, action);
 	}
 
 	/** Acquires for the current thread, observed as one {@code distributed.lock.acquire}. */
-	Attempt acquire(LockCall call) {
+	public Attempt acquire(LockCall call) {
 		if (call.provider() instanceof WorkLockProvider) {
 			return acquireUnobserved(call); // refuses with a clear message
 		}
@@ -94,7 +116,7 @@ final class LockEngine {
 	}
 
 	/** Runs the action under the lock as {@link LockTemplate#execute(String, LockOptions, LockCallback)} describes. */
-	<T> @Nullable T execute(LockCall call, LockCallback<T> action) {
+	public <T> @Nullable T execute(LockCall call, LockCallback<T> action) {
 		if (call.provider() instanceof WorkLockProvider work) {
 			return executeWork(work, call, action);
 		}
@@ -335,12 +357,12 @@ final class LockEngine {
 					(held) -> {
 						LockHandle handle = new WorkLockHandle(call.resource(), call.mode(), held.fencingToken(),
 								this.exclusive);
-						CurrentLock.push(handle);
+						ThreadHolds.push(handle);
 						try {
 							return action.doWithLock(handle);
 						}
 						finally {
-							CurrentLock.pop(handle);
+							ThreadHolds.pop(handle);
 						}
 					});
 			observation.lowCardinalityKeyValue("outcome", outcome.committed() ? "acquired" : "timed_out");
@@ -429,6 +451,34 @@ final class LockEngine {
 				this.observation.error(error);
 			}
 			this.observation.stop();
+		}
+
+	}
+
+	/** The view {@link #introspection()} returns: snapshots of the exclusive and read/write holds, no SQL. */
+	private final class Introspection implements LockIntrospection {
+
+		@Override
+		public List<LocalHold> localHolds() {
+			List<LocalHold> holds = new ArrayList<>(LockEngine.this.exclusive.localHolds());
+			holds.addAll(LockEngine.this.readWrite.localHolds());
+			holds.sort(Comparator.comparing(LocalHold::resource));
+			return holds;
+		}
+
+		@Override
+		public int localHeldCount() {
+			return LockEngine.this.exclusive.heldCount() + LockEngine.this.readWrite.size();
+		}
+
+		@Override
+		public int localResourceCount() {
+			return LockEngine.this.exclusive.resourceCount() + LockEngine.this.readWrite.size();
+		}
+
+		@Override
+		public boolean hasQueuedThreads(String resource) {
+			return LockEngine.this.exclusive.hasQueuedThreads(resource);
 		}
 
 	}
