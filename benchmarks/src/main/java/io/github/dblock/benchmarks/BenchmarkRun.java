@@ -267,13 +267,17 @@ public final class BenchmarkRun {
 	}
 
 	private void annotation() throws RunnerException {
+		AnnotationOverheadBenchmark.resetCosts();
 		Collection<RunResult> runs = new Runner(jmh(AnnotationOverheadBenchmark.class.getName()).build()).run();
 		for (String method : new String[] { "template", "annotated", "templateReentrant", "annotatedReentrant" }) {
 			RunResult run = runs.stream()
 				.filter((r) -> r.getParams().getBenchmark().endsWith("." + method))
 				.findFirst()
 				.orElseThrow();
-			this.results.annotation.add(latency(method, run));
+			Results.Latency l = latency(method, run);
+			double[] cost = AnnotationOverheadBenchmark.costPerOp(method);
+			this.results.annotation.add(new Results.Latency(l.label(), l.p50(), l.p99(), l.mean(), l.samples(), cost[0],
+					cost[1]));
 		}
 	}
 

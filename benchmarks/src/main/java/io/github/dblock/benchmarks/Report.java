@@ -245,8 +245,8 @@ public final class Report {
 		Results.Latency durable = this.results.uncontended(Contender.Kind.PESSIMISTIC);
 		Results.Latency forUpdate = this.results.uncontended(Contender.Kind.MINIMAL_FOR_UPDATE);
 		md.append(String.format(Locale.ROOT, "- **A lock costs about two commits.** An uncontended LEASE acquire + "
-				+ "release took %.0f µs at the median, %.2f × the two raw statements a hand-written lease sends "
-				+ "(%.0f µs), and %.0f µs of JVM CPU against their %.0f µs. Against the peers: %.2f × ShedLock's "
+				+ "release took %,.0f µs at the median, %.2f × the two raw statements a hand-written lease sends "
+				+ "(%,.0f µs), and %,.0f µs of JVM CPU against their %,.0f µs. Against the peers: %.2f × ShedLock's "
 				+ "latency and %.2f × Spring Integration's. On a server that flushes its log at every commit "
 				+ "(`innodb_flush_log_at_trx_commit = 1`) the commits dominate; a lock around work of a few "
 				+ "milliseconds or more adds little.%n", lease.p50(), lease.p50() / upsert.p50(), upsert.p50(),
@@ -256,7 +256,7 @@ public final class Report {
 		Results.Throughput spreadUpsert = optional(this.results.spread, Contender.Kind.RAW_LEASE_UPSERT);
 		if (spreadUpsert != null && spreadUpsert.perSecond() > 0) {
 			md.append(String.format(Locale.ROOT, "- **Many resources, many threads.** 16 threads over 1,000 "
-					+ "resources made %.0f sections/s with LEASE, %.2f × the raw upsert loop; size the pool for the "
+					+ "resources made %,.0f sections/s with LEASE, %.2f × the raw upsert loop; size the pool for the "
 					+ "threads that lock at once (each LEASE call borrows a connection only for its statement).%n",
 					spreadLease.perSecond(), spreadLease.perSecond() / spreadUpsert.perSecond()));
 		}
@@ -268,16 +268,16 @@ public final class Report {
 			Results.Throughput far = Results.find(across, Contender.Kind.LEASE);
 			Results.Throughput farGetLock = Results.find(across, Contender.Kind.GET_LOCK);
 			md.append(String.format(Locale.ROOT, "- **One busy resource.** Threads of one JVM pass a LEASE lock in "
-					+ "memory: %.0f sections/s with nothing inside, %.2f × `GET_LOCK`. Across %d JVMs the lease goes "
-					+ "back through the database at each change of node: %.0f sections/s (%.2f × `GET_LOCK`), a waiter "
+					+ "memory: %,.0f sections/s with nothing inside, %.2f × `GET_LOCK`. Across %d JVMs the lease goes "
+					+ "back through the database at each change of node: %,.0f sections/s (%.2f × `GET_LOCK`), a waiter "
 					+ "waited %.1f ms at the 99th percentile.%n", hot.perSecond(),
 					ratio0(hot.perSecond(), hotGetLock.perSecond()), this.settings.processes(), far.perSecond(),
 					ratio0(far.perSecond(), farGetLock.perSecond()), far.waitP99Millis()));
 		}
 		md.append(String.format(Locale.ROOT, "- **PESSIMISTIC** holds a connection and a transaction for as long as "
 				+ "the lock is held, and the lock ends with the connection. With `fencing = server-clock` it sends "
-				+ "the minimal row-lock statements (%.0f µs, %.2f × the minimal `FOR UPDATE` loop); the default "
-				+ "`durable` fencing writes a token and so pays a flushed commit (%.0f µs). Use it when the work runs "
+				+ "the minimal row-lock statements (%,.0f µs, %.2f × the minimal `FOR UPDATE` loop); the default "
+				+ "`durable` fencing writes a token and so pays a flushed commit (%,.0f µs). Use it when the work runs "
 				+ "in that same transaction, or when a crashed holder must release at once.%n", clock.p50(),
 				clock.p50() / forUpdate.p50(), durable.p50()));
 		md.append("- **Driver settings.** Every pool here runs Connector/J with `cachePrepStmts=true`, "
@@ -476,10 +476,12 @@ public final class Report {
 		md.append("## 6. `@DistributedLock` over `LockTemplate`\n\nA Spring Boot context from the auto-configuration; "
 				+ "the method is `@DistributedLock(resource = \"r-#{#id}\")`. The reentrant pair runs while the thread "
 				+ "already holds the lock, so no SQL runs and the difference is the advisor's own cost.\n\n"
-				+ "| call | p50 µs | p99 µs | mean µs | samples |\n|---|---|---|---|---|\n");
+				+ "| call | p50 µs | p99 µs | mean µs | CPU µs/op | allocated B/op | samples |\n"
+				+ "|---|---|---|---|---|---|---|\n");
 		for (Results.Latency l : this.results.annotation) {
-			md.append(String.format(Locale.ROOT, "| %s | %.2f | %.2f | %.2f | %d |%n", l.label(), l.p50(), l.p99(),
-					l.mean(), l.samples()));
+			md.append(String.format(Locale.ROOT, "| %s | %.2f | %.2f | %.2f | %s | %s | %d |%n", l.label(), l.p50(),
+					l.p99(), l.mean(), cost(l.cpuMicrosPerOp(), "%.2f"), cost(l.allocatedBytesPerOp(), "%.0f"),
+					l.samples()));
 		}
 		md.append('\n');
 		double overhead = this.results.annotation.get(3).p50() - this.results.annotation.get(2).p50();
@@ -574,14 +576,15 @@ public final class Report {
 					+ "failed INSERT and one read), and a LEASE lock's `execute` with empty work on the same pool for "
 					+ "scale; then bursts of " + idem.burstThreads() + " threads calling the same new key at once "
 					+ "(exactly one may run it; the others wait for its outcome).\n\n"
-					+ "| call | calls | p50, ms | p99, ms |\n|---|---|---|---|\n");
+					+ "| call | calls | p50, ms | p99, ms | CPU µs/op | allocated B/op |\n|---|---|---|---|---|---|\n");
 			for (Object[] row : new Object[][] { { "first call (new key)", idem.firstCall() },
 					{ "duplicate (recorded outcome)", idem.duplicate() }, { "LEASE lock execute", idem.leaseLock() },
 					{ "burst of " + idem.burstThreads() + " duplicates, until the last has the outcome",
 							idem.burstLatency() } }) {
 				Samples samples = (Samples) row[1];
-				md.append(String.format(Locale.ROOT, "| %s | %d | %.2f | %.2f |%n", row[0], samples.size(),
-						samples.percentileMillis(50), samples.percentileMillis(99)));
+				md.append(String.format(Locale.ROOT, "| %s | %d | %.2f | %.2f | %s | %s |%n", row[0], samples.size(),
+						samples.percentileMillis(50), samples.percentileMillis(99),
+						cost(samples.cpuMicrosPerOp(), "%.1f"), cost(samples.allocatedBytesPerOp(), "%.0f")));
 			}
 			md.append('\n');
 			target("11", "exactly one execution per key under concurrent duplicates",
@@ -604,15 +607,17 @@ public final class Report {
 				+ this.settings.measure().multipliedBy(CommitValidationScenario.MEASURE_FACTOR).toMillis()
 				+ " ms after a " + this.settings.warmup().toMillis() + " ms warm-up (during which every transaction "
 				+ "checks that the validation is registered with it on and absent with it off). Latency in µs.\n\n"
-				+ "| unit | validate-at-commit | p50 µs | p99 µs | samples |\n|---|---|---|---|---|\n");
+				+ "| unit | validate-at-commit | p50 µs | p99 µs | CPU µs/op | allocated B/op | samples |\n"
+				+ "|---|---|---|---|---|---|---|\n");
 		for (Object[] row : new Object[][] { { "lock + transaction + release", "on", cv.onCycle() },
 				{ "lock + transaction + release", "off", cv.offCycle() },
 				{ "the transaction alone (begin, write, commit)", "on", cv.onTransaction() },
 				{ "the transaction alone (begin, write, commit)", "off", cv.offTransaction() },
 				{ "the same transaction, no lock", "–", cv.noLock() } }) {
 			Samples samples = (Samples) row[2];
-			md.append(String.format(Locale.ROOT, "| %s | %s | %.0f | %.0f | %d |%n", row[0], row[1],
-					micros(samples, 50), micros(samples, 99), samples.size()));
+			md.append(String.format(Locale.ROOT, "| %s | %s | %.0f | %.0f | %s | %s | %d |%n", row[0], row[1],
+					micros(samples, 50), micros(samples, 99), cost(samples.cpuMicrosPerOp(), "%.1f"),
+					cost(samples.allocatedBytesPerOp(), "%.0f"), samples.size()));
 		}
 		md.append('\n');
 		md.append(String.format(Locale.ROOT, "Validation on / off: the whole unit %.2f × at the median (%+.0f µs) and "
