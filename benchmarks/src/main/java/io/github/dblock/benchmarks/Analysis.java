@@ -37,11 +37,9 @@ final class Analysis {
 					+ "as the server's general log shows) but their cost: they write more columns (owner, holder, token "
 					+ "block, both instants, the waiter columns) through more expressions, and Connector/J parses the text "
 					+ "of every prepared statement on the client unless `cachePrepStmts` is on, which for these longer "
-					+ "statements was the largest client-side cost in a profile (docs/DESIGN.md, \"Benchmarks\", has the "
-					+ "measurements). The JVM-side work per call was cut: scheduling a lease's renewal no longer wakes a "
-					+ "scheduler thread (`RenewalScheduler`), and on MariaDB the take and the release are bounded by the "
-					+ "server (`SET STATEMENT max_statement_time`) instead of Connector/J's per-statement cancel timer "
-					+ "(about a fifth less client CPU per cycle). The rest is the owner UUID, the holder description, the "
+					+ "statements is the largest client-side cost in a profile (every pool here has it on). Scheduling a lease's renewal wakes no scheduler thread (`RenewalScheduler`), and on MariaDB "
+					+ "the take and the release are bounded by the server (`SET STATEMENT max_statement_time`) rather "
+					+ "than by Connector/J's per-statement cancel timer. The rest is the owner UUID, the holder description, the "
 					+ "JVM-local lock and the noise of a shared machine.\n");
 		}
 		if (report.missed("2")) {
@@ -54,7 +52,7 @@ final class Analysis {
 					+ "target of 3 × (or 5 ×) a peer cannot be met where the peer already does more than a third (a "
 					+ "fifth) of that. PESSIMISTIC cannot hand a lock over in memory: it lives in the holder's "
 					+ "transaction, which cannot move to another thread, so every change of holder is a transaction "
-					+ "with a flushed commit. The next local thread now waits in the server's row lock queue and is "
+					+ "with a flushed commit. The next local thread waits in the server's row lock queue and is "
 					+ "granted the row at the holder's commit (one local waiter per resource; see docs/DESIGN.md, "
 					+ "\"PESSIMISTIC: the next local thread waits in the server\"); what remains between two holders is "
 					+ "the grant, its reply and the next holder's statements.\n");
@@ -74,11 +72,10 @@ final class Analysis {
 					+ "connection per hot lock and waiting node) lowered it by a fifth, not under 20 ms, at four times the "
 					+ "statements per waiting node (docs/DESIGN.md, \"Benchmarks\"): what remains is the two commits of "
 					+ "every change of node and the threads queued behind it. PESSIMISTIC with `fencing = server-clock` "
-					+ "against the bare row lock (issue 20): the bare loop keeps every thread's locking read waiting in "
-					+ "the server, `server-clock` one per JVM besides the holder, whose next thread sends its statements "
-					+ "once the previous one was granted; in rotated runs on a quiet 2-core machine the ratio ranged "
-					+ "from 0.76 to 1.12 × with nothing inside and from 0.87 to 0.97 × with 1 ms inside (\"PESSIMISTIC "
-					+ "against the bare row lock\", near the top of this file, has the runs).\n");
+					+ "against the minimal `FOR UPDATE` loop: that loop keeps every thread's locking read waiting in the "
+					+ "server, `server-clock` one per JVM besides the holder, whose next thread sends its statements "
+					+ "once the previous one was granted, so each change of holder inside a JVM adds a wake-up and a "
+					+ "round trip that the raw loop overlaps with the holder's commit.\n");
 		}
 		if (report.missed("5")) {
 			any = true;

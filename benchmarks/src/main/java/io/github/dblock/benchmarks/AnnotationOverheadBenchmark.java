@@ -99,24 +99,78 @@ public class AnnotationOverheadBenchmark {
 
 	}
 
+	/** Per benchmark method: the measuring thread's CPU ns, allocated bytes and operations over measured iterations. */
+	private static final java.util.Map<String, long[]> COSTS = new java.util.concurrent.ConcurrentHashMap<>();
+
+	/** Forgets the costs of an earlier run. */
+	static void resetCosts() {
+		COSTS.clear();
+	}
+
+	/** The benchmark thread's CPU time (µs) and allocated bytes per operation of a method in the last run, or NaN. */
+	static double[] costPerOp(String method) {
+		long[] c = COSTS.get(method);
+		return (c == null || c[2] == 0) ? new double[] { Double.NaN, Double.NaN }
+				: new double[] { c[0] / 1000.0 / c[2], c[1] / (double) c[2] };
+	}
+
+	/** Counts a benchmark thread's operations and its cost over each measured iteration. */
+	@State(Scope.Thread)
+	public static class Cost {
+
+		long operations;
+
+		@org.jspecify.annotations.Nullable ThreadCost start;
+
+		String method = "";
+
+		@Setup(Level.Iteration)
+		public void start(org.openjdk.jmh.infra.BenchmarkParams benchmark, org.openjdk.jmh.infra.IterationParams iteration) {
+			String name = benchmark.getBenchmark();
+			this.method = name.substring(name.lastIndexOf('.') + 1);
+			this.operations = 0;
+			this.start = (iteration.getType() == org.openjdk.jmh.runner.IterationType.MEASUREMENT) ? ThreadCost.now()
+					: null;
+		}
+
+		@TearDown(Level.Iteration)
+		public void end() {
+			ThreadCost from = this.start;
+			if (from != null) {
+				ThreadCost spent = from.since();
+				long[] total = COSTS.computeIfAbsent(this.method, (m) -> new long[3]);
+				synchronized (total) {
+					total[0] += spent.cpuNanos();
+					total[1] += spent.allocatedBytes();
+					total[2] += this.operations;
+				}
+			}
+		}
+
+	}
+
 	@Benchmark
-	public int template(Context context) {
+	public int template(Context context, Cost cost) {
+		cost.operations++;
 		String id = String.valueOf(ThreadLocalRandom.current().nextInt(BenchSchema.SMALL_ROWS));
 		return java.util.Objects.requireNonNull(context.template.execute("r-" + id, (lock) -> 1));
 	}
 
 	@Benchmark
-	public int annotated(Context context) {
+	public int annotated(Context context, Cost cost) {
+		cost.operations++;
 		return context.service.work(String.valueOf(ThreadLocalRandom.current().nextInt(BenchSchema.SMALL_ROWS)));
 	}
 
 	@Benchmark
-	public int templateReentrant(Context context, Held held) {
+	public int templateReentrant(Context context, Held held, Cost cost) {
+		cost.operations++;
 		return java.util.Objects.requireNonNull(context.template.execute("r-" + held.id, (lock) -> 1));
 	}
 
 	@Benchmark
-	public int annotatedReentrant(Context context, Held held) {
+	public int annotatedReentrant(Context context, Held held, Cost cost) {
+		cost.operations++;
 		return context.service.work(held.id);
 	}
 

@@ -193,12 +193,8 @@ public final class BenchmarkRun {
 					.param("table", "small")
 					.build()).run();
 				Contender.Kind k = Contender.Kind.valueOf(kind);
-				Results.Latency l = latency(k.label(), find(runs, "kind", kind));
-				ThreadCost cost = UncontendedBenchmark.lastMeasuredCost();
-				long operations = UncontendedBenchmark.lastMeasuredOperations();
-				rounds.computeIfAbsent(k, (x) -> new ArrayList<>()).add(new Results.Latency(l.label(), l.p50(), l.p99(),
-						l.mean(), l.samples(), (operations > 0) ? cost.cpuNanos() / 1000.0 / operations : Double.NaN,
-						(operations > 0) ? cost.allocatedBytes() / (double) operations : Double.NaN));
+				rounds.computeIfAbsent(k, (x) -> new ArrayList<>())
+					.add(withCost(latency(k.label(), find(runs, "kind", kind))));
 			}
 		}
 		for (Contender.Kind kind : kinds) {
@@ -250,23 +246,38 @@ public final class BenchmarkRun {
 	}
 
 	private void tableSize() throws RunnerException {
-		Collection<RunResult> runs = new Runner(jmh(UncontendedBenchmark.class.getName())
-			.param("kind", Contender.Kind.LEASE.name())
-			.param("table", "small", "large")
-			.param("largeRows", String.valueOf(this.settings.largeRows()))
-			.build()).run();
-		this.results.tableSize.add(latency("LEASE, " + BenchSchema.SMALL_ROWS + " rows", find(runs, "table", "small")));
-		this.results.tableSize.add(latency("LEASE, " + this.settings.largeRows() + " rows", find(runs, "table", "large")));
+		for (String table : new String[] { "small", "large" }) {
+			Collection<RunResult> runs = new Runner(jmh(UncontendedBenchmark.class.getName())
+				.param("kind", Contender.Kind.LEASE.name())
+				.param("table", table)
+				.param("largeRows", String.valueOf(this.settings.largeRows()))
+				.build()).run();
+			int rows = table.equals("small") ? BenchSchema.SMALL_ROWS : this.settings.largeRows();
+			this.results.tableSize.add(withCost(latency("LEASE, " + rows + " rows", find(runs, "table", table))));
+		}
+	}
+
+	/** The figures with the measuring thread's CPU time and allocated bytes per operation of the last JMH trial. */
+	private static Results.Latency withCost(Results.Latency l) {
+		ThreadCost cost = UncontendedBenchmark.lastMeasuredCost();
+		long operations = UncontendedBenchmark.lastMeasuredOperations();
+		return new Results.Latency(l.label(), l.p50(), l.p99(), l.mean(), l.samples(),
+				(operations > 0) ? cost.cpuNanos() / 1000.0 / operations : Double.NaN,
+				(operations > 0) ? cost.allocatedBytes() / (double) operations : Double.NaN);
 	}
 
 	private void annotation() throws RunnerException {
+		AnnotationOverheadBenchmark.resetCosts();
 		Collection<RunResult> runs = new Runner(jmh(AnnotationOverheadBenchmark.class.getName()).build()).run();
 		for (String method : new String[] { "template", "annotated", "templateReentrant", "annotatedReentrant" }) {
 			RunResult run = runs.stream()
 				.filter((r) -> r.getParams().getBenchmark().endsWith("." + method))
 				.findFirst()
 				.orElseThrow();
-			this.results.annotation.add(latency(method, run));
+			Results.Latency l = latency(method, run);
+			double[] cost = AnnotationOverheadBenchmark.costPerOp(method);
+			this.results.annotation.add(new Results.Latency(l.label(), l.p50(), l.p99(), l.mean(), l.samples(), cost[0],
+					cost[1]));
 		}
 	}
 

@@ -134,6 +134,7 @@ public final class CommitValidationScenario {
 		}
 
 		void unit(int id, boolean verify) {
+			ThreadCost from = ThreadCost.now();
 			long start = System.nanoTime();
 			if (this.lock == null) {
 				transaction(id, verify);
@@ -141,10 +142,11 @@ public final class CommitValidationScenario {
 			else {
 				this.lock.executeWithoutResult("r-" + id, (held) -> transaction(id, verify));
 			}
-			this.cycles.add(System.nanoTime() - start);
+			this.cycles.add(System.nanoTime() - start, from.since());
 		}
 
 		private void transaction(int id, boolean verify) {
+			ThreadCost from = ThreadCost.now();
 			long start = System.nanoTime();
 			this.template.executeWithoutResult((status) -> {
 				if (this.jdbc.update("UPDATE " + DATA_TABLE + " SET n = n + 1 WHERE id = ?", id) != 1) {
@@ -161,7 +163,7 @@ public final class CommitValidationScenario {
 					}
 				}
 			});
-			this.transactions.add(System.nanoTime() - start);
+			this.transactions.add(System.nanoTime() - start, from.since());
 		}
 
 	}

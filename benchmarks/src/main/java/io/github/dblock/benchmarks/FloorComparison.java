@@ -13,7 +13,9 @@ import java.util.concurrent.ThreadLocalRandom;
  * Our modes against the minimal loops a user would write, in one run against one server, each contender on a pool
  * of its own ({@link #POOL} connections, {@link BenchDatabase#newPool} driver settings), with the JVM's CPU time and
  * allocated bytes per operation beside every figure (summed over the threads that run the cycles; the library's
- * renewal thread is not counted). Scenarios ({@code -Dbench.scenarios}, default {@code ush}): {@code u} one thread,
+ * renewal thread is not counted); uncontended, also the thread's user CPU time alone, without the kernel's share
+ * (on a loopback connection the kernel's TCP work, which varies with the machine's load, is charged to the sending
+ * thread). Scenarios ({@code -Dbench.scenarios}, default {@code ush}): {@code u} one thread,
  * acquire + release on a random one of 1,000 rows, cycles of one contender for {@code bench.uncontended-ms} (default
  * 1,500) at a time; {@code s} 16 threads over 1,000 resources; {@code h} one hot resource, 8 threads in this JVM, hold
  * 0. Each runs {@code bench.rounds} rounds (default 3), the order of the contenders rotating from round to round; the
@@ -40,7 +42,12 @@ public final class FloorComparison {
 	}
 
 	/** One contender's figures in one round. */
-	record Figure(double value, double p99, double cpuMicros, double allocatedBytes) {
+	record Figure(double value, double p99, double cpuMicros, double allocatedBytes, double userCpuMicros) {
+
+		Figure(double value, double p99, double cpuMicros, double allocatedBytes) {
+			this(value, p99, cpuMicros, allocatedBytes, Double.NaN);
+		}
+
 	}
 
 	public static void main(String[] args) throws Exception {
@@ -102,8 +109,10 @@ public final class FloorComparison {
 			for (int i = 0; i < kinds.length; i++) {
 				Contender.Kind kind = kinds[(round + i) % kinds.length];
 				Figure figure = measurement.measure(kind);
-				System.out.printf(Locale.ROOT, "[floor] round %d %-40s %12.1f  p99 %9.2f  cpu %8.1f µs/op  alloc %9.0f B/op%n",
-						round + 1, kind.label(), figure.value(), figure.p99(), figure.cpuMicros(), figure.allocatedBytes());
+				System.out.printf(Locale.ROOT,
+						"[floor] round %d %-40s %12.1f  p99 %9.2f  cpu %8.1f µs/op  alloc %9.0f B/op  user %8.1f µs/op%n",
+						round + 1, kind.label(), figure.value(), figure.p99(), figure.cpuMicros(), figure.allocatedBytes(),
+						figure.userCpuMicros());
 				figures.computeIfAbsent(kind, (k) -> new ArrayList<>()).add(figure);
 			}
 		}
@@ -119,6 +128,7 @@ public final class FloorComparison {
 	private static Figure uncontended(Contender contender, List<String> resources, Duration slice) throws Exception {
 		Samples samples = new Samples();
 		ThreadCost from = ThreadCost.now();
+		long userFrom = java.lang.management.ManagementFactory.getThreadMXBean().getCurrentThreadUserTime();
 		long until = System.nanoTime() + slice.toNanos();
 		long cycles = 0;
 		while (System.nanoTime() < until) {
@@ -129,8 +139,9 @@ public final class FloorComparison {
 			cycles++;
 		}
 		ThreadCost cost = from.since();
+		long user = java.lang.management.ManagementFactory.getThreadMXBean().getCurrentThreadUserTime() - userFrom;
 		return new Figure(samples.percentileMillis(50) * 1000, samples.percentileMillis(99) * 1000,
-				cost.cpuNanos() / 1000.0 / cycles, cost.allocatedBytes() / (double) cycles);
+				cost.cpuNanos() / 1000.0 / cycles, cost.allocatedBytes() / (double) cycles, user / 1000.0 / cycles);
 	}
 
 	private static void print(String title, Contender.Kind[] kinds, Map<Contender.Kind, List<Figure>> figures,

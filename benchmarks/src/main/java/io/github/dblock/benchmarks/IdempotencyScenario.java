@@ -70,23 +70,26 @@ public final class IdempotencyScenario {
 			long end = System.nanoTime() + measure.toNanos();
 			int i = 0;
 			for (; System.nanoTime() < end; i++) {
+				ThreadCost from = ThreadCost.now();
 				long start = System.nanoTime();
 				idempotency.execute(prefix + i, String.class, (claim) -> "ok");
-				first.add(System.nanoTime() - start);
+				first.add(System.nanoTime() - start, from.since());
 			}
 			Samples duplicate = new Samples();
 			end = System.nanoTime() + measure.toNanos();
 			for (int j = 0; System.nanoTime() < end; j++) {
+				ThreadCost from = ThreadCost.now();
 				long start = System.nanoTime();
 				idempotency.execute(prefix + (j % i), String.class, (claim) -> "ran again");
-				duplicate.add(System.nanoTime() - start);
+				duplicate.add(System.nanoTime() - start, from.since());
 			}
 			Samples leaseLock = new Samples();
 			end = System.nanoTime() + measure.toNanos();
 			for (int j = 0; System.nanoTime() < end; j++) {
+				ThreadCost from = ThreadCost.now();
 				long start = System.nanoTime();
 				locks.execute("idem-lock-" + (j % 1000), LockOptions.defaults(), (lock) -> null);
-				leaseLock.add(System.nanoTime() - start);
+				leaseLock.add(System.nanoTime() - start, from.since());
 			}
 			return burst(idempotency, prefix + "burst-", measure, burstThreads, first, duplicate, leaseLock);
 		}

@@ -51,4 +51,15 @@ class LockStatementsTests {
 		assertThat(LockStatements.replicaStatus(DatabaseServer.parse("MySQL", "8.0.36"))).isEqualTo("SHOW SLAVE STATUS");
 	}
 
+	@Test
+	void mariaDbBoundsAStatementWithTheSameTextAndBuildsItOncePerTimeout() {
+		MariaDbStatements sql = (MariaDbStatements) LockStatements.of(TABLE, LockDialect.MARIADB);
+		String statement = "UPDATE `my_locks` SET owner = ? WHERE resource = ?";
+		String first = sql.bounded(statement, 5);
+		assertThat(first).isEqualTo("SET STATEMENT max_statement_time=5 FOR " + statement);
+		assertThat(sql.bounded(statement, 5)).isSameAs(first);
+		assertThat(sql.bounded(statement, 6)).isEqualTo("SET STATEMENT max_statement_time=6 FOR " + statement);
+		assertThat(sql.bounded(statement, 3600)).isEqualTo("SET STATEMENT max_statement_time=3600 FOR " + statement);
+	}
+
 }

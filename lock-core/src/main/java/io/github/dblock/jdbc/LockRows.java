@@ -99,10 +99,8 @@ final class LockRows {
 		if (!this.generatedKeysSeen) {
 			return -1;
 		}
-		try (ResultSet keys = executed.getGeneratedKeys()) {
-			long value = keys.next() ? keys.getLong(1) : 0;
-			return (value == 1) ? HANDED_OVER : TimeUnit.MICROSECONDS.toNanos(Math.max(0, value));
-		}
+		long value = JdbcLockSupport.generatedKey(executed);
+		return (value == 1) ? HANDED_OVER : TimeUnit.MICROSECONDS.toNanos(Math.max(0, value));
 	}
 
 	/** Resource names are stored as their UTF-8 bytes in a {@code VARBINARY} column: exact comparison. */

@@ -5,6 +5,8 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 import org.jspecify.annotations.Nullable;
 
@@ -26,6 +28,18 @@ final class MariaDbStatements extends LockStatements {
 	/** Added to a {@code SET STATEMENT} list on a server that has snapshot isolation. */
 	static final String SNAPSHOT_ISOLATION_OFF = ", innodb_snapshot_isolation=OFF";
 
+	/** The timeouts, in seconds, whose bounded statement texts are kept ({@link #bounded}). */
+	private static final int KEPT_TIMEOUTS = 64;
+
+	/** The statements whose bounded texts are kept at most; past it a text is built per call. */
+	private static final int KEPT_STATEMENTS = 256;
+
+	/**
+	 * Per statement text, its bounded texts by timeout in seconds, each built once: the same {@code String} for every
+	 * call, so neither this library nor the driver's statement cache builds or hashes it again.
+	 */
+	private final Map<String, String[]> boundedTexts = new ConcurrentHashMap<>();
+
 	/** Whether the server of a version has {@code innodb_snapshot_isolation}; {@code null} until asked. */
 	private volatile @Nullable SnapshotIsolation snapshotIsolation;
 
@@ -45,8 +59,25 @@ final class MariaDbStatements extends LockStatements {
 	@Override
 	PreparedStatement prepareBounded(Connection connection, String sql, int timeoutSeconds, boolean generatedKeys)
 			throws SQLException {
-		return prepare(connection, "SET STATEMENT max_statement_time=" + Math.max(1, timeoutSeconds) + " FOR " + sql,
-				generatedKeys);
+		return prepare(connection, bounded(sql, Math.max(1, timeoutSeconds)), generatedKeys);
+	}
+
+	/** {@code SET STATEMENT max_statement_time=n FOR sql}, kept for small timeouts and a bounded number of texts. */
+	String bounded(String sql, int timeoutSeconds) {
+		String[] texts = this.boundedTexts.get(sql);
+		if (texts == null && timeoutSeconds <= KEPT_TIMEOUTS && this.boundedTexts.size() < KEPT_STATEMENTS) {
+			texts = this.boundedTexts.computeIfAbsent(sql, (key) -> new String[KEPT_TIMEOUTS + 1]);
+		}
+		if (texts == null || timeoutSeconds > KEPT_TIMEOUTS) {
+			return "SET STATEMENT max_statement_time=" + timeoutSeconds + " FOR " + sql;
+		}
+		String text = texts[timeoutSeconds];
+		if (text == null) {
+			// a race builds the same text twice; a String is safely published through the array
+			text = "SET STATEMENT max_statement_time=" + timeoutSeconds + " FOR " + sql;
+			texts[timeoutSeconds] = text;
+		}
+		return text;
 	}
 
 	@Override
