@@ -58,7 +58,9 @@ import org.springframework.transaction.support.TransactionTemplate;
  * WRITE; semaphore permits; idempotency keys (the work writes its effect in the call's transaction); re-entry (the
  * token must not change); {@code extend}; {@code @DistributedLock} methods ({@link LockedMethods}: alone, in a
  * caller's transaction, {@code REQUIRES_NEW} in a caller's transaction); the Spring Integration
- * {@link DistributedLockRegistry}; the {@link DistributedLockShedLockProvider}. A cleanup thread runs
+ * {@link DistributedLockRegistry}; the {@link DistributedLockShedLockProvider}; and, on one resource
+ * ({@link #MIXED}), LEASE and PESSIMISTIC calls of every node and thread together, {@code @DistributedLock(mode =
+ * PESSIMISTIC)} among them. A cleanup thread runs
  * {@link LockTableCleaner} every 100 to 400 ms with the shortest retention (1 s). With faults, every 1 to 3 s one
  * node gets one of: {@code KILL CONNECTION} of one of its sessions, a blackhole of its proxy for 0.5 to 3 s (then
  * passed on, or every connection reset), or late replies (every chunk delayed 100 to 700 ms) for 1 to 3 s; and every
@@ -127,6 +129,12 @@ public final class Workload {
 	static final int READ_WRITE = 2;
 
 	static final int KEYS = 30;
+
+	/**
+	 * The resource that LEASE and PESSIMISTIC calls share (durable fencing; no OPTIMISTIC work, no forced release):
+	 * the seam where a lock must never pass between modes inside the JVM.
+	 */
+	static final String MIXED = "xm0";
 
 	static final Map<String, Integer> SEMAPHORES = Map.of("s0", 2, "s1", 1);
 
@@ -483,8 +491,8 @@ public final class Workload {
 	private void work(Node node, Random random, java.util.function.BooleanSupplier going) {
 		boolean multiPrimary = this.servers != null && this.servers.multiPrimary();
 		while (going.getAsBoolean()) {
-			int pick = random.nextInt(118);
-			if (multiPrimary && pick >= 30 && pick < 50) {
+			int pick = random.nextInt(134);
+			if (multiPrimary && ((pick >= 30 && pick < 50) || pick >= 124)) {
 				// the PESSIMISTIC kinds: refused on a multi-primary cluster (docs/reference/topology.md, "Why
 				// PESSIMISTIC is refused on Galera"); the thread draws again among the other kinds
 				continue;
@@ -526,13 +534,74 @@ public final class Workload {
 				else if (pick < 112) {
 					registry(node, random, x);
 				}
-				else {
+				else if (pick < 118) {
 					shedLock(node, random, x);
+				}
+				else {
+					mixed(node, random, pick - 118);
 				}
 			}
 			catch (Throwable ex) {
 				this.harnessErrors.add(Thread.currentThread().getName() + ": " + ex);
 			}
+		}
+	}
+
+	/**
+	 * A call on {@link #MIXED}, which LEASE and PESSIMISTIC callers of every node and thread share: LEASE
+	 * {@code tryAcquire}/{@code acquire} or {@code execute}, PESSIMISTIC {@code tryAcquire}/{@code acquire},
+	 * {@code execute} or {@code @DistributedLock(mode = PESSIMISTIC)}. A LEASE holder that releases while a local
+	 * thread of the other mode is next in line must not hand its lease to it.
+	 * @param pick 0 to 15
+	 */
+	private void mixed(Node node, Random random, int pick) {
+		String resource = this.prefix + MIXED;
+		if (pick < 4) {
+			lockCall(node, random, resource, LockMode.LEASE, LockType.EXCLUSIVE, random.nextBoolean());
+		}
+		else if (pick < 6) {
+			executeLease(node, random, resource);
+		}
+		else if (pick < 10) {
+			lockCall(node, random, resource, LockMode.PESSIMISTIC, LockType.EXCLUSIVE, random.nextBoolean());
+		}
+		else if (pick < 13) {
+			executeTransactional(node, random, resource, LockMode.PESSIMISTIC);
+		}
+		else {
+			annotatedPessimistic(node, random, resource);
+		}
+	}
+
+	/**
+	 * A {@code @DistributedLock(mode = PESSIMISTIC)} method (wait 1 s) called on its own: the method runs in the
+	 * attempt's transaction, which writes the section's commit marker, so the section counts only if it committed.
+	 */
+	private void annotatedPessimistic(Node node, Random random, String resource) {
+		String call = "@DistributedLock PESSIMISTIC";
+		count(this.calls, call);
+		long invoked = System.nanoTime();
+		long[] first = new long[1];
+		try {
+			node.methods().service().lockedPessimistic(resource, () -> {
+				if (first[0] == 0) {
+					first[0] = System.nanoTime();
+				}
+				LockHandle lock = CurrentLock.get(resource).orElseThrow();
+				long id = this.history.nextId();
+				this.history.enter(id, node.name(), resource, Family.EXCLUSIVE, call, lock.fencingToken(), true, true);
+				this.history.timing(id, System.nanoTime(), null, null, false);
+				this.history.commitMarker(node.jdbc(), id);
+				hold(random);
+				this.history.exit(id, resource, lock.fencingToken(), true);
+			});
+		}
+		catch (RuntimeException ex) {
+			// a busy lock, a lost connection: the section (if any) rolled back and does not count
+		}
+		if (first[0] != 0) {
+			this.history.op(0, node.name(), call + " (acquisition)", resource, invoked, first[0],
+					Duration.ofSeconds(1).plus(STATEMENT_TIMEOUT).plusSeconds(2).toNanos(), "ok");
 		}
 	}
 
