@@ -491,7 +491,7 @@ public final class Workload {
 	private void work(Node node, Random random, java.util.function.BooleanSupplier going) {
 		boolean multiPrimary = this.servers != null && this.servers.multiPrimary();
 		while (going.getAsBoolean()) {
-			int pick = random.nextInt(134);
+			int pick = random.nextInt(150);
 			if (multiPrimary && ((pick >= 30 && pick < 50) || pick >= 124)) {
 				// the PESSIMISTIC kinds: refused on a multi-primary cluster (docs/reference/topology.md, "Why
 				// PESSIMISTIC is refused on Galera"); the thread draws again among the other kinds
@@ -538,7 +538,7 @@ public final class Workload {
 					shedLock(node, random, x);
 				}
 				else {
-					mixed(node, random, pick - 118);
+					mixed(node, random, (pick - 118) % 16);
 				}
 			}
 			catch (Throwable ex) {
@@ -566,10 +566,74 @@ public final class Workload {
 			lockCall(node, random, resource, LockMode.PESSIMISTIC, LockType.EXCLUSIVE, random.nextBoolean());
 		}
 		else if (pick < 13) {
-			executeTransactional(node, random, resource, LockMode.PESSIMISTIC);
+			if (random.nextBoolean()) {
+				executeTransactional(node, random, resource, LockMode.PESSIMISTIC);
+			}
+			else {
+				pessimisticInCallersTransaction(node, random, resource, false);
+			}
+		}
+		else if (random.nextBoolean()) {
+			annotatedPessimistic(node, random, resource);
 		}
 		else {
-			annotatedPessimistic(node, random, resource);
+			pessimisticInCallersTransaction(node, random, resource, true);
+		}
+	}
+
+	/**
+	 * PESSIMISTIC {@code execute} or a {@code @DistributedLock(mode = PESSIMISTIC)} method (wait 1 s) inside a
+	 * caller's transaction: the lock is the row lock of that transaction, held until it completes, so the section
+	 * goes on for 20 to 100 ms after the call returned, in the same transaction, and its exit is written just before
+	 * the commit. The commit marker is written in that transaction: the section counts only if it committed.
+	 */
+	private void pessimisticInCallersTransaction(Node node, Random random, String resource, boolean annotated) {
+		String call = annotated ? "@DistributedLock PESSIMISTIC in caller's tx" : "PESSIMISTIC execute in caller's tx";
+		count(this.calls, call);
+		long invoked = System.nanoTime();
+		long[] entered = new long[3]; // granted (JVM clock), op id, token
+		Runnable section = () -> {
+			LockHandle lock = CurrentLock.get(resource).orElseThrow();
+			entered[0] = System.nanoTime();
+			entered[1] = this.history.nextId();
+			entered[2] = lock.fencingToken();
+			this.history.enter(entered[1], node.name(), resource, Family.EXCLUSIVE, call, entered[2], true, true);
+			this.history.timing(entered[1], entered[0], null, null, false);
+			this.history.commitMarker(node.jdbc(), entered[1]);
+			hold(random);
+		};
+		TransactionTemplate transactions = annotated ? node.methods().transactions() : node.transactions();
+		try {
+			transactions.executeWithoutResult((status) -> {
+				if (annotated) {
+					node.methods().service().lockedPessimistic(resource, section);
+				}
+				else {
+					node.locks()
+						.execute(resource,
+								LockOptions.defaults().withMode(LockMode.PESSIMISTIC).withWaitTime(Duration.ofSeconds(1)),
+								(lock) -> {
+									section.run();
+									return null;
+								});
+				}
+				// still the caller's transaction: the row lock is held until its commit, for 20 to 100 ms more, which
+				// lets other nodes' waiters try the lock in that time
+				try {
+					Thread.sleep(20 + random.nextInt(80));
+				}
+				catch (InterruptedException ex) {
+					Thread.currentThread().interrupt();
+				}
+				this.history.exit(entered[1], resource, entered[2], true);
+			});
+		}
+		catch (RuntimeException ex) {
+			// a busy lock, a lost connection: the section (if any) rolled back and does not count
+		}
+		if (entered[0] != 0) {
+			this.history.op(0, node.name(), call + " (acquisition)", resource, invoked, entered[0],
+					Duration.ofSeconds(1).plus(STATEMENT_TIMEOUT).plusSeconds(2).toNanos(), "ok");
 		}
 	}
 
