@@ -41,6 +41,8 @@ class MixedWorkloadCheckerTests {
 		assertThat(mixed(observed, false)).as("LEASE sections on the shared resource").isGreaterThanOrEqualTo(10);
 		assertThat(count(observed, "@DistributedLock PESSIMISTIC")).as("@DistributedLock PESSIMISTIC sections")
 			.isGreaterThanOrEqualTo(3);
+		assertThat(count(observed, "@DistributedLock PESSIMISTIC (pool of")).as("sections of bursts on a small pool")
+			.isGreaterThanOrEqualTo(3);
 	}
 
 	/** Counted sections on {@link Workload#MIXED} of PESSIMISTIC callers, or of LEASE callers. */

@@ -365,10 +365,16 @@ public final class Workload {
 		Map<String, Integer> permits = new LinkedHashMap<>();
 		SEMAPHORES.forEach((name, n) -> permits.put(this.prefix + name, n));
 		List<JdbcTemplate> sessions = new ArrayList<>();
+		List<SmallPool> smallPools = new ArrayList<>();
 		for (int i = 0; i < this.settings.nodes(); i++) {
 			String url = servers.nodeUrl(i);
 			FaultProxy proxy = FaultProxy.forJdbcUrl(url);
 			this.nodes.add(node("n" + i, pools, proxy, proxy.jdbcUrl(url), permits, setup.nextBoolean(), i == 0));
+			if (!servers.multiPrimary()) {
+				HikariDataSource nodePool = this.nodes.get(i).pool();
+				smallPools.add(smallPool("n" + i, pools, proxy.jdbcUrl(url),
+						(servers.dialect() != null) ? servers.dialect() : LockNodes.dialect(nodePool)));
+			}
 			javax.sql.DataSource own = servers.sessions(i);
 			sessions.add((own != null) ? new JdbcTemplate(own) : direct);
 		}
@@ -390,8 +396,12 @@ public final class Workload {
 		Thread forcer = new Thread(() -> forceReleases(new Random(this.settings.seed() + 3)), "checker-force-release");
 		Thread restarter = new Thread(() -> restartServer(new Random(this.settings.seed() + 4)),
 				"checker-server-restart");
+		Thread burster = new Thread(() -> bursts(new Random(this.settings.seed() + 5), smallPools), "checker-bursts");
 		workers.forEach(Thread::start);
 		cleanup.start();
+		if (!smallPools.isEmpty()) {
+			burster.start();
+		}
 		if (this.settings.faults()) {
 			injector.start();
 			forcer.start();
@@ -410,9 +420,16 @@ public final class Workload {
 			this.harnessErrors.add("the server restart did not finish");
 		}
 		this.stopping = true;
+		burster.join(TimeUnit.MINUTES.toMillis(3));
+		if (burster.isAlive()) {
+			this.harnessErrors.add("the last burst did not finish");
+		}
 		injector.join(10_000);
 		forcer.join(10_000);
 		cleanup.join(10_000);
+		for (SmallPool small : smallPools) {
+			small.methods().close();
+		}
 		for (Node node : this.nodes) {
 			node.methods().close();
 			node.proxy().passThrough();
@@ -423,6 +440,9 @@ public final class Workload {
 		Thread.sleep(2_500);
 		List<String> leftovers = leftovers(this.historyPool, this.prefix);
 		Observed observed = this.history.observed(permits, leftovers);
+		for (SmallPool small : smallPools) {
+			small.pool().close();
+		}
 		for (Node node : this.nodes) {
 			node.pool().close();
 			node.proxy().close();
@@ -642,30 +662,101 @@ public final class Workload {
 	 * attempt's transaction, which writes the section's commit marker, so the section counts only if it committed.
 	 */
 	private void annotatedPessimistic(Node node, Random random, String resource) {
-		String call = "@DistributedLock PESSIMISTIC";
+		annotatedPessimistic(node.name(), node.methods(), node.jdbc(), random, resource, "@DistributedLock PESSIMISTIC");
+	}
+
+	/**
+	 * {@link #annotatedPessimistic(Node, Random, String)} through the given methods and their pool ({@code jdbc});
+	 * the acquisition is recorded against its bound whether or not it got the lock.
+	 */
+	private void annotatedPessimistic(String nodeName, LockedMethods methods, JdbcTemplate jdbc, Random random,
+			String resource, String call) {
 		count(this.calls, call);
 		long invoked = System.nanoTime();
 		long[] first = new long[1];
+		String outcome = "ok";
 		try {
-			node.methods().service().lockedPessimistic(resource, () -> {
+			methods.service().lockedPessimistic(resource, () -> {
 				if (first[0] == 0) {
 					first[0] = System.nanoTime();
 				}
 				LockHandle lock = CurrentLock.get(resource).orElseThrow();
 				long id = this.history.nextId();
-				this.history.enter(id, node.name(), resource, Family.EXCLUSIVE, call, lock.fencingToken(), true, true);
+				this.history.enter(id, nodeName, resource, Family.EXCLUSIVE, call, lock.fencingToken(), true, true);
 				this.history.timing(id, System.nanoTime(), null, null, false);
-				this.history.commitMarker(node.jdbc(), id);
+				this.history.commitMarker(jdbc, id);
 				hold(random);
 				this.history.exit(id, resource, lock.fencingToken(), true);
 			});
 		}
 		catch (RuntimeException ex) {
 			// a busy lock, a lost connection: the section (if any) rolled back and does not count
+			outcome = outcome(ex);
 		}
-		if (first[0] != 0) {
-			this.history.op(0, node.name(), call + " (acquisition)", resource, invoked, first[0],
-					Duration.ofSeconds(1).plus(STATEMENT_TIMEOUT).plusSeconds(2).toNanos(), "ok");
+		long bound = Duration.ofSeconds(1).plus(STATEMENT_TIMEOUT).plusSeconds(2).toNanos();
+		this.history.op(0, nodeName, call + " (acquisition)", resource, invoked,
+				(first[0] != 0) ? first[0] : System.nanoTime(), bound, (first[0] != 0) ? "ok" : outcome);
+	}
+
+	/** A node's second pool of 2 connections, with a PESSIMISTIC-only template and its annotated methods. */
+	private record SmallPool(String name, HikariDataSource pool, LockedMethods methods, JdbcTemplate jdbc) {
+	}
+
+	/** How many threads call at once in a {@link #bursts burst}. */
+	static final int BURST = 6;
+
+	/** The size of a node's {@link SmallPool}: fewer connections than a burst's callers. */
+	static final int SMALL_POOL = 2;
+
+	private SmallPool smallPool(String name, Pools pools, String poolUrl, io.github.dblock.jdbc.LockDialect dialect) {
+		String run = this.prefix;
+		HikariDataSource pool = pools.pool(poolUrl, SMALL_POOL, (config) -> {
+			config.setPoolName("checker-" + name + "-small");
+			config.setValidationTimeout(250);
+			config.setConnectionInitSql("INSERT IGNORE INTO checker_session (run, node, id) VALUES ('" + run + "', '"
+					+ name + "', CONNECTION_ID())");
+		});
+		LockTemplate locks = new LockTemplate(List.of(LockNodes.provider(LockMode.PESSIMISTIC, pool, dialect)),
+				LockMode.PESSIMISTIC, Duration.ZERO, Duration.ofSeconds(1), name);
+		return new SmallPool(name, pool, new LockedMethods(locks, pool), new JdbcTemplate(pool));
+	}
+
+	/**
+	 * Every 1 to 3 s until {@code stopping}: {@link #BURST} threads call {@code @DistributedLock(mode = PESSIMISTIC)}
+	 * at once on {@link #MIXED} through one node's {@link SmallPool} of {@link #SMALL_POOL} connections. The local
+	 * callers must queue in the JVM before they take a connection, so that every call runs or is refused within its
+	 * bound.
+	 */
+	private void bursts(Random random, List<SmallPool> smallPools) {
+		while (!this.stopping) {
+			try {
+				Thread.sleep(1_000 + random.nextInt(2_000));
+				if (this.stopping) {
+					return;
+				}
+				SmallPool small = smallPools.get(random.nextInt(smallPools.size()));
+				List<Thread> callers = new ArrayList<>();
+				for (int i = 0; i < BURST; i++) {
+					Random own = new Random(random.nextLong());
+					callers.add(workerThread(() -> annotatedPessimistic(small.name(), small.methods(), small.jdbc(), own,
+							this.prefix + MIXED, "@DistributedLock PESSIMISTIC (pool of " + SMALL_POOL + ")"),
+							"checker-burst-" + small.name() + "-" + i));
+				}
+				callers.forEach(Thread::start);
+				for (Thread caller : callers) {
+					caller.join(TimeUnit.MINUTES.toMillis(2));
+					if (caller.isAlive()) {
+						this.harnessErrors.add(caller.getName() + " did not finish");
+					}
+				}
+				count(this.faults, "burst of " + BURST + " on a pool of " + SMALL_POOL);
+			}
+			catch (InterruptedException ex) {
+				return;
+			}
+			catch (RuntimeException ex) {
+				this.harnessErrors.add("burst: " + ex);
+			}
 		}
 	}
 
