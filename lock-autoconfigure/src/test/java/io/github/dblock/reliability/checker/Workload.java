@@ -512,7 +512,7 @@ public final class Workload {
 		boolean multiPrimary = this.servers != null && this.servers.multiPrimary();
 		while (going.getAsBoolean()) {
 			int pick = random.nextInt(150);
-			if (multiPrimary && ((pick >= 30 && pick < 50) || pick >= 124)) {
+			if (multiPrimary && ((pick >= 30 && pick < 50) || (pick >= 118 && (pick - 118) % 16 >= 6))) {
 				// the PESSIMISTIC kinds: refused on a multi-primary cluster (docs/reference/topology.md, "Why
 				// PESSIMISTIC is refused on Galera"); the thread draws again among the other kinds
 				continue;
