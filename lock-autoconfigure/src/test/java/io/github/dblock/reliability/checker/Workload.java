@@ -511,7 +511,7 @@ public final class Workload {
 	private void work(Node node, Random random, java.util.function.BooleanSupplier going) {
 		boolean multiPrimary = this.servers != null && this.servers.multiPrimary();
 		while (going.getAsBoolean()) {
-			int pick = random.nextInt(150);
+			int pick = random.nextInt(166);
 			if (multiPrimary && ((pick >= 30 && pick < 50) || (pick >= 118 && (pick - 118) % 16 >= 6))) {
 				// the PESSIMISTIC kinds: refused on a multi-primary cluster (docs/reference/topology.md, "Why
 				// PESSIMISTIC is refused on Galera"); the thread draws again among the other kinds
@@ -582,22 +582,17 @@ public final class Workload {
 		else if (pick < 6) {
 			executeLease(node, random, resource);
 		}
-		else if (pick < 10) {
+		else if (pick < 8) {
 			lockCall(node, random, resource, LockMode.PESSIMISTIC, LockType.EXCLUSIVE, random.nextBoolean());
 		}
-		else if (pick < 13) {
-			if (random.nextBoolean()) {
-				executeTransactional(node, random, resource, LockMode.PESSIMISTIC);
-			}
-			else {
-				pessimisticInCallersTransaction(node, random, resource, false);
-			}
+		else if (pick < 9) {
+			executeTransactional(node, random, resource, LockMode.PESSIMISTIC);
 		}
-		else if (random.nextBoolean()) {
+		else if (pick < 10) {
 			annotatedPessimistic(node, random, resource);
 		}
 		else {
-			pessimisticInCallersTransaction(node, random, resource, true);
+			pessimisticInCallersTransaction(node, random, resource, random.nextBoolean());
 		}
 	}
 
