@@ -369,7 +369,9 @@ public final class Workload {
 		for (int i = 0; i < this.settings.nodes(); i++) {
 			String url = servers.nodeUrl(i);
 			FaultProxy proxy = FaultProxy.forJdbcUrl(url);
-			this.nodes.add(node("n" + i, pools, proxy, proxy.jdbcUrl(url), permits, setup.nextBoolean(), i == 0));
+			// node 0 always has the commit check, on which writeCheckedAtCommit relies
+			boolean validateAtCommit = setup.nextBoolean() || i == 0;
+			this.nodes.add(node("n" + i, pools, proxy, proxy.jdbcUrl(url), permits, validateAtCommit, i == 0));
 			if (!servers.multiPrimary()) {
 				HikariDataSource nodePool = this.nodes.get(i).pool();
 				smallPools.add(smallPool("n" + i, pools, proxy.jdbcUrl(url),
@@ -397,6 +399,10 @@ public final class Workload {
 		Thread restarter = new Thread(() -> restartServer(new Random(this.settings.seed() + 4)),
 				"checker-server-restart");
 		Thread burster = new Thread(() -> bursts(new Random(this.settings.seed() + 5), smallPools), "checker-bursts");
+		Thread expiredReaders = new Thread(this::expiredReaders, "checker-expired-readers");
+		if (!servers.multiPrimary()) {
+			expiredReaders.start();
+		}
 		workers.forEach(Thread::start);
 		cleanup.start();
 		if (!smallPools.isEmpty()) {
@@ -420,6 +426,7 @@ public final class Workload {
 			this.harnessErrors.add("the server restart did not finish");
 		}
 		this.stopping = true;
+		expiredReaders.join(30_000);
 		burster.join(TimeUnit.MINUTES.toMillis(3));
 		if (burster.isAlive()) {
 			this.harnessErrors.add("the last burst did not finish");
@@ -540,7 +547,12 @@ public final class Workload {
 					lockCall(node, random, rw, LockMode.LEASE, LockType.READ, random.nextBoolean());
 				}
 				else if (pick < 76) {
-					lockCall(node, random, rw, LockMode.LEASE, LockType.WRITE, random.nextBoolean());
+					if (rw.endsWith("rw0") && node.validateAtCommit() && !multiPrimary) {
+						writeCheckedAtCommit(node, random, rw);
+					}
+					else {
+						lockCall(node, random, rw, LockMode.LEASE, LockType.WRITE, random.nextBoolean());
+					}
 				}
 				else if (pick < 88) {
 					permit(node, random, this.prefix + (random.nextBoolean() ? "s0" : "s1"));
@@ -751,6 +763,104 @@ public final class Workload {
 			}
 			catch (RuntimeException ex) {
 				this.harnessErrors.add("burst: " + ex);
+			}
+		}
+	}
+
+	/**
+	 * A WRITE lock on a short lease (300 to 600 ms, not renewed) taken inside a transaction of a node with the commit
+	 * check: the section writes its commit marker in the transaction, and after the commit check (which locks the
+	 * resource's row until the commit) the transaction waits until the lease has ended by this JVM's clock, plus
+	 * 300 to 700 ms, then writes the exit and commits. A competing reader or writer must wait for that transaction
+	 * (safety.md); the section counts only if the transaction committed.
+	 */
+	private void writeCheckedAtCommit(Node node, Random random, String resource) {
+		String call = "LEASE WRITE in tx (commit check)";
+		count(this.calls, call);
+		Duration lease = Duration.ofMillis(300 + random.nextInt(300));
+		LockOptions options = LockOptions.defaults()
+			.withType(LockType.WRITE)
+			.withWaitTime(Duration.ofSeconds(1))
+			.withLeaseTime(lease);
+		long bound = Duration.ofSeconds(1).plus(STATEMENT_TIMEOUT).plusSeconds(2).toNanos();
+		long invoked = System.nanoTime();
+		long[] section = new long[3]; // granted, op id, token
+		long past = TimeUnit.MILLISECONDS.toNanos(300 + random.nextInt(400));
+		try {
+			node.transactions().executeWithoutResult((status) -> {
+				LockHandle lock = node.locks().acquire(resource, options);
+				section[0] = System.nanoTime();
+				section[1] = this.history.nextId();
+				section[2] = lock.fencingToken();
+				this.history.op(section[1], node.name(), call, resource, invoked, section[0], bound, "ok");
+				this.history.enter(section[1], node.name(), resource, Family.WRITE, call, section[2], true, true);
+				this.history.timing(section[1], section[0], null, null, false);
+				this.history.commitMarker(node.jdbc(), section[1]);
+				hold(random);
+				lock.close(); // the release waits for the transaction to complete
+				org.springframework.transaction.support.TransactionSynchronizationManager
+					.registerSynchronization(new org.springframework.transaction.support.TransactionSynchronization() {
+						@Override
+						public void beforeCommit(boolean readOnly) {
+							// after the commit check, registered before this
+							long until = section[0] + lease.toNanos() + past;
+							long left = until - System.nanoTime();
+							if (left > 0) {
+								try {
+									TimeUnit.NANOSECONDS.sleep(left);
+								}
+								catch (InterruptedException ex) {
+									Thread.currentThread().interrupt();
+								}
+							}
+							Workload.this.history.exit(section[1], resource, section[2], true);
+						}
+					});
+			});
+		}
+		catch (RuntimeException ex) {
+			if (section[0] == 0) {
+				this.history.op(this.history.nextId(), node.name(), call, resource, invoked, System.nanoTime(), bound,
+						outcome(ex));
+			}
+			// else: the commit check failed or the connection was lost: rolled back, the section does not count
+		}
+	}
+
+	/** How many expired reader rows {@link #expiredReaders} keeps on {@code rw0}. */
+	static final int EXPIRED_READERS = 20_000;
+
+	/**
+	 * Until {@code stopping}: keeps at least half of {@link #EXPIRED_READERS} expired reader rows on {@code rw0}
+	 * (the cleanup job deletes them), checking every second: with that many, the optimizer reads the holder query
+	 * through the {@code expires_at} index, which never visits an expired writer's row.
+	 */
+	private void expiredReaders() {
+		JdbcTemplate jdbc = new JdbcTemplate(this.historyPool);
+		byte[] key = (this.prefix + "rw0").getBytes(StandardCharsets.UTF_8);
+		String digits = "(SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4"
+				+ " UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) ";
+		while (!this.stopping) {
+			try {
+				Long expired = jdbc.queryForObject("SELECT COUNT(*) FROM distributed_lock_rw_hold WHERE resource = ?"
+						+ " AND expires_at <= UTC_TIMESTAMP(6)", Long.class, (Object) key);
+				if (expired == null || expired < EXPIRED_READERS / 2) {
+					jdbc.update("INSERT INTO distributed_lock_rw_hold (resource, owner_token, kind, holder, fencing_token,"
+							+ " acquired_at, expires_at) SELECT ?, UUID(), 'R', 'expired reader', 1,"
+							+ " UTC_TIMESTAMP(6) - INTERVAL 10 MINUTE, UTC_TIMESTAMP(6) - INTERVAL n * 1000 MICROSECOND"
+							+ " FROM (SELECT a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * f.d + 1 AS n FROM "
+							+ digits + "a CROSS JOIN " + digits + "b CROSS JOIN " + digits + "c CROSS JOIN " + digits
+							+ "e CROSS JOIN " + digits + "f) numbers WHERE n <= " + EXPIRED_READERS, (Object) key);
+					count(this.faults, EXPIRED_READERS + " expired readers inserted");
+				}
+				Thread.sleep(1_000);
+			}
+			catch (InterruptedException ex) {
+				return;
+			}
+			catch (RuntimeException ex) {
+				this.harnessErrors.add("expired readers: " + ex);
+				return;
 			}
 		}
 	}
