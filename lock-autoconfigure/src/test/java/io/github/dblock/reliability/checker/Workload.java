@@ -60,7 +60,9 @@ import org.springframework.transaction.support.TransactionTemplate;
  * caller's transaction, {@code REQUIRES_NEW} in a caller's transaction); the Spring Integration
  * {@link DistributedLockRegistry}; the {@link DistributedLockShedLockProvider}; and, on one resource
  * ({@link #MIXED}), LEASE and PESSIMISTIC calls of every node and thread together, {@code @DistributedLock(mode =
- * PESSIMISTIC)} among them. A cleanup thread runs
+ * PESSIMISTIC)} among them, alone or inside a caller's transaction; WRITE locks checked at commit on {@code rw0}
+ * whose transaction outlives the lease ({@link #writeCheckedAtCommit}), among expired reader rows
+ * ({@link #expiredReaders}); and bursts of PESSIMISTIC calls on a small pool ({@link #bursts}). A cleanup thread runs
  * {@link LockTableCleaner} every 100 to 400 ms with the shortest retention (1 s). With faults, every 1 to 3 s one
  * node gets one of: {@code KILL CONNECTION} of one of its sessions, a blackhole of its proxy for 0.5 to 3 s (then
  * passed on, or every connection reset), or late replies (every chunk delayed 100 to 700 ms) for 1 to 3 s; and every
