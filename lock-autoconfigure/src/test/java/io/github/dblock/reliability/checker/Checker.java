@@ -81,6 +81,8 @@ public final class Checker {
 			new Invariant("exclusion", "docs/reference/safety.md",
 					"Leases cannot stop a holder that has stalled and not yet noticed it lost the lock. Fencing tokens can",
 					(observed) -> overlaps(observed, Set.of(Family.EXCLUSIVE), "exclusion")),
+			new Invariant("exclusion-across-modes", "docs/reference/lock-modes.md",
+					"the same resource is exclusive across modes", Checker::acrossModes),
 			new Invariant("reader-beside-writer", "docs/reference/read-write-locks.md",
 					"Many readers at once, or one writer, per resource and across nodes",
 					(observed) -> overlaps(observed, Set.of(Family.READ, Family.WRITE), "reader-beside-writer")),
@@ -177,6 +179,46 @@ public final class Checker {
 				&& (s.releasedNanos() == null || s.releasedNanos() >= f.invokedNanos() - margin);
 	}
 
+	/** Whether the section held a PESSIMISTIC lock ({@code execute}, a handle or {@code @DistributedLock}). */
+	static boolean pessimistic(Section s) {
+		return s.mode().startsWith("PESSIMISTIC") || s.mode().startsWith("@DistributedLock PESSIMISTIC");
+	}
+
+	/**
+	 * Whether one of the two sections held a PESSIMISTIC lock and the other a lock of another mode: they must exclude
+	 * each other, but their tokens are not comparable ("Use **one mode per resource**" for fencing,
+	 * docs/reference/lock-modes.md).
+	 */
+	static boolean crossMode(Section a, Section b) {
+		return pessimistic(a) != pessimistic(b);
+	}
+
+	/**
+	 * Two clean sections of one exclusive resource, one PESSIMISTIC and one of another mode, at one server instant.
+	 * Only clean sections are judged: across modes neither the tokens nor the fenced writes order the holders.
+	 */
+	static List<Violation> acrossModes(Observed observed) {
+		List<Violation> violations = new ArrayList<>();
+		byResource(observed, Set.of(Family.EXCLUSIVE)).forEach((resource, sections) -> {
+			List<Section> active = new ArrayList<>();
+			for (Section b : sections) {
+				active.removeIf((a) -> !end(observed, a).isAfter(b.enteredAt()));
+				for (Section a : active) {
+					if (crossMode(a, b) && cleanAt(observed, a, b.enteredAt())
+							&& cleanAt(observed, b, b.enteredAt())) {
+						violations.add(new Violation("exclusion-across-modes", resource + ": a " + a.mode()
+								+ " holder and a " + b.mode() + " holder the library called valid at one server instant",
+								List.of(a, b), List.of(a.opId(), b.opId())));
+					}
+				}
+				if (end(observed, b) != NO_END) {
+					active.add(b);
+				}
+			}
+		});
+		return violations;
+	}
+
 	private static Map<String, List<Section>> byResource(Observed observed, Set<Family> families) {
 		Map<String, List<Section>> result = new LinkedHashMap<>();
 		observed.sections()
@@ -188,7 +230,8 @@ public final class Checker {
 	}
 
 	/**
-	 * Two counted sections of one resource at one server instant (readers beside readers aside): a violation when
+	 * Two counted sections of one resource at one server instant (readers beside readers aside, and a PESSIMISTIC
+	 * section beside one of another mode, which {@link #acrossModes} judges): a violation when
 	 * both are clean, or when the one with the smaller token had a fenced write accepted after the other had written
 	 * its larger one (OPTIMISTIC work writes none: a stale holder beside it is stopped only by a later fenced write).
 	 */
@@ -199,8 +242,8 @@ public final class Checker {
 			for (Section b : sections) {
 				active.removeIf((a) -> !end(observed, a).isAfter(b.enteredAt()));
 				for (Section a : active) {
-					if (a.family() == Family.READ && b.family() == Family.READ) {
-						continue;
+					if ((a.family() == Family.READ && b.family() == Family.READ) || crossMode(a, b)) {
+						continue; // a PESSIMISTIC holder beside one of another mode: exclusion-across-modes
 					}
 					String why = null;
 					if (cleanAt(observed, a, b.enteredAt()) && cleanAt(observed, b, b.enteredAt())) {
@@ -263,11 +306,18 @@ public final class Checker {
 	 * clean, has a token larger than every earlier counted section's (two readers aside). A clean section held its
 	 * lock from its acquisition to its exit, so every section that entered before it acquired before it; only a stale
 	 * section (not clean) may enter after one with a larger token, and then fencing must reject its write. OPTIMISTIC work is left out: it is given the
-	 * version it started from (the previous holder's token), not a token of its own.
+	 * version it started from (the previous holder's token), not a token of its own. On a resource that PESSIMISTIC
+	 * and LEASE callers share, the tokens of each mode are judged apart: across modes they are not ordered ("Use
+	 * **one mode per resource**", docs/reference/lock-modes.md).
 	 */
 	static List<Violation> tokens(Observed observed) {
 		List<Violation> violations = new ArrayList<>();
-		byResource(observed, Set.of(Family.EXCLUSIVE, Family.READ, Family.WRITE)).forEach((resource, sections) -> {
+		Map<String, List<Section>> byMode = new LinkedHashMap<>();
+		byResource(observed, Set.of(Family.EXCLUSIVE, Family.READ, Family.WRITE))
+			.forEach((resource, sections) -> sections.forEach((s) -> byMode
+				.computeIfAbsent(resource + (pessimistic(s) ? " (PESSIMISTIC)" : ""), (k) -> new ArrayList<>())
+				.add(s)));
+		byMode.forEach((resource, sections) -> {
 			Section highest = null;
 			Section highestNonReader = null;
 			for (Section b : sections) {
@@ -298,7 +348,7 @@ public final class Checker {
 	 * (plus {@link #LOSS_SLACK}). B's grant is taken when its call returned, after the server granted it. A hold that
 	 * a forced release may have freed (one came after A's token and before A gave the lock up) is left out: it learns
 	 * of it at its next renewal, and {@code force-release-told} checks what the actuator promises. Readers beside
-	 * readers aside.
+	 * readers aside, and PESSIMISTIC sections beside those of another mode (their tokens do not order them).
 	 */
 	static List<Violation> lostBeforeGrant(Observed observed) {
 		List<Violation> violations = new ArrayList<>();
@@ -311,7 +361,7 @@ public final class Checker {
 					continue;
 				}
 				sections.stream()
-					.filter((b) -> b.opId() != a.opId() && b.tokened() && b.token() > a.token()
+					.filter((b) -> b.opId() != a.opId() && b.tokened() && !crossMode(a, b) && b.token() > a.token()
 							&& b.grantedNanos() != null && b.grantedNanos() < a.releasedNanos()
 							&& !(a.family() == Family.READ && b.family() == Family.READ))
 					.min(Comparator.comparing(Section::grantedNanos))

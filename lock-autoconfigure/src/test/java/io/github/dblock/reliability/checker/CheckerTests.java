@@ -115,6 +115,28 @@ class CheckerTests {
 	}
 
 	@Test
+	void aPessimisticAndALeaseHolderAtOneInstantFailExclusionAcrossModes() {
+		Observed observed = sections(clean(1, "xm", Family.EXCLUSIVE, 100, 0, 10),
+				section(2, "xm", Family.EXCLUSIVE, "PESSIMISTIC acquire", 5, 5, 15L, false, false, true, false));
+		assertThat(failed(observed)).containsExactly("exclusion-across-modes");
+	}
+
+	@Test
+	void tokensThatDoNotIncreaseAcrossModesPass() {
+		// one mode per resource is what orders tokens: across modes they need not increase, within each they must
+		Observed observed = sections(clean(1, "xm", Family.EXCLUSIVE, 100, 0, 10),
+				section(2, "xm", Family.EXCLUSIVE, "PESSIMISTIC execute", 5, 10, 20L, false, false, true, false),
+				clean(3, "xm", Family.EXCLUSIVE, 1124, 20, 30),
+				section(4, "xm", Family.EXCLUSIVE, "@DistributedLock PESSIMISTIC", 6, 30, 40L, false, false, true,
+						false));
+		assertThat(check(observed)).isEmpty();
+		Observed decreasing = sections(clean(1, "xm", Family.EXCLUSIVE, 100, 0, 10),
+				section(2, "xm", Family.EXCLUSIVE, "PESSIMISTIC execute", 6, 10, 20L, false, false, true, false),
+				section(3, "xm", Family.EXCLUSIVE, "PESSIMISTIC acquire", 5, 20, 30L, false, false, true, false));
+		assertThat(failed(decreasing)).containsExactly("tokens-increase");
+	}
+
+	@Test
 	void aStaleHolderWhoseFencedWriteWasAcceptedAfterTheNextEnteredFails() {
 		Section stale = section(1, "x", Family.EXCLUSIVE, "LEASE acquire", 10, 0, 50L, true, true, true, true);
 		assertThat(failed(sections(stale, clean(2, "x", Family.EXCLUSIVE, 11, 20, 30)))).containsExactly("exclusion");

@@ -3,6 +3,7 @@ package io.github.dblock.reliability.checker;
 import javax.sql.DataSource;
 
 import io.github.dblock.DistributedLock;
+import io.github.dblock.LockMode;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.autoconfigure.DistributedLockProperties;
 import io.github.dblock.interceptor.DistributedLockAdvisor;
@@ -68,6 +69,14 @@ final class LockedMethods implements AutoCloseable {
 		/** Runs the section under the lock (renewed lease, wait 1 s); joins a caller's transaction, if any. */
 		@DistributedLock(resource = "#{#p0}", waitTime = "1s")
 		public void locked(String resource, Runnable section) {
+			section.run();
+		}
+
+		/**
+		 * Runs the section under a PESSIMISTIC lock (wait 1 s), in the transaction of the attempt that got the lock.
+		 */
+		@DistributedLock(resource = "#{#p0}", waitTime = "1s", mode = LockMode.PESSIMISTIC)
+		public void lockedPessimistic(String resource, Runnable section) {
 			section.run();
 		}
 

@@ -36,6 +36,21 @@ class MixedWorkloadCheckerTests {
 		assertThat(count(observed, "@DistributedLock")).as("@DistributedLock sections").isGreaterThanOrEqualTo(5);
 		assertThat(count(observed, "registry")).as("Spring Integration registry sections").isGreaterThanOrEqualTo(5);
 		assertThat(count(observed, "ShedLock")).as("ShedLock sections").isGreaterThanOrEqualTo(5);
+		// the resource LEASE and PESSIMISTIC callers share
+		assertThat(mixed(observed, true)).as("PESSIMISTIC sections on the shared resource").isGreaterThanOrEqualTo(10);
+		assertThat(mixed(observed, false)).as("LEASE sections on the shared resource").isGreaterThanOrEqualTo(10);
+		assertThat(count(observed, "@DistributedLock PESSIMISTIC")).as("@DistributedLock PESSIMISTIC sections")
+			.isGreaterThanOrEqualTo(3);
+		assertThat(count(observed, "@DistributedLock PESSIMISTIC (pool of")).as("sections of bursts on a small pool")
+			.isGreaterThanOrEqualTo(3);
+	}
+
+	/** Counted sections on {@link Workload#MIXED} of PESSIMISTIC callers, or of LEASE callers. */
+	static long mixed(Observed observed, boolean pessimistic) {
+		return observed.sections()
+			.stream()
+			.filter((s) -> s.resource().endsWith(Workload.MIXED) && s.counted() && Checker.pessimistic(s) == pessimistic)
+			.count();
 	}
 
 	@Test

@@ -58,7 +58,11 @@ import org.springframework.transaction.support.TransactionTemplate;
  * WRITE; semaphore permits; idempotency keys (the work writes its effect in the call's transaction); re-entry (the
  * token must not change); {@code extend}; {@code @DistributedLock} methods ({@link LockedMethods}: alone, in a
  * caller's transaction, {@code REQUIRES_NEW} in a caller's transaction); the Spring Integration
- * {@link DistributedLockRegistry}; the {@link DistributedLockShedLockProvider}. A cleanup thread runs
+ * {@link DistributedLockRegistry}; the {@link DistributedLockShedLockProvider}; and, on one resource
+ * ({@link #MIXED}), LEASE and PESSIMISTIC calls of every node and thread together, {@code @DistributedLock(mode =
+ * PESSIMISTIC)} among them, alone or inside a caller's transaction; WRITE locks checked at commit on {@code rw0}
+ * whose transaction outlives the lease ({@link #writeCheckedAtCommit}), among expired reader rows
+ * ({@link #expiredReaders}); and bursts of PESSIMISTIC calls on a small pool ({@link #bursts}). A cleanup thread runs
  * {@link LockTableCleaner} every 100 to 400 ms with the shortest retention (1 s). With faults, every 1 to 3 s one
  * node gets one of: {@code KILL CONNECTION} of one of its sessions, a blackhole of its proxy for 0.5 to 3 s (then
  * passed on, or every connection reset), or late replies (every chunk delayed 100 to 700 ms) for 1 to 3 s; and every
@@ -127,6 +131,12 @@ public final class Workload {
 	static final int READ_WRITE = 2;
 
 	static final int KEYS = 30;
+
+	/**
+	 * The resource that LEASE and PESSIMISTIC calls share (durable fencing; no OPTIMISTIC work, no forced release):
+	 * the seam where a lock must never pass between modes inside the JVM.
+	 */
+	static final String MIXED = "xm0";
 
 	static final Map<String, Integer> SEMAPHORES = Map.of("s0", 2, "s1", 1);
 
@@ -357,10 +367,18 @@ public final class Workload {
 		Map<String, Integer> permits = new LinkedHashMap<>();
 		SEMAPHORES.forEach((name, n) -> permits.put(this.prefix + name, n));
 		List<JdbcTemplate> sessions = new ArrayList<>();
+		List<SmallPool> smallPools = new ArrayList<>();
 		for (int i = 0; i < this.settings.nodes(); i++) {
 			String url = servers.nodeUrl(i);
 			FaultProxy proxy = FaultProxy.forJdbcUrl(url);
-			this.nodes.add(node("n" + i, pools, proxy, proxy.jdbcUrl(url), permits, setup.nextBoolean(), i == 0));
+			// node 0 always has the commit check, on which writeCheckedAtCommit relies
+			boolean validateAtCommit = setup.nextBoolean() || i == 0;
+			this.nodes.add(node("n" + i, pools, proxy, proxy.jdbcUrl(url), permits, validateAtCommit, i == 0));
+			if (!servers.multiPrimary()) {
+				HikariDataSource nodePool = this.nodes.get(i).pool();
+				smallPools.add(smallPool("n" + i, pools, proxy.jdbcUrl(url),
+						(servers.dialect() != null) ? servers.dialect() : LockNodes.dialect(nodePool)));
+			}
 			javax.sql.DataSource own = servers.sessions(i);
 			sessions.add((own != null) ? new JdbcTemplate(own) : direct);
 		}
@@ -382,8 +400,16 @@ public final class Workload {
 		Thread forcer = new Thread(() -> forceReleases(new Random(this.settings.seed() + 3)), "checker-force-release");
 		Thread restarter = new Thread(() -> restartServer(new Random(this.settings.seed() + 4)),
 				"checker-server-restart");
+		Thread burster = new Thread(() -> bursts(new Random(this.settings.seed() + 5), smallPools), "checker-bursts");
+		Thread expiredReaders = new Thread(this::expiredReaders, "checker-expired-readers");
+		if (!servers.multiPrimary()) {
+			expiredReaders.start();
+		}
 		workers.forEach(Thread::start);
 		cleanup.start();
+		if (!smallPools.isEmpty()) {
+			burster.start();
+		}
 		if (this.settings.faults()) {
 			injector.start();
 			forcer.start();
@@ -402,9 +428,17 @@ public final class Workload {
 			this.harnessErrors.add("the server restart did not finish");
 		}
 		this.stopping = true;
+		expiredReaders.join(30_000);
+		burster.join(TimeUnit.MINUTES.toMillis(3));
+		if (burster.isAlive()) {
+			this.harnessErrors.add("the last burst did not finish");
+		}
 		injector.join(10_000);
 		forcer.join(10_000);
 		cleanup.join(10_000);
+		for (SmallPool small : smallPools) {
+			small.methods().close();
+		}
 		for (Node node : this.nodes) {
 			node.methods().close();
 			node.proxy().passThrough();
@@ -415,6 +449,9 @@ public final class Workload {
 		Thread.sleep(2_500);
 		List<String> leftovers = leftovers(this.historyPool, this.prefix);
 		Observed observed = this.history.observed(permits, leftovers);
+		for (SmallPool small : smallPools) {
+			small.pool().close();
+		}
 		for (Node node : this.nodes) {
 			node.pool().close();
 			node.proxy().close();
@@ -483,8 +520,8 @@ public final class Workload {
 	private void work(Node node, Random random, java.util.function.BooleanSupplier going) {
 		boolean multiPrimary = this.servers != null && this.servers.multiPrimary();
 		while (going.getAsBoolean()) {
-			int pick = random.nextInt(118);
-			if (multiPrimary && pick >= 30 && pick < 50) {
+			int pick = random.nextInt(166);
+			if (multiPrimary && ((pick >= 30 && pick < 50) || (pick >= 118 && (pick - 118) % 16 >= 6))) {
 				// the PESSIMISTIC kinds: refused on a multi-primary cluster (docs/reference/topology.md, "Why
 				// PESSIMISTIC is refused on Galera"); the thread draws again among the other kinds
 				continue;
@@ -512,7 +549,12 @@ public final class Workload {
 					lockCall(node, random, rw, LockMode.LEASE, LockType.READ, random.nextBoolean());
 				}
 				else if (pick < 76) {
-					lockCall(node, random, rw, LockMode.LEASE, LockType.WRITE, random.nextBoolean());
+					if (rw.endsWith("rw0") && node.validateAtCommit() && !multiPrimary) {
+						writeCheckedAtCommit(node, random, rw);
+					}
+					else {
+						lockCall(node, random, rw, LockMode.LEASE, LockType.WRITE, random.nextBoolean());
+					}
 				}
 				else if (pick < 88) {
 					permit(node, random, this.prefix + (random.nextBoolean() ? "s0" : "s1"));
@@ -526,12 +568,301 @@ public final class Workload {
 				else if (pick < 112) {
 					registry(node, random, x);
 				}
-				else {
+				else if (pick < 118) {
 					shedLock(node, random, x);
+				}
+				else {
+					mixed(node, random, (pick - 118) % 16);
 				}
 			}
 			catch (Throwable ex) {
 				this.harnessErrors.add(Thread.currentThread().getName() + ": " + ex);
+			}
+		}
+	}
+
+	/**
+	 * A call on {@link #MIXED}, which LEASE and PESSIMISTIC callers of every node and thread share: LEASE
+	 * {@code tryAcquire}/{@code acquire} or {@code execute}, PESSIMISTIC {@code tryAcquire}/{@code acquire},
+	 * {@code execute} or {@code @DistributedLock(mode = PESSIMISTIC)}. A LEASE holder that releases while a local
+	 * thread of the other mode is next in line must not hand its lease to it.
+	 * @param pick 0 to 15
+	 */
+	private void mixed(Node node, Random random, int pick) {
+		String resource = this.prefix + MIXED;
+		if (pick < 4) {
+			lockCall(node, random, resource, LockMode.LEASE, LockType.EXCLUSIVE, random.nextBoolean());
+		}
+		else if (pick < 6) {
+			executeLease(node, random, resource);
+		}
+		else if (pick < 8) {
+			lockCall(node, random, resource, LockMode.PESSIMISTIC, LockType.EXCLUSIVE, random.nextBoolean());
+		}
+		else if (pick < 9) {
+			executeTransactional(node, random, resource, LockMode.PESSIMISTIC);
+		}
+		else if (pick < 10) {
+			annotatedPessimistic(node, random, resource);
+		}
+		else {
+			pessimisticInCallersTransaction(node, random, resource, random.nextBoolean());
+		}
+	}
+
+	/**
+	 * PESSIMISTIC {@code execute} or a {@code @DistributedLock(mode = PESSIMISTIC)} method (wait 1 s) inside a
+	 * caller's transaction: the lock is the row lock of that transaction, held until it completes, so the section
+	 * goes on for 20 to 100 ms after the call returned, in the same transaction, and its exit is written just before
+	 * the commit. The commit marker is written in that transaction: the section counts only if it committed.
+	 */
+	private void pessimisticInCallersTransaction(Node node, Random random, String resource, boolean annotated) {
+		String call = annotated ? "@DistributedLock PESSIMISTIC in caller's tx" : "PESSIMISTIC execute in caller's tx";
+		count(this.calls, call);
+		long invoked = System.nanoTime();
+		long[] entered = new long[3]; // granted (JVM clock), op id, token
+		Runnable section = () -> {
+			LockHandle lock = CurrentLock.get(resource).orElseThrow();
+			entered[0] = System.nanoTime();
+			entered[1] = this.history.nextId();
+			entered[2] = lock.fencingToken();
+			this.history.enter(entered[1], node.name(), resource, Family.EXCLUSIVE, call, entered[2], true, true);
+			this.history.timing(entered[1], entered[0], null, null, false);
+			this.history.commitMarker(node.jdbc(), entered[1]);
+			hold(random);
+		};
+		TransactionTemplate transactions = annotated ? node.methods().transactions() : node.transactions();
+		try {
+			transactions.executeWithoutResult((status) -> {
+				if (annotated) {
+					node.methods().service().lockedPessimistic(resource, section);
+				}
+				else {
+					node.locks()
+						.execute(resource,
+								LockOptions.defaults().withMode(LockMode.PESSIMISTIC).withWaitTime(Duration.ofSeconds(1)),
+								(lock) -> {
+									section.run();
+									return null;
+								});
+				}
+				// still the caller's transaction: the row lock is held until its commit, for 20 to 100 ms more, which
+				// lets other nodes' waiters try the lock in that time
+				try {
+					Thread.sleep(20 + random.nextInt(80));
+				}
+				catch (InterruptedException ex) {
+					Thread.currentThread().interrupt();
+				}
+				this.history.exit(entered[1], resource, entered[2], true);
+			});
+		}
+		catch (RuntimeException ex) {
+			// a busy lock, a lost connection: the section (if any) rolled back and does not count
+		}
+		if (entered[0] != 0) {
+			this.history.op(0, node.name(), call + " (acquisition)", resource, invoked, entered[0],
+					Duration.ofSeconds(1).plus(STATEMENT_TIMEOUT).plusSeconds(2).toNanos(), "ok");
+		}
+	}
+
+	/**
+	 * A {@code @DistributedLock(mode = PESSIMISTIC)} method (wait 1 s) called on its own: the method runs in the
+	 * attempt's transaction, which writes the section's commit marker, so the section counts only if it committed.
+	 */
+	private void annotatedPessimistic(Node node, Random random, String resource) {
+		annotatedPessimistic(node.name(), node.methods(), node.jdbc(), random, resource, "@DistributedLock PESSIMISTIC");
+	}
+
+	/**
+	 * {@link #annotatedPessimistic(Node, Random, String)} through the given methods and their pool ({@code jdbc});
+	 * the acquisition is recorded against its bound whether or not it got the lock.
+	 */
+	private void annotatedPessimistic(String nodeName, LockedMethods methods, JdbcTemplate jdbc, Random random,
+			String resource, String call) {
+		count(this.calls, call);
+		long invoked = System.nanoTime();
+		long[] first = new long[1];
+		String outcome = "ok";
+		try {
+			methods.service().lockedPessimistic(resource, () -> {
+				if (first[0] == 0) {
+					first[0] = System.nanoTime();
+				}
+				LockHandle lock = CurrentLock.get(resource).orElseThrow();
+				long id = this.history.nextId();
+				this.history.enter(id, nodeName, resource, Family.EXCLUSIVE, call, lock.fencingToken(), true, true);
+				this.history.timing(id, System.nanoTime(), null, null, false);
+				this.history.commitMarker(jdbc, id);
+				hold(random);
+				this.history.exit(id, resource, lock.fencingToken(), true);
+			});
+		}
+		catch (RuntimeException ex) {
+			// a busy lock, a lost connection: the section (if any) rolled back and does not count
+			outcome = outcome(ex);
+		}
+		long bound = Duration.ofSeconds(1).plus(STATEMENT_TIMEOUT).plusSeconds(2).toNanos();
+		this.history.op(0, nodeName, call + " (acquisition)", resource, invoked,
+				(first[0] != 0) ? first[0] : System.nanoTime(), bound, (first[0] != 0) ? "ok" : outcome);
+	}
+
+	/** A node's second pool of 2 connections, with a PESSIMISTIC-only template and its annotated methods. */
+	private record SmallPool(String name, HikariDataSource pool, LockedMethods methods, JdbcTemplate jdbc) {
+	}
+
+	/** How many threads call at once in a {@link #bursts burst}. */
+	static final int BURST = 6;
+
+	/** The size of a node's {@link SmallPool}: fewer connections than a burst's callers. */
+	static final int SMALL_POOL = 2;
+
+	private SmallPool smallPool(String name, Pools pools, String poolUrl, io.github.dblock.jdbc.LockDialect dialect) {
+		String run = this.prefix;
+		HikariDataSource pool = pools.pool(poolUrl, SMALL_POOL, (config) -> {
+			config.setPoolName("checker-" + name + "-small");
+			config.setValidationTimeout(250);
+			config.setConnectionInitSql("INSERT IGNORE INTO checker_session (run, node, id) VALUES ('" + run + "', '"
+					+ name + "', CONNECTION_ID())");
+		});
+		LockTemplate locks = new LockTemplate(List.of(LockNodes.provider(LockMode.PESSIMISTIC, pool, dialect)),
+				LockMode.PESSIMISTIC, Duration.ZERO, Duration.ofSeconds(1), name);
+		return new SmallPool(name, pool, new LockedMethods(locks, pool), new JdbcTemplate(pool));
+	}
+
+	/**
+	 * Every 1 to 3 s until {@code stopping}: {@link #BURST} threads call {@code @DistributedLock(mode = PESSIMISTIC)}
+	 * at once on {@link #MIXED} through one node's {@link SmallPool} of {@link #SMALL_POOL} connections. The local
+	 * callers must queue in the JVM before they take a connection, so that every call runs or is refused within its
+	 * bound.
+	 */
+	private void bursts(Random random, List<SmallPool> smallPools) {
+		while (!this.stopping) {
+			try {
+				Thread.sleep(1_000 + random.nextInt(2_000));
+				if (this.stopping) {
+					return;
+				}
+				SmallPool small = smallPools.get(random.nextInt(smallPools.size()));
+				List<Thread> callers = new ArrayList<>();
+				for (int i = 0; i < BURST; i++) {
+					Random own = new Random(random.nextLong());
+					callers.add(workerThread(() -> annotatedPessimistic(small.name(), small.methods(), small.jdbc(), own,
+							this.prefix + MIXED, "@DistributedLock PESSIMISTIC (pool of " + SMALL_POOL + ")"),
+							"checker-burst-" + small.name() + "-" + i));
+				}
+				callers.forEach(Thread::start);
+				for (Thread caller : callers) {
+					caller.join(TimeUnit.MINUTES.toMillis(2));
+					if (caller.isAlive()) {
+						this.harnessErrors.add(caller.getName() + " did not finish");
+					}
+				}
+				count(this.faults, "burst of " + BURST + " on a pool of " + SMALL_POOL);
+			}
+			catch (InterruptedException ex) {
+				return;
+			}
+			catch (RuntimeException ex) {
+				this.harnessErrors.add("burst: " + ex);
+			}
+		}
+	}
+
+	/**
+	 * A WRITE lock on a short lease (300 to 600 ms, not renewed) taken inside a transaction of a node with the commit
+	 * check: the section writes its commit marker in the transaction, and after the commit check (which locks the
+	 * resource's row until the commit) the transaction waits until the lease has ended by this JVM's clock, plus
+	 * 300 to 700 ms, then writes the exit and commits. A competing reader or writer must wait for that transaction
+	 * (safety.md); the section counts only if the transaction committed.
+	 */
+	private void writeCheckedAtCommit(Node node, Random random, String resource) {
+		String call = "LEASE WRITE in tx (commit check)";
+		count(this.calls, call);
+		Duration lease = Duration.ofMillis(300 + random.nextInt(300));
+		LockOptions options = LockOptions.defaults()
+			.withType(LockType.WRITE)
+			.withWaitTime(Duration.ofSeconds(1))
+			.withLeaseTime(lease);
+		long bound = Duration.ofSeconds(1).plus(STATEMENT_TIMEOUT).plusSeconds(2).toNanos();
+		long invoked = System.nanoTime();
+		long[] section = new long[3]; // granted, op id, token
+		long past = TimeUnit.MILLISECONDS.toNanos(300 + random.nextInt(400));
+		try {
+			node.transactions().executeWithoutResult((status) -> {
+				LockHandle lock = node.locks().acquire(resource, options);
+				section[0] = System.nanoTime();
+				section[1] = this.history.nextId();
+				section[2] = lock.fencingToken();
+				this.history.op(section[1], node.name(), call, resource, invoked, section[0], bound, "ok");
+				this.history.enter(section[1], node.name(), resource, Family.WRITE, call, section[2], true, true);
+				this.history.timing(section[1], section[0], null, null, false);
+				this.history.commitMarker(node.jdbc(), section[1]);
+				hold(random);
+				lock.close(); // the release waits for the transaction to complete
+				org.springframework.transaction.support.TransactionSynchronizationManager
+					.registerSynchronization(new org.springframework.transaction.support.TransactionSynchronization() {
+						@Override
+						public void beforeCommit(boolean readOnly) {
+							// after the commit check, registered before this
+							long until = section[0] + lease.toNanos() + past;
+							long left = until - System.nanoTime();
+							if (left > 0) {
+								try {
+									TimeUnit.NANOSECONDS.sleep(left);
+								}
+								catch (InterruptedException ex) {
+									Thread.currentThread().interrupt();
+								}
+							}
+							Workload.this.history.exit(section[1], resource, section[2], true);
+						}
+					});
+			});
+		}
+		catch (RuntimeException ex) {
+			if (section[0] == 0) {
+				this.history.op(this.history.nextId(), node.name(), call, resource, invoked, System.nanoTime(), bound,
+						outcome(ex));
+			}
+			// else: the commit check failed or the connection was lost: rolled back, the section does not count
+		}
+	}
+
+	/** How many expired reader rows {@link #expiredReaders} keeps on {@code rw0}. */
+	static final int EXPIRED_READERS = 20_000;
+
+	/**
+	 * Until {@code stopping}: keeps at least half of {@link #EXPIRED_READERS} expired reader rows on {@code rw0}
+	 * (the cleanup job deletes them), checking every second: with that many, the optimizer reads the holder query
+	 * through the {@code expires_at} index, which never visits an expired writer's row.
+	 */
+	private void expiredReaders() {
+		JdbcTemplate jdbc = new JdbcTemplate(this.historyPool);
+		byte[] key = (this.prefix + "rw0").getBytes(StandardCharsets.UTF_8);
+		String digits = "(SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4"
+				+ " UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) ";
+		while (!this.stopping) {
+			try {
+				Long expired = jdbc.queryForObject("SELECT COUNT(*) FROM distributed_lock_rw_hold WHERE resource = ?"
+						+ " AND expires_at <= UTC_TIMESTAMP(6)", Long.class, (Object) key);
+				if (expired == null || expired < EXPIRED_READERS / 2) {
+					jdbc.update("INSERT INTO distributed_lock_rw_hold (resource, owner_token, kind, holder, fencing_token,"
+							+ " acquired_at, expires_at) SELECT ?, UUID(), 'R', 'expired reader', 1,"
+							+ " UTC_TIMESTAMP(6) - INTERVAL 10 MINUTE, UTC_TIMESTAMP(6) - INTERVAL n * 1000 MICROSECOND"
+							+ " FROM (SELECT a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * f.d + 1 AS n FROM "
+							+ digits + "a CROSS JOIN " + digits + "b CROSS JOIN " + digits + "c CROSS JOIN " + digits
+							+ "e CROSS JOIN " + digits + "f) numbers WHERE n <= " + EXPIRED_READERS, (Object) key);
+					count(this.faults, EXPIRED_READERS + " expired readers inserted");
+				}
+				Thread.sleep(1_000);
+			}
+			catch (InterruptedException ex) {
+				return;
+			}
+			catch (RuntimeException ex) {
+				this.harnessErrors.add("expired readers: " + ex);
+				return;
 			}
 		}
 	}
