@@ -45,9 +45,16 @@ class GaleraCheckerTests {
 		try (GaleraCluster cluster = GaleraCluster.start(3)) {
 			GaleraServers servers = new GaleraServers(cluster, own);
 			long conflictsBefore = conflicts(cluster);
-			Workload.Result result = MixedWorkloadCheckerTests.run(
-					MixedWorkloadCheckerTests.duration("lock.checker.galera-duration", Duration.ofSeconds(40)),
-					servers);
+			Workload.Result result;
+			try {
+				result = MixedWorkloadCheckerTests.run(
+						MixedWorkloadCheckerTests.duration("lock.checker.galera-duration", Duration.ofSeconds(40)),
+						servers);
+			}
+			catch (Exception | AssertionError ex) {
+				System.out.println("[checker] Galera: the cluster nodes' events:\n" + cluster.events());
+				throw ex;
+			}
 			long conflicts = conflicts(cluster) - conflictsBefore;
 			System.out.println("[checker] Galera: " + conflicts
 					+ " certification failures and brute-force aborts on the cluster nodes during the run");
@@ -180,7 +187,7 @@ class GaleraCheckerTests {
 			this.cluster.node(index).kill();
 		}
 
-		/** Rejoins by a full rsync state transfer (SIGKILL leaves no usable saved state), then is Synced. */
+		/** Rejoins from its recovered position (see {@link GaleraCluster#restart}), then is Synced. */
 		@Override
 		public void restartServer(int index, Duration timeout) {
 			this.cluster.restart(index);
