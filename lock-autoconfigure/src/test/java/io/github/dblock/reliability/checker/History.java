@@ -376,8 +376,10 @@ public final class History {
 
 	/**
 	 * Runs a history transaction again when the server chose it as a deadlock victim (it was rolled back whole, so
-	 * nothing of it was recorded), up to 5 times; and, for up to 3 minutes, when the server could not be reached (a
-	 * restart of the server the test owns).
+	 * nothing of it was recorded), up to 5 times; and, for up to 3 minutes, when the server could not be reached or
+	 * the connection broke during the transaction (a restart of the server the test owns, or a crash of the whole
+	 * Galera cluster the history is on: the transaction was rolled back unless the crash came between its commit and
+	 * the reply, a window the runs with such crashes accept).
 	 */
 	private static <T> T retried(java.util.function.Supplier<T> transaction) {
 		long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MINUTES.toNanos(3);
@@ -391,6 +393,7 @@ public final class History {
 				}
 			}
 			catch (org.springframework.dao.DataAccessResourceFailureException
+					| org.springframework.dao.RecoverableDataAccessException
 					| org.springframework.transaction.CannotCreateTransactionException ex) {
 				if (System.nanoTime() > deadline) {
 					throw ex;
