@@ -24,7 +24,8 @@ import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * A real MariaDB Galera cluster of the test's own: {@code size} {@code mariadbd} nodes of the machine's MariaDB
- * with Debian's Galera 4 provider ({@link #PROVIDER}, package {@code galera-4}), on free loopback ports, each with
+ * with Debian's Galera 4 provider ({@link #PROVIDER}, package {@code galera-4}), on free loopback ports below the
+ * kernel's ephemeral range ({@link #listenPort}), each with
  * its own data directory under one temporary directory that {@link #close()} deletes.
  * <p>
  * The first node is installed with {@code mariadb-install-db} and bootstraps the cluster
