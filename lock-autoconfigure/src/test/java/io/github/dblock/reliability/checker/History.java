@@ -449,8 +449,9 @@ public final class History {
 		if (this.persistOps) {
 			return;
 		}
-		this.jdbc.update("UPDATE checker_section SET granted_nanos = ?, released_nanos = ?, lost_nanos = ?, watched = ?"
-				+ " WHERE run = ? AND op_id = ?", grantedNanos, releasedNanos, lostNanos, watched, this.prefix, opId);
+		retried(() -> this.jdbc.update("UPDATE checker_section SET granted_nanos = ?, released_nanos = ?, lost_nanos = ?,"
+				+ " watched = ? WHERE run = ? AND op_id = ?", grantedNanos, releasedNanos, lostNanos, watched, this.prefix,
+				opId));
 	}
 
 	/** Records a forced release that found the lock held. */
