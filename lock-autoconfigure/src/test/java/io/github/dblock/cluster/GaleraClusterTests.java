@@ -416,7 +416,7 @@ class GaleraClusterTests {
 		}
 		Throwable release = catchThrowable(held::close);
 		long restartedAt = System.nanoTime();
-		cluster.restart(2); // rejoins by a full rsync state transfer: SIGKILL left no usable saved state
+		cluster.restart(2); // rejoins from the position its storage engine recovered (IST when the donor still has it)
 		cluster.node(2).awaitConnectable(Duration.ofMinutes(3));
 		GaleraCluster.awaitState(cluster.node(2), cluster.size(), Duration.ofMinutes(1));
 		long rejoinMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - restartedAt);

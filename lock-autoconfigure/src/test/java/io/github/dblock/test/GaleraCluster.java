@@ -2,6 +2,10 @@ package io.github.dblock.test;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -12,12 +16,16 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * A real MariaDB Galera cluster of the test's own: {@code size} {@code mariadbd} nodes of the machine's MariaDB
- * with Debian's Galera 4 provider ({@link #PROVIDER}, package {@code galera-4}), on free loopback ports, each with
+ * with Debian's Galera 4 provider ({@link #PROVIDER}, package {@code galera-4}), on free loopback ports below the
+ * kernel's ephemeral range ({@link #listenPort}), each with
  * its own data directory under one temporary directory that {@link #close()} deletes.
  * <p>
  * The first node is installed with {@code mariadb-install-db} and bootstraps the cluster
@@ -78,9 +86,10 @@ public final class GaleraCluster implements AutoCloseable {
 			int[] sqlPorts = new int[size];
 			int[] groupPorts = new int[size];
 			List<String> members = new ArrayList<>();
+			Set<Integer> taken = new HashSet<>();
 			for (int i = 0; i < size; i++) {
-				sqlPorts[i] = MariaDbProcess.freePort();
-				groupPorts[i] = MariaDbProcess.freePort();
+				sqlPorts[i] = listenPort(taken);
+				groupPorts[i] = listenPort(taken);
 				members.add("127.0.0.1:" + groupPorts[i]);
 			}
 			for (int i = 0; i < size; i++) {
@@ -97,16 +106,13 @@ public final class GaleraCluster implements AutoCloseable {
 						"--wsrep-cluster-name=lock-tests", "--wsrep-cluster-address=gcomm://" + String.join(",", members),
 						"--wsrep-node-name=" + name, "--wsrep-node-address=127.0.0.1:" + groupPorts[i],
 						"--wsrep-provider-options=gmcast.listen_addr=tcp://127.0.0.1:" + groupPorts[i]
-								+ ";ist.recv_addr=127.0.0.1:" + MariaDbProcess.freePort()
+								+ ";ist.recv_addr=127.0.0.1:" + listenPort(taken)
 								+ ";gcache.size=32M;pc.recovery=false;evs.suspect_timeout=PT3S;evs.inactive_timeout=PT6S",
-						"--wsrep-sst-method=rsync", "--wsrep-sst-receive-address=127.0.0.1:" + MariaDbProcess.freePort(),
+						"--wsrep-sst-method=rsync", "--wsrep-sst-receive-address=127.0.0.1:" + listenPort(taken),
 						"--binlog-format=ROW", "--default-storage-engine=InnoDB", "--innodb-autoinc-lock-mode=2"));
-				if (i == 0) {
-					options.add("--wsrep-new-cluster");
-				}
 				MariaDbProcess node = new MariaDbProcess(name, dataDir, sqlPorts[i], options);
 				nodes.add(node);
-				node.start();
+				node.start((i == 0) ? List.of("--wsrep-new-cluster") : List.of());
 				if (i == 0) {
 					node.awaitConnectable(Duration.ofMinutes(1));
 					awaitState(node, 1, Duration.ofMinutes(1));
@@ -145,21 +151,136 @@ public final class GaleraCluster implements AutoCloseable {
 	}
 
 	/**
-	 * Starts a stopped or killed joiner (not the first node) again; it rejoins by state transfer. Returns at once;
-	 * see {@link #awaitState}.
+	 * Starts a stopped or killed node again while the others have a primary component; it rejoins from the
+	 * position its storage engine recovered ({@link MariaDbProcess#recoverWsrepPosition()}, as
+	 * {@code galera_recovery} does), by incremental state transfer from a donor's write-set cache when the
+	 * donor still has what it missed, else by a full rsync transfer. Returns once the server is started; see
+	 * {@link #awaitState}.
+	 * @return the recovered position it started from
 	 */
-	public void restart(int i) {
-		if (i == 0) {
-			throw new IllegalArgumentException("the first node bootstraps the cluster; restart another one");
-		}
+	public String restart(int i) {
 		MariaDbProcess node = this.nodes.get(i);
+		String position = node.recoverWsrepPosition();
 		try {
 			prepareForRsyncTransfer(node.dataDir());
 		}
 		catch (IOException ex) {
 			throw new UncheckedIOException(ex);
 		}
-		node.start();
+		node.start(List.of("--wsrep-start-position=" + position));
+		return position;
+	}
+
+	/**
+	 * After every node was killed at once (a coordinated crash): recovers each node's position, bootstraps a new
+	 * primary component from the node with the highest seqno (marking it {@code safe_to_bootstrap} in its
+	 * {@code grastate.dat}, as an operator does after {@code galera_recovery}), waits until it is Synced, then
+	 * starts the others, which rejoin from their positions, and waits until all are Synced in a primary component
+	 * of {@link #size()}.
+	 * @return the index of the node that bootstrapped
+	 * @throws IllegalStateException with a node's log if the cluster does not form within {@code timeout}
+	 */
+	public int restartAfterCrash(Duration timeout) {
+		long deadline = System.nanoTime() + timeout.toNanos();
+		List<String> positions = new ArrayList<>();
+		int most = 0;
+		for (int i = 0; i < this.nodes.size(); i++) {
+			positions.add(this.nodes.get(i).recoverWsrepPosition());
+			if (seqno(positions.get(i)) > seqno(positions.get(most))) {
+				most = i;
+			}
+		}
+		MariaDbProcess first = this.nodes.get(most);
+		try {
+			Path grastate = first.dataDir().resolve("grastate.dat");
+			Files.writeString(grastate, Files.readString(grastate).replace("safe_to_bootstrap: 0", "safe_to_bootstrap: 1"));
+			for (MariaDbProcess node : this.nodes) {
+				prepareForRsyncTransfer(node.dataDir());
+			}
+		}
+		catch (IOException ex) {
+			throw new UncheckedIOException(ex);
+		}
+		first.start(List.of("--wsrep-new-cluster", "--wsrep-start-position=" + positions.get(most)));
+		awaitState(first, 1, remaining(deadline));
+		for (int i = 0; i < this.nodes.size(); i++) {
+			if (i != most) {
+				this.nodes.get(i).start(List.of("--wsrep-start-position=" + positions.get(i)));
+			}
+		}
+		for (MariaDbProcess node : this.nodes) {
+			awaitState(node, this.nodes.size(), remaining(deadline));
+		}
+		System.out.println("[lock tests] Galera cluster restarted after a crash of every node, bootstrapped from "
+				+ first.name() + "; recovered positions " + positions);
+		return most;
+	}
+
+	private static Duration remaining(long deadline) {
+		return Duration.ofNanos(Math.max(0, deadline - System.nanoTime()));
+	}
+
+	private static long seqno(String position) {
+		return Long.parseLong(position.substring(position.lastIndexOf(':') + 1));
+	}
+
+	/**
+	 * A free port on the loopback interface below the kernel's ephemeral range
+	 * ({@code net.ipv4.ip_local_port_range}), not in {@code taken}: a node binds its ports again when it is
+	 * restarted, and a port of the ephemeral range may by then be the local end of some outgoing connection (the
+	 * nodes' own reconnection attempts to the dead node's address included), which would keep the restarted node
+	 * from binding it.
+	 */
+	static int listenPort(Set<Integer> taken) {
+		int below = 32768;
+		try {
+			// (Files.readString reads a procfs file short: its size is 0)
+			below = Integer.parseInt(Files.readAllLines(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).get(0)
+				.trim().split("\\s+")[0]);
+		}
+		catch (IOException | RuntimeException ex) {
+			// the Linux default
+		}
+		below = Math.max(below, 2048);
+		int from = Math.max(1024, below - 12000);
+		for (int attempt = 0; attempt < 1000; attempt++) {
+			int port = from + ThreadLocalRandom.current().nextInt(below - from);
+			if (taken.contains(port)) {
+				continue;
+			}
+			try (ServerSocket socket = new ServerSocket()) {
+				socket.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 1);
+				taken.add(port);
+				return port;
+			}
+			catch (IOException ex) {
+				// in use: try another
+			}
+		}
+		throw new IllegalStateException("no free loopback port in [" + from + ", " + below + ")");
+	}
+
+	/**
+	 * The lines of every node's error log that tell what the cluster did (views, primary or not, state changes and
+	 * transfers, suspicions, errors), prefixed by the node's name: for the message of a test that failed.
+	 */
+	public String events() {
+		StringBuilder events = new StringBuilder();
+		for (MariaDbProcess node : this.nodes) {
+			Path log = node.dataDir().resolveSibling(node.dataDir().getFileName() + ".err");
+			try {
+				for (String line : Files.readAllLines(log, StandardCharsets.UTF_8)) {
+					if (line.matches(".*(view\\(view_id|New COMPONENT|Shifting|SST|IST|suspect|inactive|partition|"
+							+ "Quorum|\\[ERROR\\]|\\[Warning\\] WSREP).*")) {
+						events.append(node.name()).append(": ").append(line).append('\n');
+					}
+				}
+			}
+			catch (IOException | UncheckedIOException ex) {
+				events.append(node.name()).append(": no log at ").append(log).append('\n');
+			}
+		}
+		return events.toString();
 	}
 
 	/**
@@ -252,10 +373,25 @@ public final class GaleraCluster implements AutoCloseable {
 		return sum;
 	}
 
-	/** Kills every node and deletes every data directory. */
+	/**
+	 * Kills every node and deletes every data directory, after copying the nodes' error logs to
+	 * {@code target/galera-logs/<cluster directory>/} (relative to the working directory) for failures to be read.
+	 */
 	@Override
 	public void close() {
 		this.nodes.forEach(MariaDbProcess::kill);
+		try {
+			Path logs = Files.createDirectories(Path.of("target", "galera-logs", this.baseDir.getFileName().toString()));
+			for (MariaDbProcess node : this.nodes) {
+				Path log = node.dataDir().resolveSibling(node.dataDir().getFileName() + ".err");
+				if (Files.exists(log)) {
+					Files.copy(log, logs.resolve(log.getFileName()));
+				}
+			}
+		}
+		catch (IOException ex) {
+			// the logs are a help for failures; the cluster is deleted anyway
+		}
 		MariaDbProcess.deleteTree(this.baseDir);
 	}
 

@@ -100,20 +100,22 @@ public final class MariaDbProcess {
 	}
 
 	/** Starts the process; returns at once (see {@link #awaitConnectable}). */
-	public synchronized void start() {
+	public void start() {
+		start(List.of());
+	}
+
+	/**
+	 * Starts the process with {@code extra} options after the server's own, for this start only (e.g.
+	 * {@code --wsrep-start-position=…}); returns at once.
+	 */
+	public synchronized void start(List<String> extra) {
 		if (this.process != null && this.process.isAlive()) {
 			throw new IllegalStateException(this.name + " is already running");
 		}
 		Installation at = this.installation;
-		List<String> arguments = new ArrayList<>(List.of("--no-defaults", "--datadir=" + at.path(this.dataDir),
-				"--socket=" + at.path(this.dataDir.resolveSibling(this.dataDir.getFileName() + ".sock")),
-				"--pid-file=" + at.path(this.dataDir.resolveSibling(this.dataDir.getFileName() + ".pid")),
-				"--log-error=" + at.path(this.errorLog), "--port=" + this.port, "--bind-address=127.0.0.1",
-				"--skip-name-resolve", "--innodb-buffer-pool-size=64M", "--max-connections=200"));
-		if (ROOT) {
-			arguments.add("--user=root");
-		}
+		List<String> arguments = arguments(this.errorLog);
 		arguments.addAll(this.options);
+		arguments.addAll(extra);
 		List<String> command = at.command(MARIADBD.toString(), arguments);
 		try {
 			this.process = new ProcessBuilder(command).redirectErrorStream(true)
@@ -123,6 +125,52 @@ public final class MariaDbProcess {
 		}
 		catch (IOException ex) {
 			throw new UncheckedIOException("Could not start " + this.name + ": " + command, ex);
+		}
+	}
+
+	private List<String> arguments(Path log) {
+		Installation at = this.installation;
+		List<String> arguments = new ArrayList<>(List.of("--no-defaults", "--datadir=" + at.path(this.dataDir),
+				"--socket=" + at.path(this.dataDir.resolveSibling(this.dataDir.getFileName() + ".sock")),
+				"--pid-file=" + at.path(this.dataDir.resolveSibling(this.dataDir.getFileName() + ".pid")),
+				"--log-error=" + at.path(log), "--port=" + this.port, "--bind-address=127.0.0.1",
+				"--skip-name-resolve", "--innodb-buffer-pool-size=64M", "--max-connections=200"));
+		if (ROOT) {
+			arguments.add("--user=root");
+		}
+		return arguments;
+	}
+
+	/**
+	 * For a stopped Galera node: the position of the last transaction its storage engine committed, as
+	 * {@code mariadbd --wsrep-recover} finds it (what {@code galera_recovery} does before a start): {@code uuid:seqno},
+	 * the seqno {@code -1} when nothing was committed. The server's own options are used, {@code --wsrep-new-cluster}
+	 * left out. Blocks until the recovery ends (seconds).
+	 * @throws IllegalStateException with the recovery's log if it finds no position within 2 minutes
+	 */
+	public String recoverWsrepPosition() {
+		if (isAlive()) {
+			throw new IllegalStateException(this.name + " is running");
+		}
+		Path log = this.dataDir.resolveSibling(this.dataDir.getFileName() + ".recover.err");
+		try {
+			Files.deleteIfExists(log);
+			List<String> arguments = arguments(log);
+			this.options.stream().filter((o) -> !o.equals("--wsrep-new-cluster")).forEach(arguments::add);
+			arguments.add("--wsrep-recover");
+			run(this.installation.command(MARIADBD.toString(), arguments), Duration.ofMinutes(2));
+			String marker = "WSREP: Recovered position: ";
+			for (String line : Files.readAllLines(log, StandardCharsets.UTF_8)) {
+				int at = line.indexOf(marker);
+				if (at >= 0) {
+					return line.substring(at + marker.length()).trim();
+				}
+			}
+			throw new IllegalStateException(this.name + ": no recovered position in " + log + ":\n"
+					+ String.join("\n", Files.readAllLines(log, StandardCharsets.UTF_8)));
+		}
+		catch (IOException ex) {
+			throw new UncheckedIOException(ex);
 		}
 	}
 

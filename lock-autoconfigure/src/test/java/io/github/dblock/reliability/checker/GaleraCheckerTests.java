@@ -15,6 +15,7 @@ import io.github.dblock.reliability.checker.History.Family;
 import io.github.dblock.reliability.checker.History.Observed;
 import io.github.dblock.test.GaleraCluster;
 import io.github.dblock.test.LockNodes;
+import io.github.dblock.test.MariaDbProcess;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -33,27 +34,88 @@ import static org.assertj.core.api.Assertions.assertThat;
  * of call and every fault of the workload run. {@code -Dlock.checker.galera-duration=} (ISO-8601, {@code PT40S}
  * by default) sets the length, {@code -Dlock.checker.seed=} replays a seed.
  * <p>
- * Tagged {@code galera}: it runs with the Galera smoke, in {@code ./mvnw verify} wherever the Galera provider is
- * installed (CI installs it).
+ * <p>
+ * {@link #shortRunAcrossClusterNodes()} (tag {@code galera}) runs with the Galera smoke, in {@code ./mvnw verify}
+ * wherever the Galera provider is installed (CI installs it): one cluster node killed and restarted. With
+ * {@code -Pclusters} (tag {@code clusters}) also: every workload node on cluster node 1, as
+ * docs/reference/topology.md recommends, with node 2 or 3 restarted; and a coordinated crash, every cluster node
+ * killed at once and the cluster started again from the most advanced one; and a partition, node 2 or 3 cut off
+ * from the others for 1 to 3 s ({@code gmcast.isolate}) instead of killed.
  */
-@Tag("clusters")
+@Tag("galera")
 class GaleraCheckerTests {
+
+	/** The cluster fault of a run: once, between a fifth and two fifths of it. */
+	enum Fault {
+
+		/** One cluster node (2 or 3) gets SIGKILL and is started again; it rejoins the two others. */
+		RESTART_ONE,
+
+		/**
+		 * Every cluster node gets SIGKILL at once (a coordinated crash); the cluster is started again from the node
+		 * with the highest recovered seqno ({@link GaleraCluster#restartAfterCrash}). The history's server is down
+		 * too: its writes wait for it (History retries them for up to 3 minutes).
+		 */
+		CRASH_ALL,
+
+		/**
+		 * Cluster node 2 or 3 is cut off from the others ({@code gmcast.isolate=1}, a partition without network tools:
+		 * the node drops its group connections and refuses new ones) until it is alone in a non-primary component
+		 * (a few seconds: its peers must be suspected first), 1 to 3 s more, then joined again
+		 * ({@code gmcast.isolate=0}); the other two keep the primary component.
+		 */
+		ISOLATE_ONE
+
+	}
 
 	@Test
 	void shortRunAcrossClusterNodes() throws Exception {
+		run(false, Fault.RESTART_ONE);
+	}
+
+	/** As docs/reference/topology.md recommends: every workload node on cluster node 1; node 2 or 3 is restarted. */
+	@Test
+	@Tag("clusters")
+	void shortRunThroughOneClusterNode() throws Exception {
+		run(true, Fault.RESTART_ONE);
+	}
+
+	@Test
+	@Tag("clusters")
+	void shortRunAcrossClusterNodesWithACoordinatedCrash() throws Exception {
+		run(false, Fault.CRASH_ALL);
+	}
+
+	@Test
+	@Tag("clusters")
+	void shortRunAcrossClusterNodesWithAPartitionedNode() throws Exception {
+		run(false, Fault.ISOLATE_ONE);
+	}
+
+	private static void run(boolean oneNode, Fault fault) throws Exception {
 		List<HikariDataSource> own = new ArrayList<>();
 		try (GaleraCluster cluster = GaleraCluster.start(3)) {
-			GaleraServers servers = new GaleraServers(cluster, own);
+			GaleraServers servers = new GaleraServers(cluster, own, oneNode, fault);
 			long conflictsBefore = conflicts(cluster);
-			Workload.Result result = MixedWorkloadCheckerTests.run(
-					MixedWorkloadCheckerTests.duration("lock.checker.galera-duration", Duration.ofSeconds(40)),
-					servers);
-			long conflicts = conflicts(cluster) - conflictsBefore;
-			System.out.println("[checker] Galera: " + conflicts
-					+ " certification failures and brute-force aborts on the cluster nodes during the run");
+			Workload.Result result;
+			try {
+				result = MixedWorkloadCheckerTests.run(
+						MixedWorkloadCheckerTests.duration("lock.checker.galera-duration", Duration.ofSeconds(40)),
+						servers);
+			}
+			catch (Exception | AssertionError ex) {
+				System.out.println("[checker] Galera: the cluster nodes' events:\n" + cluster.events());
+				throw ex;
+			}
 			Observed observed = result.observed();
+			if (!oneNode && fault != Fault.CRASH_ALL) {
+				// the status counters start again at 0 on a restarted node; after a coordinated crash on every node
+				long conflicts = conflicts(cluster) - conflictsBefore;
+				System.out.println("[checker] Galera: " + conflicts
+						+ " certification failures and brute-force aborts on the cluster nodes during the run");
+				assertThat(conflicts).as("certification failures and brute-force aborts").isPositive();
+			}
 			// enough of every kind that a violation could have shown, contended across the cluster nodes
-			assertThat(conflicts).as("certification failures and brute-force aborts").isPositive();
 			assertThat(MixedWorkloadCheckerTests.count(observed, Family.EXCLUSIVE)).as("exclusive sections")
 				.isGreaterThanOrEqualTo(50);
 			assertThat(MixedWorkloadCheckerTests.count(observed, "OPTIMISTIC")).as("OPTIMISTIC sections")
@@ -93,16 +155,27 @@ class GaleraCheckerTests {
 
 		private final List<DataSource> sessions = new ArrayList<>();
 
+		private final boolean oneNode;
+
+		private final Fault fault;
+
 		private LockDialect dialect;
 
-		GaleraServers(GaleraCluster cluster, List<HikariDataSource> own) {
+		GaleraServers(GaleraCluster cluster, List<HikariDataSource> own, boolean oneNode, Fault fault) {
 			this.cluster = cluster;
 			this.own = own;
+			this.oneNode = oneNode;
+			this.fault = fault;
 			for (int i = 0; i < cluster.size(); i++) {
-				HikariDataSource pool = cluster.node(i).newDataSource(GaleraCluster.DATABASE, 2);
+				HikariDataSource pool = cluster.node(clusterNode(i)).newDataSource(GaleraCluster.DATABASE, 2);
 				own.add(pool);
 				this.sessions.add(pool);
 			}
+		}
+
+		/** The cluster node of workload node {@code index}. */
+		private int clusterNode(int index) {
+			return this.oneNode ? 0 : index;
 		}
 
 		@Override
@@ -135,7 +208,7 @@ class GaleraCheckerTests {
 
 		@Override
 		public String nodeUrl(int index) {
-			return this.cluster.node(index).jdbcUrl(GaleraCluster.DATABASE);
+			return this.cluster.node(clusterNode(index)).jdbcUrl(GaleraCluster.DATABASE);
 		}
 
 		@Override
@@ -169,7 +242,11 @@ class GaleraCheckerTests {
 			return this.dialect;
 		}
 
-		/** Cluster nodes 2 and 3: node 1 bootstrapped the cluster and holds the history. */
+		/**
+		 * Cluster nodes 2 and 3 (node 1 holds the history), whose workload nodes' sessions are then unreachable
+		 * (through one node: none are); for a coordinated crash the index only names the workload node whose session
+		 * kills are skipped, since every cluster node goes down.
+		 */
 		@Override
 		public List<Integer> restartable() {
 			return List.of(1, 2);
@@ -177,14 +254,56 @@ class GaleraCheckerTests {
 
 		@Override
 		public void killServer(int index) {
-			this.cluster.node(index).kill();
+			if (this.fault == Fault.CRASH_ALL) {
+				// as close to at once as three SIGKILLs from one thread get
+				for (int i = 0; i < this.cluster.size(); i++) {
+					this.cluster.node(i).kill();
+				}
+			}
+			else if (this.fault == Fault.ISOLATE_ONE) {
+				MariaDbProcess node = this.cluster.node(index);
+				node.execute(null, "SET GLOBAL wsrep_provider_options = 'gmcast.isolate=1'");
+				// the node leaves the primary component only once its peers are suspected (evs.suspect_timeout)
+				long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+				try {
+					while (!"non-Primary".equals(node.status("wsrep_cluster_status"))) {
+						if (System.nanoTime() > deadline) {
+							throw new IllegalStateException(node + " still in the primary component 30 s after"
+									+ " gmcast.isolate=1:\n" + node.logTail());
+						}
+						Thread.sleep(100);
+					}
+				}
+				catch (SQLException ex) {
+					throw new IllegalStateException(ex);
+				}
+				catch (InterruptedException ex) {
+					Thread.currentThread().interrupt();
+					throw new IllegalStateException(ex);
+				}
+			}
+			else {
+				this.cluster.node(index).kill();
+			}
 		}
 
-		/** Rejoins by a full rsync state transfer (SIGKILL leaves no usable saved state), then is Synced. */
+		/**
+		 * Rejoins from its recovered position (see {@link GaleraCluster#restart}), then is Synced; after a
+		 * coordinated crash, the whole cluster is started again.
+		 */
 		@Override
 		public void restartServer(int index, Duration timeout) {
-			this.cluster.restart(index);
-			GaleraCluster.awaitState(this.cluster.node(index), this.cluster.size(), timeout);
+			if (this.fault == Fault.CRASH_ALL) {
+				this.cluster.restartAfterCrash(timeout);
+			}
+			else if (this.fault == Fault.ISOLATE_ONE) {
+				this.cluster.node(index).execute(null, "SET GLOBAL wsrep_provider_options = 'gmcast.isolate=0'");
+				GaleraCluster.awaitState(this.cluster.node(index), this.cluster.size(), timeout);
+			}
+			else {
+				this.cluster.restart(index);
+				GaleraCluster.awaitState(this.cluster.node(index), this.cluster.size(), timeout);
+			}
 		}
 
 	}

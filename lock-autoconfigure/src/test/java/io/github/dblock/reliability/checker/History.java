@@ -376,8 +376,10 @@ public final class History {
 
 	/**
 	 * Runs a history transaction again when the server chose it as a deadlock victim (it was rolled back whole, so
-	 * nothing of it was recorded), up to 5 times; and, for up to 3 minutes, when the server could not be reached (a
-	 * restart of the server the test owns).
+	 * nothing of it was recorded), up to 5 times; and, for up to 3 minutes, when the server could not be reached or
+	 * the connection broke during the transaction (a restart of the server the test owns, or a crash of the whole
+	 * Galera cluster the history is on: the transaction was rolled back unless the crash came between its commit and
+	 * the reply, a window the runs with such crashes accept), or a Galera node was not in a primary component.
 	 */
 	private static <T> T retried(java.util.function.Supplier<T> transaction) {
 		long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MINUTES.toNanos(3);
@@ -391,19 +393,44 @@ public final class History {
 				}
 			}
 			catch (org.springframework.dao.DataAccessResourceFailureException
+					| org.springframework.dao.RecoverableDataAccessException
 					| org.springframework.transaction.CannotCreateTransactionException ex) {
-				if (System.nanoTime() > deadline) {
+				pause(deadline, ex);
+			}
+			catch (org.springframework.dao.DataAccessException ex) {
+				if (!notInPrimaryComponent(ex)) {
 					throw ex;
 				}
-				try {
-					Thread.sleep(200);
-				}
-				catch (InterruptedException interrupted) {
-					Thread.currentThread().interrupt();
-					throw ex;
-				}
+				pause(deadline, ex);
 			}
 		}
+	}
+
+	private static void pause(long deadline, RuntimeException ex) {
+		if (System.nanoTime() > deadline) {
+			throw ex;
+		}
+		try {
+			Thread.sleep(200);
+		}
+		catch (InterruptedException interrupted) {
+			Thread.currentThread().interrupt();
+			throw ex;
+		}
+	}
+
+	/**
+	 * Whether a Galera node refused the statement because it is not (yet) in a primary component: error 1047
+	 * ("WSREP has not yet prepared node for application use") or 1180 ("... not connected to Primary Component"),
+	 * as while a crashed cluster is bootstrapped again. The transaction was rolled back.
+	 */
+	private static boolean notInPrimaryComponent(Throwable ex) {
+		for (Throwable cause = ex; cause != null; cause = cause.getCause()) {
+			if (cause instanceof java.sql.SQLException sql && (sql.getErrorCode() == 1047 || sql.getErrorCode() == 1180)) {
+				return true;
+			}
+		}
+		return false;
 	}
 
 	/** Marks a section as not confirmed to its end (by {@code onLost}, {@code isHeld}, or an exception on release). */
@@ -422,8 +449,9 @@ public final class History {
 		if (this.persistOps) {
 			return;
 		}
-		this.jdbc.update("UPDATE checker_section SET granted_nanos = ?, released_nanos = ?, lost_nanos = ?, watched = ?"
-				+ " WHERE run = ? AND op_id = ?", grantedNanos, releasedNanos, lostNanos, watched, this.prefix, opId);
+		retried(() -> this.jdbc.update("UPDATE checker_section SET granted_nanos = ?, released_nanos = ?, lost_nanos = ?,"
+				+ " watched = ? WHERE run = ? AND op_id = ?", grantedNanos, releasedNanos, lostNanos, watched, this.prefix,
+				opId));
 	}
 
 	/** Records a forced release that found the lock held. */
