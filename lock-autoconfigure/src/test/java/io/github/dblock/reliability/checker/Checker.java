@@ -41,6 +41,22 @@ public final class Checker {
 	public static final Duration BOUND_SLACK = Duration.ofSeconds(2);
 
 	/**
+	 * The calls that must be {@link #servedInTurn served in turn}: a burst of {@code @DistributedLock(mode =
+	 * PESSIMISTIC)} calls on a resource of its own through a pool of 2 connections, each with a wait time of
+	 * {@link #TURN_WAIT}.
+	 */
+	public static final String TURN_CALL = "@DistributedLock PESSIMISTIC (pool of 2, 10s)";
+
+	/** The wait time of a {@link #TURN_CALL}. */
+	public static final Duration TURN_WAIT = Duration.ofSeconds(10);
+
+	/**
+	 * What a {@link #TURN_CALL} may spend besides the holds of its resource and still be served: beginning and
+	 * committing the transactions of the burst's calls, one after the other, on a loaded machine.
+	 */
+	public static final Duration TURN_SLACK = Duration.ofSeconds(4);
+
+	/**
 	 * How much later than another owner's grant {@code onLost} may run: the pause of this JVM that the documented
 	 * sentence exempts ("the scheduler's few milliseconds"), widened for a loaded 2-core machine. The grant is taken
 	 * when the other owner's call returned, which is already after the server granted it.
@@ -109,7 +125,11 @@ public final class Checker {
 					Checker::lostBeforeGrant),
 			new Invariant("force-release-told", "docs/reference/actuator.md",
 					"so the old holder's release fails with `LockLostException`",
-					Checker::forceReleaseTold));
+					Checker::forceReleaseTold),
+			new Invariant("served-in-turn", "docs/reference/lock-modes.md",
+					"So one hot resource uses at most two pooled connections per JVM (the holder's transaction and the"
+							+ " next caller's, waiting in the server), and a small pool serves the callers in turn.",
+					Checker::servedInTurn));
 
 	private Checker() {
 	}
@@ -471,6 +491,40 @@ public final class Checker {
 						List.of(op.id())));
 			}
 		}
+		return violations;
+	}
+
+	/**
+	 * Every {@link #TURN_CALL} acquires the lock when its wait time exceeds the sum of the holds on its resource (the
+	 * burst's sections, entry to exit) plus {@link #TURN_SLACK}: the callers queue in the JVM without a pooled
+	 * connection, so a pool of 2 serves them one after the other.
+	 */
+	static List<Violation> servedInTurn(Observed observed) {
+		Map<String, List<Op>> calls = new java.util.TreeMap<>();
+		for (Op op : observed.ops()) {
+			if (op.call().startsWith(TURN_CALL)) {
+				calls.computeIfAbsent(op.resource(), (r) -> new ArrayList<>()).add(op);
+			}
+		}
+		List<Violation> violations = new ArrayList<>();
+		calls.forEach((resource, ops) -> {
+			long holds = 0;
+			for (Section s : observed.sections()) {
+				if (s.resource().equals(resource) && s.exitedAt() != null) {
+					holds += Duration.between(s.enteredAt(), s.exitedAt()).toNanos();
+				}
+			}
+			if (TURN_WAIT.toNanos() <= holds + TURN_SLACK.toNanos()) {
+				return; // the holds alone could use up the wait time
+			}
+			List<Op> refused = ops.stream().filter((op) -> !op.outcome().equals("ok")).toList();
+			if (!refused.isEmpty()) {
+				violations.add(new Violation("served-in-turn", resource + ": " + refused.size() + " of " + ops.size()
+						+ " calls with a wait time of " + TURN_WAIT.toSeconds() + " s not served (" + refused.get(0)
+							.outcome() + ") although the holds took " + holds / 1_000_000 + " ms",
+						List.of(), refused.stream().map(Op::id).toList()));
+			}
+		});
 		return violations;
 	}
 

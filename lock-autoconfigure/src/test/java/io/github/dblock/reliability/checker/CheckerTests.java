@@ -213,6 +213,28 @@ class CheckerTests {
 	}
 
 	@Test
+	void aBurstCallNotServedAlthoughItsWaitExceedsTheHoldsFails() {
+		long bound = Checker.TURN_WAIT.plusSeconds(4).toNanos();
+		Section first = section(1, "turn0", Family.EXCLUSIVE, Checker.TURN_CALL, 1024, 0, 20L, true, true, true, false);
+		Section second = section(2, "turn0", Family.EXCLUSIVE, Checker.TURN_CALL, 2048, 30, 50L, true, true, true,
+				false);
+		String call = Checker.TURN_CALL + " (acquisition)";
+		Op served = new Op(1, "n0-turn", call, "turn0", 0, 1_000_000_000L, bound, "ok");
+		Op refused = new Op(2, "n0-turn", call, "turn0", 0, 10_000_000_000L, bound, "busy");
+		assertThat(failed(new Observed(List.of(first, second), List.of(served, refused), List.of(), Set.of(), Map.of(),
+				List.of())))
+			.containsExactly("served-in-turn");
+		// holds that use up the wait time excuse a refusal
+		Section long1 = section(1, "turn0", Family.EXCLUSIVE, Checker.TURN_CALL, 1024, 0, 4_000L, true, true, true,
+				false);
+		Section long2 = section(2, "turn0", Family.EXCLUSIVE, Checker.TURN_CALL, 2048, 4_010, 8_000L, true, true, true,
+				false);
+		assertThat(check(new Observed(List.of(long1, long2), List.of(served, refused), List.of(), Set.of(), Map.of(),
+				List.of())))
+			.isEmpty();
+	}
+
+	@Test
 	void aLockLeftHeldFails() {
 		assertThat(failed(new Observed(List.of(), List.of(), List.of(), Set.of(), Map.of(), List.of("x held by n1"))))
 			.containsExactly("nothing-left-locked");

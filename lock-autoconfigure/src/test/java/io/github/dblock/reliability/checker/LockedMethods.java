@@ -80,6 +80,15 @@ final class LockedMethods implements AutoCloseable {
 			section.run();
 		}
 
+		/**
+		 * Runs the section under a PESSIMISTIC lock with a wait time of 10 s ({@link Checker#TURN_WAIT}), in the
+		 * transaction of the attempt that got the lock.
+		 */
+		@DistributedLock(resource = "#{#p0}", waitTime = "10s", mode = LockMode.PESSIMISTIC)
+		public void lockedPessimisticPatiently(String resource, Runnable section) {
+			section.run();
+		}
+
 		/** Runs the section under the lock (renewed lease, wait 1 s), in a new transaction of its own. */
 		@DistributedLock(resource = "#{#p0}", waitTime = "1s")
 		@Transactional(propagation = Propagation.REQUIRES_NEW)

@@ -43,6 +43,8 @@ class MixedWorkloadCheckerTests {
 			.isGreaterThanOrEqualTo(3);
 		assertThat(count(observed, "@DistributedLock PESSIMISTIC (pool of")).as("sections of bursts on a small pool")
 			.isGreaterThanOrEqualTo(3);
+		assertThat(count(observed, Checker.TURN_CALL)).as("sections of bursts that must be served in turn")
+			.isGreaterThanOrEqualTo(3);
 	}
 
 	/** Counted sections on {@link Workload#MIXED} of PESSIMISTIC callers, or of LEASE callers. */

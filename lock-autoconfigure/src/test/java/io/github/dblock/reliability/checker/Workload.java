@@ -62,7 +62,9 @@ import org.springframework.transaction.support.TransactionTemplate;
  * ({@link #MIXED}), LEASE and PESSIMISTIC calls of every node and thread together, {@code @DistributedLock(mode =
  * PESSIMISTIC)} among them, alone or inside a caller's transaction; WRITE locks checked at commit on {@code rw0}
  * whose transaction outlives the lease ({@link #writeCheckedAtCommit}), among expired reader rows
- * ({@link #expiredReaders}); and bursts of PESSIMISTIC calls on a small pool ({@link #bursts}). A cleanup thread runs
+ * ({@link #expiredReaders}); and bursts of PESSIMISTIC calls on a small pool ({@link #bursts}), half of them on a
+ * fresh resource with a wait time of 10 s through a small pool without faults, where every call must be served in
+ * turn ({@link Checker#TURN_CALL}). A cleanup thread runs
  * {@link LockTableCleaner} every 100 to 400 ms with the shortest retention (1 s). With faults, every 1 to 3 s one
  * node gets one of: {@code KILL CONNECTION} of one of its sessions, a blackhole of its proxy for 0.5 to 3 s (then
  * passed on, or every connection reset), or late replies (every chunk delayed 100 to 700 ms) for 1 to 3 s; and every
@@ -368,6 +370,7 @@ public final class Workload {
 		SEMAPHORES.forEach((name, n) -> permits.put(this.prefix + name, n));
 		List<JdbcTemplate> sessions = new ArrayList<>();
 		List<SmallPool> smallPools = new ArrayList<>();
+		SmallPool turnPool = null;
 		for (int i = 0; i < this.settings.nodes(); i++) {
 			String url = servers.nodeUrl(i);
 			FaultProxy proxy = FaultProxy.forJdbcUrl(url);
@@ -376,8 +379,13 @@ public final class Workload {
 			this.nodes.add(node("n" + i, pools, proxy, proxy.jdbcUrl(url), permits, validateAtCommit, i == 0));
 			if (!servers.multiPrimary()) {
 				HikariDataSource nodePool = this.nodes.get(i).pool();
-				smallPools.add(smallPool("n" + i, pools, proxy.jdbcUrl(url),
-						(servers.dialect() != null) ? servers.dialect() : LockNodes.dialect(nodePool)));
+				io.github.dblock.jdbc.LockDialect dialect = (servers.dialect() != null) ? servers.dialect()
+						: LockNodes.dialect(nodePool);
+				smallPools.add(smallPool("n" + i, pools, proxy.jdbcUrl(url), dialect));
+				if (i == 0) {
+					// on the server itself, not through the proxy: faults would refuse calls legitimately
+					turnPool = smallPool("n0-turn", pools, url, dialect);
+				}
 			}
 			javax.sql.DataSource own = servers.sessions(i);
 			sessions.add((own != null) ? new JdbcTemplate(own) : direct);
@@ -400,7 +408,9 @@ public final class Workload {
 		Thread forcer = new Thread(() -> forceReleases(new Random(this.settings.seed() + 3)), "checker-force-release");
 		Thread restarter = new Thread(() -> restartServer(new Random(this.settings.seed() + 4)),
 				"checker-server-restart");
-		Thread burster = new Thread(() -> bursts(new Random(this.settings.seed() + 5), smallPools), "checker-bursts");
+		SmallPool turn = turnPool;
+		Thread burster = new Thread(() -> bursts(new Random(this.settings.seed() + 5), smallPools, turn),
+				"checker-bursts");
 		Thread expiredReaders = new Thread(this::expiredReaders, "checker-expired-readers");
 		if (!servers.multiPrimary()) {
 			expiredReaders.start();
@@ -439,6 +449,9 @@ public final class Workload {
 		for (SmallPool small : smallPools) {
 			small.methods().close();
 		}
+		if (turnPool != null) {
+			turnPool.methods().close();
+		}
 		for (Node node : this.nodes) {
 			node.methods().close();
 			node.proxy().passThrough();
@@ -451,6 +464,9 @@ public final class Workload {
 		Observed observed = this.history.observed(permits, leftovers);
 		for (SmallPool small : smallPools) {
 			small.pool().close();
+		}
+		if (turnPool != null) {
+			turnPool.pool().close();
 		}
 		for (Node node : this.nodes) {
 			node.pool().close();
@@ -671,7 +687,8 @@ public final class Workload {
 	 * attempt's transaction, which writes the section's commit marker, so the section counts only if it committed.
 	 */
 	private void annotatedPessimistic(Node node, Random random, String resource) {
-		annotatedPessimistic(node.name(), node.methods(), node.jdbc(), random, resource, "@DistributedLock PESSIMISTIC");
+		annotatedPessimistic(node.name(), node.methods(), node.jdbc(), random, resource, "@DistributedLock PESSIMISTIC",
+				false);
 	}
 
 	/**
@@ -679,13 +696,15 @@ public final class Workload {
 	 * the acquisition is recorded against its bound whether or not it got the lock.
 	 */
 	private void annotatedPessimistic(String nodeName, LockedMethods methods, JdbcTemplate jdbc, Random random,
-			String resource, String call) {
+			String resource, String call, boolean patient) {
 		count(this.calls, call);
 		long invoked = System.nanoTime();
 		long[] first = new long[1];
 		String outcome = "ok";
+		java.util.function.BiConsumer<String, Runnable> method = patient ? methods.service()::lockedPessimisticPatiently
+				: methods.service()::lockedPessimistic;
 		try {
-			methods.service().lockedPessimistic(resource, () -> {
+			method.accept(resource, () -> {
 				if (first[0] == 0) {
 					first[0] = System.nanoTime();
 				}
@@ -694,7 +713,12 @@ public final class Workload {
 				this.history.enter(id, nodeName, resource, Family.EXCLUSIVE, call, lock.fencingToken(), true, true);
 				this.history.timing(id, System.nanoTime(), null, null, false);
 				this.history.commitMarker(jdbc, id);
-				hold(random);
+				if (patient) {
+					shortHold(random);
+				}
+				else {
+					hold(random);
+				}
 				this.history.exit(id, resource, lock.fencingToken(), true);
 			});
 		}
@@ -702,7 +726,8 @@ public final class Workload {
 			// a busy lock, a lost connection: the section (if any) rolled back and does not count
 			outcome = outcome(ex);
 		}
-		long bound = Duration.ofSeconds(1).plus(STATEMENT_TIMEOUT).plusSeconds(2).toNanos();
+		long bound = (patient ? Checker.TURN_WAIT : Duration.ofSeconds(1)).plus(STATEMENT_TIMEOUT).plusSeconds(2)
+			.toNanos();
 		this.history.op(0, nodeName, call + " (acquisition)", resource, invoked,
 				(first[0] != 0) ? first[0] : System.nanoTime(), bound, (first[0] != 0) ? "ok" : outcome);
 	}
@@ -734,22 +759,27 @@ public final class Workload {
 	 * Every 1 to 3 s until {@code stopping}: {@link #BURST} threads call {@code @DistributedLock(mode = PESSIMISTIC)}
 	 * at once on {@link #MIXED} through one node's {@link SmallPool} of {@link #SMALL_POOL} connections. The local
 	 * callers must queue in the JVM before they take a connection, so that every call runs or is refused within its
-	 * bound.
+	 * bound. Every other burst on average goes instead to a resource of its own, new to the database, through
+	 * {@code turn} (a small pool on the server without faults), with a wait time of {@link Checker#TURN_WAIT} and
+	 * holds of 0 to 20 ms: the small pool must serve every caller in turn ({@link Checker#servedInTurn}).
 	 */
-	private void bursts(Random random, List<SmallPool> smallPools) {
+	private void bursts(Random random, List<SmallPool> smallPools, @org.jspecify.annotations.Nullable SmallPool turn) {
+		int turns = 0;
 		while (!this.stopping) {
 			try {
 				Thread.sleep(1_000 + random.nextInt(2_000));
 				if (this.stopping) {
 					return;
 				}
-				SmallPool small = smallPools.get(random.nextInt(smallPools.size()));
+				boolean patient = turn != null && random.nextBoolean();
+				SmallPool small = patient ? turn : smallPools.get(random.nextInt(smallPools.size()));
+				String resource = patient ? this.prefix + "turn" + turns++ : this.prefix + MIXED;
+				String call = patient ? Checker.TURN_CALL : "@DistributedLock PESSIMISTIC (pool of " + SMALL_POOL + ")";
 				List<Thread> callers = new ArrayList<>();
 				for (int i = 0; i < BURST; i++) {
 					Random own = new Random(random.nextLong());
 					callers.add(workerThread(() -> annotatedPessimistic(small.name(), small.methods(), small.jdbc(), own,
-							this.prefix + MIXED, "@DistributedLock PESSIMISTIC (pool of " + SMALL_POOL + ")"),
-							"checker-burst-" + small.name() + "-" + i));
+							resource, call, patient), "checker-burst-" + small.name() + "-" + i));
 				}
 				callers.forEach(Thread::start);
 				for (Thread caller : callers) {
@@ -868,6 +898,16 @@ public final class Workload {
 	}
 
 	/** Mostly a few ms; one in 20 a long hold of 300 to 1,200 ms, which outlives a short explicit lease. */
+	/** A hold of 0 to 20 ms. */
+	private static void shortHold(Random random) {
+		try {
+			Thread.sleep(random.nextInt(21));
+		}
+		catch (InterruptedException ex) {
+			Thread.currentThread().interrupt();
+		}
+	}
+
 	private static void hold(Random random) {
 		long millis = (random.nextInt(20) == 0) ? 300 + random.nextInt(900) : random.nextInt(8);
 		try {
