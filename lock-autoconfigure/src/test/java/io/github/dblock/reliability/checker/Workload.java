@@ -796,10 +796,17 @@ public final class Workload {
 				section[2] = lock.fencingToken();
 				this.history.op(section[1], node.name(), call, resource, invoked, section[0], bound, "ok");
 				this.history.enter(section[1], node.name(), resource, Family.WRITE, call, section[2], true, true);
-				this.history.timing(section[1], section[0], null, null, false);
-				this.history.commitMarker(node.jdbc(), section[1]);
-				hold(random);
-				lock.close(); // the release waits for the transaction to complete
+				try {
+					this.history.timing(section[1], section[0], null, null, false);
+					this.history.commitMarker(node.jdbc(), section[1]);
+					hold(random);
+				}
+				finally {
+					// the release waits for the transaction to complete; a handle left open when the section fails
+					// (its transaction's connection broken) would stay this thread's hold, and the thread's next READ or
+					// WRITE of the resource would re-enter it with the same token instead of being granted
+					lock.close();
+				}
 				org.springframework.transaction.support.TransactionSynchronizationManager
 					.registerSynchronization(new org.springframework.transaction.support.TransactionSynchronization() {
 						@Override
