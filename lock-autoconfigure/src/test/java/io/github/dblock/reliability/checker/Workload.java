@@ -547,6 +547,7 @@ public final class Workload {
 				}
 				else if (pick < 68) {
 					lockCall(node, random, rw, LockMode.LEASE, LockType.READ, random.nextBoolean());
+					noHoldLeftOpen(node, rw);
 				}
 				else if (pick < 76) {
 					if (rw.endsWith("rw0") && node.validateAtCommit() && !multiPrimary) {
@@ -555,6 +556,7 @@ public final class Workload {
 					else {
 						lockCall(node, random, rw, LockMode.LEASE, LockType.WRITE, random.nextBoolean());
 					}
+					noHoldLeftOpen(node, rw);
 				}
 				else if (pick < 88) {
 					permit(node, random, this.prefix + (random.nextBoolean() ? "s0" : "s1"));
@@ -833,6 +835,22 @@ public final class Workload {
 						outcome(ex));
 			}
 			// else: the commit check failed or the connection was lost: rolled back, the section does not count
+		}
+	}
+
+	/**
+	 * A read/write call must leave no hold of the resource to its thread once it has returned (its transaction, if
+	 * any, completed): a hold left open would be re-entered by the thread's next READ or WRITE of the resource, with
+	 * the same fencing token and no grant, which the history would take for a new acquisition.
+	 */
+	private void noHoldLeftOpen(Node node, String resource) {
+		String thread = "[" + Thread.currentThread().getName() + "]";
+		for (io.github.dblock.LockIntrospection.LocalHold hold : node.locks().introspection().localHolds()) {
+			if (hold.type() != LockType.EXCLUSIVE && hold.resource().equals(resource) && hold.holder().endsWith(thread)) {
+				this.harnessErrors.add(Thread.currentThread().getName() + ": a " + hold.type() + " hold of " + resource
+						+ " (fencing token " + hold.fencingToken() + ", hold count " + hold.holdCount()
+						+ ") left open by the workload");
+			}
 		}
 	}
 
