@@ -793,12 +793,12 @@ public final class Workload {
 		try {
 			node.transactions().executeWithoutResult((status) -> {
 				LockHandle lock = node.locks().acquire(resource, options);
-				section[0] = System.nanoTime();
-				section[1] = this.history.nextId();
-				section[2] = lock.fencingToken();
-				this.history.op(section[1], node.name(), call, resource, invoked, section[0], bound, "ok");
-				this.history.enter(section[1], node.name(), resource, Family.WRITE, call, section[2], true, true);
 				try {
+					section[0] = System.nanoTime();
+					section[1] = this.history.nextId();
+					section[2] = lock.fencingToken();
+					this.history.op(section[1], node.name(), call, resource, invoked, section[0], bound, "ok");
+					this.history.enter(section[1], node.name(), resource, Family.WRITE, call, section[2], true, true);
 					this.history.timing(section[1], section[0], null, null, false);
 					this.history.commitMarker(node.jdbc(), section[1]);
 					hold(random);
