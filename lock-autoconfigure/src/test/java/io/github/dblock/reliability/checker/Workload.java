@@ -563,6 +563,7 @@ public final class Workload {
 				}
 				else if (pick < 68) {
 					lockCall(node, random, rw, LockMode.LEASE, LockType.READ, random.nextBoolean());
+					noHoldLeftOpen(node, rw);
 				}
 				else if (pick < 76) {
 					if (rw.endsWith("rw0") && node.validateAtCommit() && !multiPrimary) {
@@ -571,6 +572,7 @@ public final class Workload {
 					else {
 						lockCall(node, random, rw, LockMode.LEASE, LockType.WRITE, random.nextBoolean());
 					}
+					noHoldLeftOpen(node, rw);
 				}
 				else if (pick < 88) {
 					permit(node, random, this.prefix + (random.nextBoolean() ? "s0" : "s1"));
@@ -821,15 +823,22 @@ public final class Workload {
 		try {
 			node.transactions().executeWithoutResult((status) -> {
 				LockHandle lock = node.locks().acquire(resource, options);
-				section[0] = System.nanoTime();
-				section[1] = this.history.nextId();
-				section[2] = lock.fencingToken();
-				this.history.op(section[1], node.name(), call, resource, invoked, section[0], bound, "ok");
-				this.history.enter(section[1], node.name(), resource, Family.WRITE, call, section[2], true, true);
-				this.history.timing(section[1], section[0], null, null, false);
-				this.history.commitMarker(node.jdbc(), section[1]);
-				hold(random);
-				lock.close(); // the release waits for the transaction to complete
+				try {
+					section[0] = System.nanoTime();
+					section[1] = this.history.nextId();
+					section[2] = lock.fencingToken();
+					this.history.op(section[1], node.name(), call, resource, invoked, section[0], bound, "ok");
+					this.history.enter(section[1], node.name(), resource, Family.WRITE, call, section[2], true, true);
+					this.history.timing(section[1], section[0], null, null, false);
+					this.history.commitMarker(node.jdbc(), section[1]);
+					hold(random);
+				}
+				finally {
+					// the release waits for the transaction to complete; a handle left open when the section fails
+					// (its transaction's connection broken) would stay this thread's hold, and the thread's next READ or
+					// WRITE of the resource would re-enter it with the same token instead of being granted
+					lock.close();
+				}
 				org.springframework.transaction.support.TransactionSynchronizationManager
 					.registerSynchronization(new org.springframework.transaction.support.TransactionSynchronization() {
 						@Override
@@ -856,6 +865,22 @@ public final class Workload {
 						outcome(ex));
 			}
 			// else: the commit check failed or the connection was lost: rolled back, the section does not count
+		}
+	}
+
+	/**
+	 * A read/write call must leave no hold of the resource to its thread once it has returned (its transaction, if
+	 * any, completed): a hold left open would be re-entered by the thread's next READ or WRITE of the resource, with
+	 * the same fencing token and no grant, which the history would take for a new acquisition.
+	 */
+	private void noHoldLeftOpen(Node node, String resource) {
+		String thread = "[" + Thread.currentThread().getName() + "]";
+		for (io.github.dblock.LockIntrospection.LocalHold hold : node.locks().introspection().localHolds()) {
+			if (hold.type() != LockType.EXCLUSIVE && hold.resource().equals(resource) && hold.holder().endsWith(thread)) {
+				this.harnessErrors.add(Thread.currentThread().getName() + ": a " + hold.type() + " hold of " + resource
+						+ " (fencing token " + hold.fencingToken() + ", hold count " + hold.holdCount()
+						+ ") left open by the workload");
+			}
 		}
 	}
 
