@@ -97,31 +97,43 @@ class WriteHoldInBrokenTransactionTests {
 
 	@Test
 	void anUnclosedWriteHandleOfABrokenTransactionIsReenteredByItsThreadWithTheSameToken() throws Exception {
+		// the owner is a thread of its own: the handle it leaves open (and the thread's current-lock stack) end with it
+		ExecutorService owner = Executors.newSingleThreadExecutor();
 		long[] granted = new long[1];
-		assertThatRuntimeException().isThrownBy(() -> this.tx.executeWithoutResult((status) -> {
-			LockHandle lock = this.locks.acquire(this.resource, options(LockType.WRITE));
-			granted[0] = lock.fencingToken();
-			try {
-				breakTheTransaction(); // lock.close() is never reached
-			}
-			catch (Exception ex) {
-				throw new IllegalStateException(ex);
-			}
-		}));
-		assertThat(counter()).as("the grant committed on the library's own connection").isEqualTo(granted[0]);
+		long[] again = new long[2];
+		try {
+			owner.submit(() -> {
+				assertThatRuntimeException().isThrownBy(() -> this.tx.executeWithoutResult((status) -> {
+					LockHandle lock = this.locks.acquire(this.resource, options(LockType.WRITE));
+					granted[0] = lock.fencingToken();
+					try {
+						breakTheTransaction(); // lock.close() is never reached
+					}
+					catch (Exception ex) {
+						throw new IllegalStateException(ex);
+					}
+				}));
+				assertThat(counter()).as("the grant committed on the library's own connection").isEqualTo(granted[0]);
 
-		long started = System.nanoTime();
-		try (LockHandle read = this.locks.acquire(this.resource, options(LockType.READ))) {
-			assertThat(read.fencingToken()).as("the thread's unclosed WRITE hold serves its READ").isEqualTo(granted[0]);
+				long started = System.nanoTime();
+				try (LockHandle read = this.locks.acquire(this.resource, options(LockType.READ))) {
+					again[0] = read.fencingToken();
+				}
+				this.tx.executeWithoutResult((status) -> {
+					try (LockHandle write = this.locks.acquire(this.resource, options(LockType.WRITE))) {
+						again[1] = write.fencingToken();
+					}
+				});
+				assertThat(System.nanoTime() - started).as("both re-entered within the lease")
+					.isLessThan(LEASE.toNanos());
+				return null;
+			}).get(30, TimeUnit.SECONDS);
 		}
-		long[] again = new long[1];
-		this.tx.executeWithoutResult((status) -> {
-			try (LockHandle write = this.locks.acquire(this.resource, options(LockType.WRITE))) {
-				again[0] = write.fencingToken();
-			}
-		});
-		assertThat(System.nanoTime() - started).as("both re-entered within the lease").isLessThan(LEASE.toNanos());
-		assertThat(again[0]).as("and its WRITE in a new transaction").isEqualTo(granted[0]);
+		finally {
+			owner.shutdownNow();
+		}
+		assertThat(again[0]).as("the thread's unclosed WRITE hold serves its READ").isEqualTo(granted[0]);
+		assertThat(again[1]).as("and its WRITE in a new transaction").isEqualTo(granted[0]);
 		assertThat(counter()).as("no grant in the database meanwhile").isEqualTo(granted[0]);
 
 		long other = this.executor.submit(() -> {
