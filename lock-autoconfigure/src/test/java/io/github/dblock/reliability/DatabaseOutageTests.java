@@ -249,13 +249,14 @@ class DatabaseOutageTests {
 		LockTemplate holderNode = node(LockMode.PESSIMISTIC, "holder", this.holderPool, Duration.ofSeconds(30));
 		LockTemplate waiterNode = node(LockMode.PESSIMISTIC, "waiter", this.waiterPool, Duration.ofSeconds(30));
 		LockHandle held = holderNode.acquire(resource);
-		CompletableFuture<long[]> waiter = waitFor(waiterNode, resource, Duration.ofSeconds(30));
 		JdbcTemplate jdbc = new JdbcTemplate(admin);
-		// the holder's transaction is the only one open
+		// the holder's transaction is the only one open: found before the waiter starts, whose own transaction is
+		// RUNNING too for a moment before its locking statement reaches the row lock
 		Long holderThread = awaitValue(() -> jdbc.query(
 				"SELECT trx_mysql_thread_id FROM information_schema.INNODB_TRX WHERE trx_state = 'RUNNING'"
 						+ " AND trx_mysql_thread_id <> CONNECTION_ID()",
 				(rs) -> rs.next() ? rs.getLong(1) : null));
+		CompletableFuture<long[]> waiter = waitFor(waiterNode, resource, Duration.ofSeconds(30));
 		// the waiter's locking statement is in the server's lock queue
 		awaitValue(() -> jdbc.query("SELECT ID FROM information_schema.PROCESSLIST WHERE USER = 'locks'"
 				+ " AND COMMAND = 'Query' AND ID <> ?", (rs) -> rs.next() ? rs.getLong(1) : null, holderThread));
