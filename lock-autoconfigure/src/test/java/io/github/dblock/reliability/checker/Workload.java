@@ -347,7 +347,8 @@ public final class Workload {
 			LockTemplate locks, LockTemplate serverClockLocks,
 			List<LeaseLockProvider> leaseProviders, SemaphoreTemplate semaphores, IdempotencyNodes.Node idempotency,
 			TransactionTemplate transactions, JdbcTemplate jdbc, LockedMethods methods,
-			DistributedLockRegistry registry, DistributedLockShedLockProvider shedLock, boolean validateAtCommit) {
+			DistributedLockRegistry registry, DistributedLockShedLockProvider shedLock, boolean validateAtCommit,
+			HoldObservations holds) {
 	}
 
 	/** Runs the workload on the test database for its duration, lets every call finish, and returns the history. */
@@ -511,6 +512,8 @@ public final class Workload {
 		LockTemplate locks = new LockTemplate(List.of(lease, pessimistic, optimistic), LockMode.LEASE, Duration.ZERO,
 				Duration.ofSeconds(1), name);
 		locks.setValidateAtCommit(validateAtCommit);
+		HoldObservations holds = new HoldObservations();
+		locks.setObservationRegistry(HoldObservations.registry(holds));
 		if (multiPrimary) {
 			locks.refuseMode(LockMode.PESSIMISTIC, "a multi-primary cluster (as DatabaseTopology reports Galera)");
 		}
@@ -526,7 +529,7 @@ public final class Workload {
 		return new Node(name, proxy, pool, locks, serverClockLocks, leaseProviders, semaphores, idempotency,
 				new TransactionTemplate(new DataSourceTransactionManager(pool)), new JdbcTemplate(pool),
 				new LockedMethods(locks, pool), new DistributedLockRegistry(locks, null),
-				new DistributedLockShedLockProvider(lease, name), validateAtCommit);
+				new DistributedLockShedLockProvider(lease, name), validateAtCommit, holds);
 	}
 
 	private static void count(Map<String, AtomicLong> counts, String what) {
@@ -1269,12 +1272,14 @@ public final class Workload {
 		long[] times = new long[3]; // invoked, granted, released
 		long[] token = new long[1];
 		LockHandle[] held = new LockHandle[1];
+		HoldObservations.Hold[] libraryHold = new HoldObservations.Hold[1];
 		AtomicBoolean lost = new AtomicBoolean();
 		AtomicLong lostAt = new AtomicLong();
 		Runnable section = () -> {
 			times[1] = System.nanoTime();
 			LockHandle lock = CurrentLock.get(resource).orElseThrow();
 			held[0] = lock;
+			libraryHold[0] = node.holds().current(resource);
 			lock.onLost((l) -> {
 				lostAt.compareAndSet(0, System.nanoTime());
 				lost.set(true);
@@ -1325,7 +1330,10 @@ public final class Workload {
 		if (lost.get() || (variant != 0 && !node.validateAtCommit())) {
 			this.history.lost(id);
 		}
-		this.history.timing(id, times[1], (times[2] != 0) ? times[2] : null, nanosOrNull(lostAt), true);
+		// the method runs after the transaction advisor began its transaction: a listener registered then runs at once
+		// if the lease ended meanwhile, so the loss time is the library's own (HoldObservations)
+		this.history.timing(id, times[1], (times[2] != 0) ? times[2] : null,
+				HoldObservations.lostAt(lostAt.get(), libraryHold[0]), true);
 	}
 
 	/** The exit of a section whose handle is given: not held any more is lost; the release time is taken after. */
