@@ -113,6 +113,25 @@ class LeaseHandOverTests {
 	}
 
 	@Test
+	void aLeaseHandedToTheWaiterNextInLineNoLongerNamesTheReleaserAsItsHolder() {
+		LockTemplate holder = LockNodes.node(LockMode.LEASE, "releaser", this.pool);
+		LockHandle held = holder.acquire(this.resource);
+		String waiter = UUID.randomUUID().toString();
+		nextInLine(waiter, 60_000);
+		held.close(); // hands the lease to the waiter, whose next attempt takes the row as its own
+		assertThat(row().get("owner_token")).isEqualTo(waiter);
+		LockTableAdmin admin = new LockTableAdmin(this.pool, LockNodes.TABLE, Duration.ofSeconds(2));
+		assertThat(admin.find(this.resource)).get()
+			.satisfies((row) -> assertThat(row.held()).isTrue())
+			.satisfies((row) -> assertThat(row.holder()).doesNotStartWith("releaser [").contains("next waiter in line"));
+		LockTableAdmin.ForceRelease forced = admin.forceRelease(this.resource, "test").orElseThrow();
+		assertThat(forced.wasHeld()).isTrue();
+		assertThat(forced.previousHolder()).as("not the releaser, whose hold ended at its release")
+			.doesNotStartWith("releaser [")
+			.contains("next waiter in line");
+	}
+
+	@Test
 	void aWaiterThatDiedWhileNextInLineHoldsTheLockUpForItsAnnouncementPlusASecondAtMost() {
 		LockTemplate holder = LockNodes.node(LockMode.LEASE, "holder", this.pool);
 		LockTemplate third = LockNodes.node(LockMode.LEASE, "third", this.pool);

@@ -338,11 +338,13 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.leaseRelease,
 					this.jdbc.statementTimeoutSeconds(), true)) {
 				ps.setLong(1, lock.lastHandedOut());
-				for (int i = 2; i <= 5; i++) {
+				ps.setLong(2, lock.minHoldMicros);
+				ps.setString(3, LockStatements.HANDED_OVER_HOLDER);
+				for (int i = 4; i <= 7; i++) {
 					ps.setLong(i, lock.minHoldMicros);
 				}
-				ps.setBytes(6, LockRows.bytes(lock.resource));
-				ps.setString(7, lock.ownerToken);
+				ps.setBytes(8, LockRows.bytes(lock.resource));
+				ps.setString(9, lock.ownerToken);
 				int matched = ps.executeUpdate();
 				JdbcLockSupport.commitIfNeeded(connection);
 				if (matched == 1) {

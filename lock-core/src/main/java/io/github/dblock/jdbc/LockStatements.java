@@ -48,6 +48,9 @@ abstract sealed class LockStatements extends LockTableSql
 			VALUES (?, ?, ?, LAST_INSERT_ID(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))),
 			UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)""");
 
+	/** The holder of a lease that a release handed over to the waiter next in line, until that waiter takes it. */
+	static final String HANDED_OVER_HOLDER = "the next waiter in line (handed over at release)";
+
 	/**
 	 * Releases a lease of this owner. With a live waiter next in line (waiting_owner set, its announcement
 	 * waiting_until not run out, the minimum hold time passed) the lease goes straight to it: its owner token
@@ -60,10 +63,14 @@ abstract sealed class LockStatements extends LockTableSql
 	 * one reads the old row, which gives the same result): each column is read only by assignments before its own.
 	 * The fencing token goes back from the end of the block the take reserved to the last token this lease handed out
 	 * (LEAST: never up), so that a counter taken faster than once per 1,024 µs does not run ahead of the server clock
-	 * (ExclusiveLease#lastHandedOut). Parameters: last token handed out, minHold µs (four times), resource, owner.
+	 * (ExclusiveLease#lastHandedOut). A hand-over sets the holder to {@link #HANDED_OVER_HOLDER} until the waiter's
+	 * take writes its own, so that no view names the releaser as the holder. Parameters: last token handed out,
+	 * minHold µs, {@link #HANDED_OVER_HOLDER}, minHold µs (four times), resource, owner.
 	 */
 	final String leaseRelease = sql("""
 			UPDATE {lock} SET fencing_token = LEAST(fencing_token, ?),
+			holder = IF((waiting_owner IS NOT NULL AND waiting_until > UTC_TIMESTAMP(6) AND acquired_at + INTERVAL ? MICROSECOND <= UTC_TIMESTAMP(6)),
+			?, holder),
 			expires_at = IF((waiting_owner IS NOT NULL AND waiting_until > UTC_TIMESTAMP(6) AND acquired_at + INTERVAL ? MICROSECOND <= UTC_TIMESTAMP(6)),
 			waiting_until + INTERVAL 1 SECOND, GREATEST(UTC_TIMESTAMP(6), acquired_at + INTERVAL ? MICROSECOND)),
 			owner_token = IF((waiting_owner IS NOT NULL AND waiting_until > UTC_TIMESTAMP(6) AND acquired_at + INTERVAL ? MICROSECOND <= UTC_TIMESTAMP(6)),
