@@ -104,7 +104,7 @@ public final class LockEngine {
 	 * @param admission the gate taken for the call before its transaction began, or {@code null}
 	 * ({@link ExclusiveHolds#admit})
 	 */
-	private Attempt acquireUnobserved(LockCall call, ExclusiveHolds.@Nullable Admission admission) {
+	private Attempt acquireUnobserved(LockCall call, @Nullable Admission admission) {
 		if (call.type() != LockType.EXCLUSIVE) {
 			return this.readWrite.acquire(call);
 		}
@@ -210,8 +210,8 @@ public final class LockEngine {
 			LockCall current = (attempt == 0) ? this.call
 					: this.call.withWaitTime(Duration.ofNanos(Math.max(0, remainingNanos())));
 			// the local gate first, then the transaction: local waiters queue without a pooled connection
-			ExclusiveHolds.Admission admission = (current.type() == LockType.EXCLUSIVE)
-					? LockEngine.this.exclusive.admit(current, this.deadline) : ExclusiveHolds.Admission.REENTRY;
+			Admission admission = (current.type() == LockType.EXCLUSIVE)
+					? LockEngine.this.exclusive.admit(current, this.deadline) : Admission.REENTRY;
 			String refusedBy = admission.refusedBy();
 			if (refusedBy != null) {
 				return new Step<>(null, new LockNotAcquiredException(this.call.resource(), this.call.waitTime(), refusedBy),
@@ -226,7 +226,7 @@ public final class LockEngine {
 								new LockNotAcquiredException(this.call.resource(), this.call.waitTime(), busy), null);
 					}
 				}
-				ExclusiveHolds.Admission gate = admission.isAdmitted() ? admission : null;
+				Admission gate = admission.isAdmitted() ? admission : null;
 				return new Step<>(new Done<>(this.provider.inTransaction(request,
 						() -> executeHolding(current, this.action, this.call.waitTime(), this.attempts, gate))), null,
 						null);
@@ -394,7 +394,7 @@ public final class LockEngine {
 	 * @param admission the gate taken for the attempt before its transaction began, or {@code null}
 	 */
 	private <T> @Nullable T executeHolding(LockCall call, LockCallback<T> action,
-			Duration reportedWaitTime, @Nullable Attempts attempts, ExclusiveHolds.@Nullable Admission admission) {
+			Duration reportedWaitTime, @Nullable Attempts attempts, @Nullable Admission admission) {
 		T result;
 		Attempt attempt = (attempts != null) ? acquireUnobserved(call, admission) : acquire(call);
 		LockHandle lock = attempt.handle();
