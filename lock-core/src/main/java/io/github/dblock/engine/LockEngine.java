@@ -59,7 +59,7 @@ public final class LockEngine {
 	 */
 	public <T, E extends Exception> @Nullable T executeChecked(LockCall call, CheckedLockCallback<T, E> action)
 			throws E {
-		return CheckedCalls.executeChecked(this, call, action);
+		return CheckedCalls.executeChecked(action, (callback) -> execute(call, callback));
 	}
 
 	/** Acquires for the current thread, observed as one {@code distributed.lock.acquire}. */
