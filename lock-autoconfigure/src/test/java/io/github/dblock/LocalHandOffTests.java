@@ -271,7 +271,7 @@ class LocalHandOffTests {
 
 	/**
 	 * A thread that releases and at once asks again may take the free gate before a thread that queued less than
-	 * {@code LocalLocks.BARGE_NANOS} ago, but not before one that has waited longer: a thread asking among three that
+	 * {@code LocalLock.BARGE_NANOS} ago, but not before one that has waited longer: a thread asking among three that
 	 * loop without pause still gets the lock every time, soon, and so does each looper.
 	 */
 	@Test

@@ -5,8 +5,9 @@ import io.github.dblock.LockCallback;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Runs a {@link CheckedLockCallback} through {@link LockEngine#execute(LockCall, LockCallback)}: its checked exception
- * crosses the engine in a private carrier and is rethrown as it was.
+ * Runs a {@link CheckedLockCallback} through an execution of a {@link LockCallback} (the engine's
+ * {@link LockEngine#execute(LockCall, LockCallback)}): its checked exception crosses the engine in a private carrier
+ * and is rethrown as it was. Stateless.
  */
 final class CheckedCalls {
 
@@ -15,13 +16,13 @@ final class CheckedCalls {
 
 	@Nullable
 	@SuppressWarnings("unchecked")
-	static <T, E extends Exception> T executeChecked(LockEngine engine, LockCall call, CheckedLockCallback<T, E> action)
+	static <T, E extends Exception> T executeChecked(CheckedLockCallback<T, E> action, Execution<T> execution)
 			throws E {
 		if (action == null) {
 			throw new IllegalArgumentException("action must not be null");
 		}
 		try {
-			return engine.execute(call, (lock) -> {
+			return execution.execute((lock) -> {
 				try {
 					return action.doWithLock(lock);
 				}
@@ -40,6 +41,14 @@ final class CheckedCalls {
 			}
 			throw (E) original;
 		}
+	}
+
+	/** Runs a callback under a lock, as {@link LockEngine#execute(LockCall, LockCallback)} does. */
+	@FunctionalInterface
+	interface Execution<T> {
+
+		@Nullable T execute(LockCallback<T> action);
+
 	}
 
 	/** Carries a checked exception through the template; no stack trace of its own. */

@@ -10,13 +10,13 @@ import io.github.dblock.spi.HeldLock;
 import org.jspecify.annotations.Nullable;
 
 /**
- * A {@link LockHandle} for one hold of a resource's {@link LocalLocks.Entry}.
+ * A {@link LockHandle} for one hold of a resource's {@link LocalLock}. Closed by the thread that acquired it.
  */
 final class ExclusiveHandle implements LockHandle {
 
-	private final ExclusiveHolds holds;
+	private final ExclusiveRelease release;
 
-	private final LocalLocks.Entry entry;
+	private final LocalLock entry;
 
 	private final HeldLock lock;
 
@@ -32,9 +32,9 @@ final class ExclusiveHandle implements LockHandle {
 	/** The LEASE acquisition this hold belongs to, {@code null} for a PESSIMISTIC hold. */
 	private final @Nullable LeaseHold lease;
 
-	ExclusiveHandle(ExclusiveHolds holds, LocalLocks.Entry entry, HeldLock lock, LockMode mode,
+	ExclusiveHandle(ExclusiveRelease release, LocalLock entry, HeldLock lock, LockMode mode,
 			@Nullable PessimisticHold pessimisticHold, @Nullable LeaseHold lease) {
-		this.holds = holds;
+		this.release = release;
 		this.entry = entry;
 		this.lock = lock;
 		this.mode = mode;
@@ -47,18 +47,18 @@ final class ExclusiveHandle implements LockHandle {
 	 * The PESSIMISTIC acquisition this hold belongs to if it is one of the given entry (of the same template), else
 	 * {@code null}.
 	 */
-	@Nullable PessimisticHold pessimisticHoldOf(LocalLocks.Entry entry) {
+	@Nullable PessimisticHold pessimisticHoldOf(LocalLock entry) {
 		return (this.entry == entry) ? this.pessimisticHold : null;
 	}
 
-	/** Registers commit-time validation of this LEASE hold in the current transaction, if the template validates. */
 	/** Whether this is a PESSIMISTIC hold, which lets the local gate go once the row is its own. */
 	boolean isPessimistic() {
 		return this.pessimisticHold != null;
 	}
 
+	/** Registers commit-time validation of this LEASE hold in the current transaction, if the template validates. */
 	void validateInTransaction() {
-		this.holds.settings().validateAtCommit(this.entry.resource, this.lock);
+		this.release.settings().validateAtCommit(this.entry.resource, this.lock);
 	}
 
 	@Override
@@ -113,7 +113,7 @@ final class ExclusiveHandle implements LockHandle {
 		}
 		this.closed = true;
 		ThreadHolds.pop(this);
-		this.holds.release(this.entry, this.lock, this.pessimisticHold, this.lease);
+		this.release.release(this.entry, this.lock, this.pessimisticHold, this.lease);
 	}
 
 	@Override

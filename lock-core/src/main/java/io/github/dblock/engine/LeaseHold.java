@@ -8,9 +8,12 @@ import org.jspecify.annotations.Nullable;
 /**
  * One acquisition held with the gate (LEASE): its lock, the mode it was taken in, its thread and its hold count (the
  * acquisition and its re-entries), shared by the handles of that acquisition, so that the handles of a hold that was
- * superseded never touch a later holder's state.
+ * superseded never touch a later holder's state. Thread-safe (its fields are volatile).
  */
 final class LeaseHold {
+
+	private static final org.apache.commons.logging.Log logger = org.apache.commons.logging.LogFactory
+		.getLog(LeaseHold.class);
 
 	final HeldLock lock;
 
@@ -45,6 +48,22 @@ final class LeaseHold {
 	 */
 	boolean isOver() {
 		return !this.closing && (this.lock.isLost() || System.nanoTime() - this.lock.validUntilNanos() >= 0);
+	}
+
+	/**
+	 * Ends the hold observation of this hold, superseded because its lease was over, with a {@code lost} event, and
+	 * says so in the log: the holder had not closed it in time.
+	 */
+	void reportSuperseded(String resource) {
+		Observation observation = this.holding;
+		this.holding = null;
+		if (observation != null) {
+			observation.event(LockSettings.LOST);
+			observation.stop();
+		}
+		logger.warn("The lease of lock '" + resource + "' (fencing token " + this.lock.fencingToken() + ", thread "
+				+ this.thread.getName() + ") ended before it was closed; the next local owner acquires anew, and the "
+				+ "stale hold's close() will throw LockLostException");
 	}
 
 }

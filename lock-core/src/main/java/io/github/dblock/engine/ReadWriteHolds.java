@@ -9,7 +9,6 @@ import io.github.dblock.LockInterruptedException;
 import io.github.dblock.LockIntrospection.LocalHold;
 import io.github.dblock.LockLostException;
 import io.github.dblock.LockMode;
-import io.github.dblock.LockTemplate;
 import io.github.dblock.LockType;
 import io.github.dblock.LockUpgradeException;
 import io.github.dblock.spi.AcquireResult;
@@ -27,7 +26,7 @@ import io.micrometer.observation.Observation;
 final class ReadWriteHolds {
 
 	private static final org.apache.commons.logging.Log logger = org.apache.commons.logging.LogFactory
-		.getLog(LockTemplate.class);
+		.getLog(ReadWriteHolds.class);
 
 	/** Read and write holds, per resource and owning thread; removed when the thread's last handle is closed. */
 	private final Map<Key, ReadWriteLockHandle.State> holds = new ConcurrentHashMap<>();
@@ -109,7 +108,7 @@ final class ReadWriteHolds {
 	/**
 	 * Called by {@link ReadWriteLockHandle#close()} on the owning thread. The last close of a WRITE hold whose
 	 * commit-time validation is pending in the current transaction releases it only once that transaction has
-	 * completed (as {@link ExclusiveHolds} does for exclusive holds): the hold stays the thread's meanwhile, with no
+	 * completed (as {@link ExclusiveRelease} does for exclusive holds): the hold stays the thread's meanwhile, with no
 	 * open handle, and the thread may re-enter it; once the transaction has completed it is released unless it was
 	 * re-entered and is still open.
 	 * @throws LockLostException if the lock was no longer held at release
