@@ -86,7 +86,7 @@ final class ExclusiveLease extends RenewableLease {
 	/**
 	 * The largest fencing token this lease has handed out: the current hold's (a local successor gets the token after
 	 * its predecessor's). Once the lease is released or lost no hold is added, so the release writes it back as the
-	 * row's token ({@link LockStatements#leaseRelease}): the rest of the block the take reserved was never handed out.
+	 * row's token ({@link LeaseStatements#leaseRelease}): the rest of the block the take reserved was never handed out.
 	 */
 	long lastHandedOut() {
 		return this.current.fencingToken;

@@ -215,7 +215,7 @@ public class IdempotencyStore implements IdempotencyProvider {
 					return new Attempt(null, row.record, row.leaseRemainingNanos);
 				}
 				sentAt = System.nanoTime();
-				Long token = claimStatement(connection, this.sql.idemTakeOver, request, timeout, request.owner,
+				Long token = claimStatement(connection, this.sql.idempotency.idemTakeOver, request, timeout, request.owner,
 						request.holder, request.leaseMicros, request.retentionMicros, request.bytes, request.owner);
 				if (token != null) {
 					return new Attempt(claimed(request, token, sentAt), null, 0);
@@ -237,7 +237,7 @@ public class IdempotencyStore implements IdempotencyProvider {
 	@Nullable
 	private Long insert(Connection connection, ClaimRequest request, int timeout) throws SQLException {
 		try {
-			return claimStatement(connection, this.sql.idemInsert, request, timeout, request.bytes, request.owner,
+			return claimStatement(connection, this.sql.idempotency.idemInsert, request, timeout, request.bytes, request.owner,
 					request.holder, request.leaseMicros, request.retentionMicros);
 		}
 		catch (SQLException ex) {
@@ -281,7 +281,7 @@ public class IdempotencyStore implements IdempotencyProvider {
 		if (token > 0) {
 			return token;
 		}
-		try (PreparedStatement query = this.sql.prepareBounded(connection, this.sql.idemToken, timeout, false)) {
+		try (PreparedStatement query = this.sql.prepareBounded(connection, this.sql.idempotency.idemToken, timeout, false)) {
 			query.setBytes(1, key);
 			query.setString(2, owner);
 			try (ResultSet rs = JdbcLockSupport.query(query)) {
@@ -295,7 +295,7 @@ public class IdempotencyStore implements IdempotencyProvider {
 
 	@Nullable
 	Snapshot select(Connection connection, String key, byte[] bytes, int timeout) throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.idemSelect, timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.idempotency.idemSelect, timeout, false)) {
 			ps.setBytes(1, bytes);
 			@Nullable Snapshot snapshot = null;
 			try (ResultSet rs = JdbcLockSupport.query(ps)) {
@@ -367,7 +367,7 @@ public class IdempotencyStore implements IdempotencyProvider {
 	@Override
 	public boolean forget(String key) {
 		return this.jdbc.execute("delete idempotency key '" + key + "'", (connection) -> {
-			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.idemDelete, this.jdbc.statementTimeoutSeconds(), false)) {
+			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.idempotency.idemDelete, this.jdbc.statementTimeoutSeconds(), false)) {
 				ps.setBytes(1, LockRows.bytes(key));
 				int deleted = ps.executeUpdate();
 				JdbcLockSupport.commitIfNeeded(connection);
@@ -386,14 +386,14 @@ public class IdempotencyStore implements IdempotencyProvider {
 
 	/**
 	 * Renews a claim's running lease: a short transaction that locks the record by primary key
-	 * ({@link LockStatements#idemLockForRenewal}, where any waiting happens), then the owner-checked
-	 * {@link LockStatements#idemRenew}, which reads the server's clock after the wait
+	 * ({@link IdempotencyStatements#idemLockForRenewal}, where any waiting happens), then the owner-checked
+	 * {@link IdempotencyStatements#idemRenew}, which reads the server's clock after the wait
 	 * ({@link OwnerStatements#renewAfterLocking}).
 	 * @return whether the claim still held the record, running and within its lease (now extended)
 	 */
 	boolean renew(StoredClaim claim, CallDeadline deadline) {
 		return OwnerStatements.renewAfterLocking(this.jdbc, deadline, this.sql,
-				"renew idempotency key '" + claim.resource + "'", this.sql.idemLockForRenewal, this.sql.idemRenew,
+				"renew idempotency key '" + claim.resource + "'", this.sql.idempotency.idemLockForRenewal, this.sql.idempotency.idemRenew,
 				TimeUnit.NANOSECONDS.toMicros(claim.leaseNanos), claim.resource, claim.ownerToken);
 	}
 

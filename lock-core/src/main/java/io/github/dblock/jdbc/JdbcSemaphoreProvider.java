@@ -214,7 +214,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		String name = request.resource();
 		int timeout = tx.timeout;
 		tx.begin();
-		Integer permits = this.pools.queryInt(tx.connection, this.sql.semLockPool, timeout, name);
+		Integer permits = this.pools.queryInt(tx.connection, this.sql.semaphore.semLockPool, timeout, name);
 		if (permits == null) {
 			tx.end(false);
 			this.pools.insert(tx.connection, name, this.pools.configured(name), timeout);
@@ -230,7 +230,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 					: new Attempt(null, "the permit of an unacknowledged take expired", true);
 		}
 		if (holders.expired > 0) {
-			try (PreparedStatement ps = this.sql.prepareBounded(tx.connection, this.sql.semDeleteExpired, timeout, false)) {
+			try (PreparedStatement ps = this.sql.prepareBounded(tx.connection, this.sql.semaphore.semDeleteExpired, timeout, false)) {
 				ps.setBytes(1, LockRows.bytes(name));
 				ps.executeUpdate();
 			}
@@ -246,7 +246,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 
 	/** Step 2: the pool's holder rows, by a locking read. */
 	private Holders countHolders(AttemptTransaction tx, String name, String owner) throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(tx.connection, this.sql.semCount, tx.timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(tx.connection, this.sql.semaphore.semCount, tx.timeout, false)) {
 			ps.setString(1, owner);
 			ps.setBytes(2, LockRows.bytes(name));
 			try (ResultSet rs = JdbcLockSupport.query(ps)) {
@@ -260,12 +260,12 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	private Attempt take(AttemptTransaction tx, LockRequest request, String owner, long sentAt) throws SQLException {
 		String name = request.resource();
 		long token;
-		try (PreparedStatement ps = this.sql.prepareBounded(tx.connection, this.sql.semNextToken, tx.timeout, true)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(tx.connection, this.sql.semaphore.semNextToken, tx.timeout, true)) {
 			ps.setBytes(1, LockRows.bytes(name));
 			ps.executeUpdate();
 			token = generatedToken(tx.connection, ps, name, tx.timeout);
 		}
-		try (PreparedStatement ps = this.sql.prepareBounded(tx.connection, this.sql.semInsertHold, tx.timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(tx.connection, this.sql.semaphore.semInsertHold, tx.timeout, false)) {
 			ps.setBytes(1, LockRows.bytes(name));
 			ps.setString(2, owner);
 			ps.setString(3, request.holder());
@@ -283,7 +283,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		if (generated > 0) {
 			return generated;
 		}
-		Long token = this.pools.queryLong(connection, this.sql.semToken, timeout, name); // the pool row is locked by us
+		Long token = this.pools.queryLong(connection, this.sql.semaphore.semToken, timeout, name); // the pool row is locked by us
 		if (token == null) {
 			throw new SQLException("semaphore row '" + name + "' vanished while locked");
 		}
@@ -326,7 +326,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	@Nullable
 	private Permit ownPermit(Connection connection, LockRequest request, String owner, int timeout, long sentAt)
 			throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.semOwnPermit, timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.semaphore.semOwnPermit, timeout, false)) {
 			ps.setBytes(1, LockRows.bytes(request.resource()));
 			ps.setString(2, owner);
 			try (ResultSet rs = JdbcLockSupport.query(ps)) {
@@ -356,7 +356,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	private Long ownRemainingMicros(Permit permit, CallDeadline deadline) {
 		return this.jdbc.execute("look for the holder row of a permit of semaphore '" + permit.resource + "'", deadline,
 				(connection) -> {
-					Long remaining = this.pools.queryLong(connection, this.sql.semOwnRemaining, this.jdbc.statementTimeoutSeconds(),
+					Long remaining = this.pools.queryLong(connection, this.sql.semaphore.semOwnRemaining, this.jdbc.statementTimeoutSeconds(),
 							permit.resource, permit.ownerToken);
 					JdbcLockSupport.commitIfNeeded(connection);
 					return remaining;
@@ -403,7 +403,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 			// the pool row first, as an acquisition attempt locks it before the holder rows (see semRenew)
 			return OwnerStatements.renewAfterLocking(JdbcSemaphoreProvider.this.jdbc, deadline,
 					JdbcSemaphoreProvider.this.sql, "renew a permit of semaphore '" + this.resource + "'",
-					JdbcSemaphoreProvider.this.sql.semLockPool, JdbcSemaphoreProvider.this.sql.semRenew,
+					JdbcSemaphoreProvider.this.sql.semaphore.semLockPool, JdbcSemaphoreProvider.this.sql.semaphore.semRenew,
 					TimeUnit.NANOSECONDS.toMicros(this.leaseNanos), this.resource, this.ownerToken);
 		}
 
@@ -414,7 +414,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 
 		@Override
 		boolean releaseStatement(CallDeadline deadline) {
-			return ownerStatement(JdbcSemaphoreProvider.this.sql.semRelease, "release", this, deadline) == 1;
+			return ownerStatement(JdbcSemaphoreProvider.this.sql.semaphore.semRelease, "release", this, deadline) == 1;
 		}
 
 		@Override

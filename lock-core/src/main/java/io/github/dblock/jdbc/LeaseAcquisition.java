@@ -286,7 +286,7 @@ final class LeaseAcquisition {
 	@Nullable
 	private Long take(Connection connection, LockRequest request, String owner, long leaseMicros, int timeout)
 			throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.leaseTake, timeout, true)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.lease.leaseTake, timeout, true)) {
 			ps.setString(1, owner);
 			ps.setString(2, request.holder());
 			ps.setLong(3, leaseMicros);
@@ -303,7 +303,7 @@ final class LeaseAcquisition {
 	@Nullable
 	private Long insert(Connection connection, LockRequest request, String owner, long leaseMicros, int timeout)
 			throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.leaseInsert, timeout, true)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.lease.leaseInsert, timeout, true)) {
 			ps.setBytes(1, LockRows.bytes(request.resource()));
 			ps.setString(2, owner);
 			ps.setString(3, request.holder());

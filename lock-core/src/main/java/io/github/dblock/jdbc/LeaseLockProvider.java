@@ -47,7 +47,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 
 	/**
 	 * Fencing tokens reserved by each take: the holder uses the first, and up to {@code TOKEN_BLOCK - 1} local
-	 * successors the next ones (see {@link io.github.dblock.spi.HandOffLock#handOff()}); the take ({@link LockStatements#leaseTake}) writes it
+	 * successors the next ones (see {@link io.github.dblock.spi.HandOffLock#handOff()}); the take ({@link LeaseStatements#leaseTake}) writes it
 	 * as the constant 1024.
 	 */
 	static final int TOKEN_BLOCK = 1024;
@@ -158,7 +158,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 
 	/** The statement commit-time validation runs in the application's transaction (tests). */
 	String commitCheckSql() {
-		return this.multiPrimary ? this.sql.leaseTouchRow : this.sql.leaseLockRow;
+		return this.multiPrimary ? this.sql.lease.leaseTouchRow : this.sql.lease.leaseLockRow;
 	}
 
 	/** The statements commit-time validation runs in the application's transaction for a write lock, in order (tests). */
@@ -190,7 +190,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 		return inTransaction("check lock '" + lock.resource + "' at commit", (connection, timeout) -> {
 			boolean write = this.multiPrimary;
 			try (PreparedStatement ps = this.sql.prepareInTransaction(connection,
-					write ? this.sql.leaseTouchRow : this.sql.leaseLockRow, timeout, true)) {
+					write ? this.sql.lease.leaseTouchRow : this.sql.lease.leaseLockRow, timeout, true)) {
 				ps.setBytes(1, LockRows.bytes(lock.resource));
 				ps.setString(2, lock.ownerToken);
 				if (write) {
@@ -335,7 +335,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	/** Releases in the database, and records in the lock whether a waiter on another node announced itself. */
 	boolean release(ExclusiveLease lock, CallDeadline deadline) {
 		return this.jdbc.execute("release lock '" + lock.resource + "'", deadline, (connection) -> {
-			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.leaseRelease,
+			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.lease.leaseRelease,
 					this.jdbc.statementTimeoutSeconds(), true)) {
 				ps.setLong(1, lock.lastHandedOut());
 				for (int i = 2; i <= 5; i++) {
@@ -366,9 +366,9 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	}
 
 	/**
-	 * Runs {@link LockStatements#leaseRenew}: the lease ends {@code leaseNanos} from now on the server's clock. One
+	 * Runs {@link LeaseStatements#leaseRenew}: the lease ends {@code leaseNanos} from now on the server's clock. One
 	 * short transaction of two statements: a locking read of the row by primary key
-	 * ({@link LockStatements#leaseLockForRenewal}), which does any waiting (behind a commit check or a PESSIMISTIC
+	 * ({@link LeaseStatements#leaseLockForRenewal}), which does any waiting (behind a commit check or a PESSIMISTIC
 	 * holder of the resource), then the owner-checked update, which starts once the row is this transaction's and so
 	 * judges the lease by the server's clock after the wait: the server fixes {@code UTC_TIMESTAMP()} when a statement
 	 * starts, and a single statement that waited would extend a lease that ended meanwhile. Neither statement reads
@@ -379,13 +379,13 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 		byte[] key = LockRows.bytes(lock.resource);
 		return this.jdbc.execute(task + " lock '" + lock.resource + "'", deadline,
 				(connection) -> JdbcLockSupport.inShortTransaction(connection, (c) -> {
-					try (PreparedStatement ps = this.sql.prepareBounded(c, this.sql.leaseLockForRenewal,
+					try (PreparedStatement ps = this.sql.prepareBounded(c, this.sql.lease.leaseLockForRenewal,
 							timeoutWithin(deadline), false)) {
 						ps.setBytes(1, key);
 						JdbcLockSupport.query(ps).close();
 					}
 					deadline.boundReads(c); // what the wait for the row left of the deadline
-					try (PreparedStatement ps = this.sql.prepareBounded(c, this.sql.leaseRenew, timeoutWithin(deadline),
+					try (PreparedStatement ps = this.sql.prepareBounded(c, this.sql.lease.leaseRenew, timeoutWithin(deadline),
 							false)) {
 						ps.setLong(1, TimeUnit.NANOSECONDS.toMicros(leaseNanos));
 						ps.setBytes(2, key);

@@ -70,7 +70,7 @@ public class LockTableCleaner {
 	private final LockStatements sql;
 
 	/** The statements of what this cleaner deletes: expired lock rows, or idempotency records. */
-	private final LockStatements.Cleanup cleanup;
+	private final CleanupStatements.Cleanup cleanup;
 
 	@Nullable
 	private final LockTable holderBase;
@@ -129,7 +129,7 @@ public class LockTableCleaner {
 		this.jdbc = new JdbcLockSupport(dataSource, statementTimeout);
 		this.table = table;
 		this.sql = LockStatements.of(lockTable, null);
-		this.cleanup = idempotencyRecords ? this.sql.idempotencyCleanup : this.sql.lockCleanup;
+		this.cleanup = idempotencyRecords ? this.sql.cleanup.idempotencyCleanup : this.sql.cleanup.lockCleanup;
 		this.retentionMicros = retentionMicros;
 		this.batchSize = batchSize;
 		this.holderRows = new HolderRowsCleanup(this.jdbc, table, batchSize);
@@ -172,7 +172,7 @@ public class LockTableCleaner {
 		if (this.holderBase == null) {
 			return 0;
 		}
-		return this.holderRows.deleteExpiredKeys("read/write holders", this.sql.cleanRwHolds, this.sql.cleanRwHold);
+		return this.holderRows.deleteExpiredKeys("read/write holders", this.sql.cleanup.cleanRwHolds, this.sql.cleanup.cleanRwHold);
 	}
 
 	/**
@@ -293,7 +293,7 @@ public class LockTableCleaner {
 		if (this.holderBase == null) {
 			return 0;
 		}
-		return this.holderRows.deleteExpiredKeys("semaphore permits", this.sql.cleanSemHolds, this.sql.cleanSemHold);
+		return this.holderRows.deleteExpiredKeys("semaphore permits", this.sql.cleanup.cleanSemHolds, this.sql.cleanup.cleanSemHold);
 	}
 
 	/** Step 1: the oldest candidates, by a plain read of the {@code expires_at} index. */

@@ -43,7 +43,7 @@ final class PessimisticFencing {
 
 	/**
 	 * Takes the row lock and hands out the fencing token, on the connection inside its open transaction. The row is
-	 * taken by a locking read ({@link LockStatements#pessimisticClockRead}) that waits in the row's lock queue, bounded by the caller's
+	 * taken by a locking read ({@link PessimisticStatements#pessimisticClockRead}) that waits in the row's lock queue, bounded by the caller's
 	 * remaining wait time, and writes nothing. Every clock the token comes from is read by a later statement, so
 	 * after the row was granted, hence after the previous holder (alive or dead) read its own: {@code UTC_TIMESTAMP(6)}
 	 * is fixed when a statement starts, and the waiting statement may have started before the previous holder's.
@@ -60,7 +60,7 @@ final class PessimisticFencing {
 		boolean clock = fencing == Fencing.SERVER_CLOCK && request.minHoldMicros() == 0;
 		@Nullable Read read;
 		try {
-			read = this.sql.runWithLockWait(connection, waitSeconds, this.sql.pessimisticClockRead, true, false,
+			read = this.sql.runWithLockWait(connection, waitSeconds, this.sql.pessimistic.pessimisticClockRead, true, false,
 					(ps) -> Optional.ofNullable(lockingRead(ps, request, timeout))).orElse(null);
 		}
 		catch (SQLException ex) {
@@ -151,7 +151,7 @@ final class PessimisticFencing {
 	private Locking writeToken(Connection connection, LockRequest request, String owner, int timeout, long stored)
 			throws SQLException, InterruptedException {
 		long token;
-		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimisticLock, timeout, true)) {
+		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimistic.pessimisticLock, timeout, true)) {
 			if (!lock(ps, request, owner)) {
 				return Locking.NOT_MATCHED; // held under a lease, judged by a clock read after the grant
 			}
@@ -173,7 +173,7 @@ final class PessimisticFencing {
 	private Locking clockToken(Connection connection, LockRequest request, String owner, int timeout)
 			throws SQLException, InterruptedException {
 		long stored;
-		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimisticClockRead, timeout,
+		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimistic.pessimisticClockRead, timeout,
 				false)) {
 			ps.setBytes(1, LockRows.bytes(request.resource()));
 			try (java.sql.ResultSet granted = JdbcLockSupport.query(ps)) {
@@ -195,7 +195,7 @@ final class PessimisticFencing {
 	}
 
 	/**
-	 * Runs the durable write ({@link LockStatements#pessimisticLock}) on the row this transaction holds.
+	 * Runs the durable write ({@link PessimisticStatements#pessimisticLock}) on the row this transaction holds.
 	 * @return whether it matched (else the row is held under a lease, judged by a clock read after the grant)
 	 */
 	private static boolean lock(PreparedStatement ps, LockRequest request, String owner) throws SQLException {
@@ -209,7 +209,7 @@ final class PessimisticFencing {
 	/** {@link Fencing#SERVER_CLOCK} with the clock far behind the stored token: the durable write of stored + 1. */
 	private Locking writeTokenAfterAStepBack(Connection connection, LockRequest request, String owner, int timeout)
 			throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimisticLock, timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimistic.pessimisticLock, timeout, false)) {
 			if (!lock(ps, request, owner)) {
 				return Locking.NOT_MATCHED;
 			}
@@ -227,7 +227,7 @@ final class PessimisticFencing {
 	private long awaitClockPast(Connection connection, LockRequest request, int timeout)
 			throws SQLException, InterruptedException {
 		long deadline = System.nanoTime() + TimeUnit.MICROSECONDS.toNanos(MAX_CLOCK_CATCH_UP_MICROS);
-		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimisticClockRead, timeout,
+		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimistic.pessimisticClockRead, timeout,
 				false)) {
 			ps.setBytes(1, LockRows.bytes(request.resource()));
 			while (true) {
@@ -260,7 +260,7 @@ final class PessimisticFencing {
 	 * @param increment 0 once the clock has passed the stored token (the token is then the clock), 1 after a step back
 	 */
 	private long retoken(Connection connection, LockRequest request, int timeout, int increment) throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimisticRetoken, timeout, true)) {
+		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimistic.pessimisticRetoken, timeout, true)) {
 			ps.setInt(1, increment);
 			ps.setBytes(2, LockRows.bytes(request.resource()));
 			if (ps.executeUpdate() != 1) {

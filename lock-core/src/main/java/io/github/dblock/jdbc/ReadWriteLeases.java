@@ -262,7 +262,7 @@ final class ReadWriteLeases {
 			long leaseMicros, boolean mayWait, int timeout, long sentAt) throws SQLException {
 		long token;
 		boolean ownIntent;
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwLockRow, timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.readWrite.rwLockRow, timeout, false)) {
 			ps.setBytes(1, key);
 			try (ResultSet rs = JdbcLockSupport.query(ps)) {
 				if (!rs.next()) {
@@ -282,7 +282,7 @@ final class ReadWriteLeases {
 			return grant(connection, request, key, kind, owner, leaseMicros, token + 1, ownIntent, timeout, sentAt);
 		}
 		if (mayWait) {
-			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwIntent, timeout, false)) {
+			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.readWrite.rwIntent, timeout, false)) {
 				ps.setString(1, owner);
 				ps.setString(2, request.holder());
 				ps.setLong(3, this.intentMicros);
@@ -301,7 +301,7 @@ final class ReadWriteLeases {
 	@Nullable
 	private Attempt liveHolder(Connection connection, byte[] key, String kind, String owner, int timeout)
 			throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwHolders, timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.readWrite.rwHolders, timeout, false)) {
 			ps.setBytes(1, key);
 			ps.setString(2, owner);
 			ps.setString(3, kind.equals(READ) ? WRITE : READ);
@@ -320,12 +320,12 @@ final class ReadWriteLeases {
 	private Attempt grant(Connection connection, LockRequest request, byte[] key, String kind, String owner,
 			long leaseMicros, long next, boolean ownIntent, int timeout, long sentAt) throws SQLException {
 		try (PreparedStatement ps = this.sql.prepareBounded(connection,
-				ownIntent ? this.sql.rwGrantClearingIntent : this.sql.rwGrant, timeout, false)) {
+				ownIntent ? this.sql.readWrite.rwGrantClearingIntent : this.sql.readWrite.rwGrant, timeout, false)) {
 			ps.setLong(1, next);
 			ps.setBytes(2, key);
 			ps.executeUpdate();
 		}
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwInsertHold, timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.readWrite.rwInsertHold, timeout, false)) {
 			ps.setBytes(1, key);
 			ps.setString(2, owner);
 			ps.setString(3, kind);
@@ -346,7 +346,7 @@ final class ReadWriteLeases {
 	@Nullable
 	private Attempt ownHold(Connection connection, LockRequest request, byte[] key, String owner, String kind,
 			int timeout, long sentAt) throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwOwnHold, timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.readWrite.rwOwnHold, timeout, false)) {
 			ps.setBytes(1, key);
 			ps.setString(2, owner);
 			try (ResultSet rs = JdbcLockSupport.query(ps)) {
@@ -356,7 +356,7 @@ final class ReadWriteLeases {
 				}
 			}
 		}
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwDropOwnExpired, timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.readWrite.rwDropOwnExpired, timeout, false)) {
 			ps.setBytes(1, key);
 			ps.setString(2, owner);
 			ps.executeUpdate();
@@ -366,7 +366,7 @@ final class ReadWriteLeases {
 	}
 
 	private void createRow(Connection connection, byte[] key, int timeout) throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwCreateRow, timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.readWrite.rwCreateRow, timeout, false)) {
 			ps.setBytes(1, key);
 			ps.executeUpdate();
 			JdbcLockSupport.commitIfNeeded(connection);
@@ -402,7 +402,7 @@ final class ReadWriteLeases {
 	private void clearIntentNow(String resource, String owner, CallDeadline deadline) {
 		try {
 			this.jdbc.execute("clear the writer intent of '" + resource + "'", deadline, (connection) -> {
-				try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwClearIntent, this.jdbc.statementTimeoutSeconds(), false)) {
+				try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.readWrite.rwClearIntent, this.jdbc.statementTimeoutSeconds(), false)) {
 					ps.setBytes(1, LockRows.bytes(resource));
 					ps.setString(2, owner);
 					ps.executeUpdate();

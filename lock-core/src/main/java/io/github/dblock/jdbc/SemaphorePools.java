@@ -67,7 +67,7 @@ final class SemaphorePools {
 	 * @return {@code false} if it existed already (a duplicate key: another node created it first)
 	 */
 	boolean insert(Connection connection, String name, int permits, int timeout) throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.semInsertPool, timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.semaphore.semInsertPool, timeout, false)) {
 			ps.setBytes(1, LockRows.bytes(name));
 			ps.setInt(2, permits);
 			ps.executeUpdate();
@@ -112,7 +112,7 @@ final class SemaphorePools {
 	}
 
 	private int updatePermits(Connection connection, String name, int permits, int timeout) throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.semUpdatePermits, timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.semaphore.semUpdatePermits, timeout, false)) {
 			ps.setInt(1, permits);
 			ps.setBytes(2, LockRows.bytes(name));
 			int matched = ps.executeUpdate();
@@ -122,12 +122,12 @@ final class SemaphorePools {
 	}
 
 	int getPermits(String name) {
-		Integer permits = readInt("read the permits", this.sql.semPermits, name);
+		Integer permits = readInt("read the permits", this.sql.semaphore.semPermits, name);
 		return (permits != null) ? permits : configured(name);
 	}
 
 	int availablePermits(String name) {
-		Integer available = readInt("count the free permits", this.sql.semAvailable, name);
+		Integer available = readInt("count the free permits", this.sql.semaphore.semAvailable, name);
 		return Math.max(0, (available != null) ? available : configured(name));
 	}
 

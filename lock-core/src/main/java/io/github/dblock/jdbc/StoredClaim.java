@@ -143,7 +143,7 @@ final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldCl
 			try {
 				return this.store.jdbc.execute("record the outcome of idempotency key '" + this.resource
 						+ "'", deadline, (connection) -> {
-							int rows = this.store.complete(connection, this.store.sql.idemSucceed, this, outcome, outcomeType,
+							int rows = this.store.complete(connection, this.store.sql.idempotency.idemSucceed, this, outcome, outcomeType,
 									note, false);
 							JdbcLockSupport.commitIfNeeded(connection);
 							return rows == 1;
@@ -162,7 +162,7 @@ final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldCl
 			int previousReads = transactional.getNetworkTimeout();
 			deadline.boundReads(transactional);
 			try {
-				matched = this.store.complete(transactional, this.store.sql.idemSucceed, this, outcome, outcomeType,
+				matched = this.store.complete(transactional, this.store.sql.idempotency.idemSucceed, this, outcome, outcomeType,
 						note, true);
 			}
 			finally {
@@ -230,7 +230,7 @@ final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldCl
 		try {
 			return this.store.jdbc.execute("record the failure of idempotency key '" + this.resource + "'", deadline,
 					(connection) -> {
-						int rows = this.store.complete(connection, this.store.sql.idemFail, this, null, null, error, false);
+						int rows = this.store.complete(connection, this.store.sql.idempotency.idemFail, this, null, null, error, false);
 						JdbcLockSupport.commitIfNeeded(connection);
 						return rows == 1;
 					});
