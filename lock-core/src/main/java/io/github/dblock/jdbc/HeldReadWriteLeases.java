@@ -23,9 +23,9 @@ final class HeldReadWriteLeases {
 	private final LockStatements sql;
 
 	/** Where commit checks run: the transaction of the lease provider's data source, and its cluster topology. */
-	private final LeaseLockProvider transactions;
+	private final ApplicationTransactions transactions;
 
-	HeldReadWriteLeases(JdbcLockSupport jdbc, LockStatements sql, LeaseLockProvider transactions) {
+	HeldReadWriteLeases(JdbcLockSupport jdbc, LockStatements sql, ApplicationTransactions transactions) {
 		this.jdbc = jdbc;
 		this.sql = sql;
 		this.transactions = transactions;

@@ -18,7 +18,7 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.dao.DataAccessException;
 
 /**
- * The acquisition of an exclusive lease for {@link LeaseLockProvider} (see its class comment for the statements and
+ * The acquisition of an exclusive lease for {@link LeaseLockProvider} (see docs/DESIGN.md, "The LEASE algorithm", for the statements and
  * the waiters next in line): one wait of the shared {@link WaitLoop}, whose attempts take, read and insert the row,
  * and whose pauses announce this waiter as the next in line. Thread-safe; package-private.
  */

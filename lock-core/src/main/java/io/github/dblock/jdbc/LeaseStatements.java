@@ -10,7 +10,7 @@ final class LeaseStatements extends LockTableSql {
 
 	/**
 	 * Takes an expired lease, or one this owner already has (a take that committed before its connection broke):
-	 * reserves a block of 1,024 fencing tokens (LeaseLockProvider.TOKEN_BLOCK) and takes the taker out of line.
+	 * reserves a block of 1,024 fencing tokens (ExclusiveLease.TOKEN_BLOCK) and takes the taker out of line.
 	 * Parameters: owner, holder, lease µs, owner, owner, resource, owner.
 	 */
 	final String leaseTake = sql("""

@@ -68,10 +68,10 @@ final class ReadWriteLeases {
 	 * @param sql the lease provider's statements (the read/write tables are named after the lock table)
 	 * @param backoff pauses between attempts
 	 * @param renewals the lease provider's shared renewal scheduler
-	 * @param transactions the lease provider, which runs commit checks in the application's transaction
+	 * @param transactions the application's transactions, in which commit checks run
 	 */
 	ReadWriteLeases(JdbcLockSupport jdbc, LockStatements sql, Backoff backoff,
-			Supplier<ScheduledExecutorService> renewals, LeaseLockProvider transactions) {
+			Supplier<ScheduledExecutorService> renewals, ApplicationTransactions transactions) {
 		this.jdbc = jdbc;
 		this.waits = new WaitLoop(backoff, logger);
 		this.renewals = renewals;
