@@ -6,16 +6,15 @@ import java.sql.SQLException;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
-import io.github.dblock.jdbc.PessimisticLockProvider.Fencing;
 import io.github.dblock.spi.LockRequest;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The row lock of {@link PessimisticLockProvider} and its fencing token (see {@link Fencing} for the guarantees): the
- * waiting locking read, then the token from a clock read after the grant, written ({@link Fencing#DURABLE}) or only
- * read ({@link Fencing#SERVER_CLOCK}), waiting holding the row while the stored token is ahead of the clock. Runs on a
+ * The row lock of {@link PessimisticLockProvider} and its fencing token (see {@link PessimisticLockProvider.Fencing} for the guarantees): the
+ * waiting locking read, then the token from a clock read after the grant, written ({@link PessimisticLockProvider.Fencing#DURABLE}) or only
+ * read ({@link PessimisticLockProvider.Fencing#SERVER_CLOCK}), waiting holding the row while the stored token is ahead of the clock. Runs on a
  * connection inside its open transaction; statements in {@link LockStatements} ({@code pessimistic*}). Thread-safe.
  */
 final class PessimisticFencing {
@@ -53,11 +52,11 @@ final class PessimisticFencing {
 	 * @throws SQLException on any other failure
 	 * @throws InterruptedException if interrupted while waiting or catching up with the clock
 	 */
-	Locking lockRow(Connection connection, LockRequest request, String owner, Fencing fencing)
+	Locking lockRow(Connection connection, LockRequest request, String owner, boolean serverClockFencing)
 			throws SQLException, InterruptedException {
 		int waitSeconds = waitSeconds(request);
 		int timeout = waitSeconds + this.jdbc.statementTimeoutSeconds();
-		boolean clock = fencing == Fencing.SERVER_CLOCK && request.minHoldMicros() == 0;
+		boolean clock = serverClockFencing && request.minHoldMicros() == 0;
 		@Nullable Read read;
 		try {
 			read = this.sql.runWithLockWait(connection, waitSeconds, this.sql.pessimistic.pessimisticClockRead, true, false,
@@ -138,7 +137,7 @@ final class PessimisticFencing {
 	}
 
 	/**
-	 * The token of {@link Fencing#DURABLE} (and of any acquisition with a minimum hold time), on a row this transaction
+	 * The token of {@link PessimisticLockProvider.Fencing#DURABLE} (and of any acquisition with a minimum hold time), on a row this transaction
 	 * holds: one {@code UPDATE} records the owner, checks the lease with a clock read after the grant and sets the
 	 * token to that clock when it exceeds the stored token. If it does not (the stored token is ahead of the clock),
 	 * the token is not taken from the counter, since a counter-derived token handed to a holder that dies before its
@@ -165,7 +164,7 @@ final class PessimisticFencing {
 	}
 
 	/**
-	 * The token of {@link Fencing#SERVER_CLOCK}, on a row this transaction holds: the locking read runs again (it does
+	 * The token of {@link PessimisticLockProvider.Fencing#SERVER_CLOCK}, on a row this transaction holds: the locking read runs again (it does
 	 * not wait: the row is ours) and its clock, read after the grant, is the token when it exceeds the stored token;
 	 * nothing is written. A stored token ahead of the clock is waited out as in {@link #writeToken}; when the clock is
 	 * further behind, the durable write runs and the token is the stored one + 1.
@@ -206,7 +205,7 @@ final class PessimisticFencing {
 		return ps.executeUpdate() == 1;
 	}
 
-	/** {@link Fencing#SERVER_CLOCK} with the clock far behind the stored token: the durable write of stored + 1. */
+	/** {@link PessimisticLockProvider.Fencing#SERVER_CLOCK} with the clock far behind the stored token: the durable write of stored + 1. */
 	private Locking writeTokenAfterAStepBack(Connection connection, LockRequest request, String owner, int timeout)
 			throws SQLException {
 		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimistic.pessimisticLock, timeout, false)) {

@@ -14,6 +14,9 @@ import org.jspecify.annotations.Nullable;
  */
 final class PessimisticRows {
 
+	/** Bound on immediate re-attempts of a locking statement that met a free row with a stale clock. */
+	static final int MAX_CREATION_RACES = 5;
+
 	private final JdbcLockSupport jdbc;
 
 	private final LockStatements sql;
