@@ -114,7 +114,7 @@ final class HeldExclusiveLeases {
 	private boolean renewFor(ExclusiveLease lock, long leaseNanos, String task, CallDeadline deadline) {
 		byte[] key = LockRows.bytes(lock.resource);
 		return this.jdbc.execute(task + " lock '" + lock.resource + "'", deadline,
-				(connection) -> JdbcLockSupport.inShortTransaction(connection, (c) -> {
+				(connection) -> ShortTransactions.inShortTransaction(connection, (c) -> {
 					try (PreparedStatement ps = this.sql.prepareBounded(c, this.sql.lease.leaseLockForRenewal,
 							timeoutWithin(deadline), false)) {
 						ps.setBytes(1, key);

@@ -118,7 +118,7 @@ final class HeldReadWriteLeases {
 	private boolean renewAfterLockingTheResource(Lease lease, CallDeadline deadline) {
 		byte[] key = LockRows.bytes(lease.resource);
 		return this.jdbc.execute("renew '" + lease.resource + "'", deadline,
-				(connection) -> JdbcLockSupport.inShortTransaction(connection, (c) -> {
+				(connection) -> ShortTransactions.inShortTransaction(connection, (c) -> {
 					try (PreparedStatement ps = this.sql.prepareBounded(c, this.sql.readWrite.rwLockResource,
 							timeoutWithin(deadline), false)) {
 						ps.setBytes(1, key);

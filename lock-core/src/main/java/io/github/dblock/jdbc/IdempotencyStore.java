@@ -277,7 +277,7 @@ public class IdempotencyStore implements IdempotencyProvider {
 	/** The token set through {@code LAST_INSERT_ID(expr)}: from the OK packet, else queried by owner token. */
 	private long fencingToken(Connection connection, PreparedStatement executed, byte[] key, String owner, int timeout)
 			throws SQLException {
-		long token = JdbcLockSupport.lastInsertId(executed);
+		long token = InsertIds.lastInsertId(executed);
 		if (token > 0) {
 			return token;
 		}

@@ -279,7 +279,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 
 	private long generatedToken(Connection connection, PreparedStatement executed, String name, int timeout)
 			throws SQLException {
-		long generated = JdbcLockSupport.lastInsertId(executed);
+		long generated = InsertIds.lastInsertId(executed);
 		if (generated > 0) {
 			return generated;
 		}

@@ -99,7 +99,7 @@ final class LockRows {
 		if (!this.generatedKeysSeen) {
 			return -1;
 		}
-		long value = JdbcLockSupport.generatedKey(executed);
+		long value = InsertIds.generatedKey(executed);
 		return (value == 1) ? HANDED_OVER : TimeUnit.MICROSECONDS.toNanos(Math.max(0, value));
 	}
 
@@ -155,7 +155,7 @@ final class LockRows {
 	 */
 	long fencingToken(Connection connection, PreparedStatement executed, String resource, String owner,
 			int timeoutSeconds) throws SQLException {
-		long token = JdbcLockSupport.lastInsertId(executed);
+		long token = InsertIds.lastInsertId(executed);
 		if (token > 0) {
 			this.generatedKeysSeen = true;
 			return token;

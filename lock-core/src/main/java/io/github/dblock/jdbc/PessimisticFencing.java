@@ -265,7 +265,7 @@ final class PessimisticFencing {
 			if (ps.executeUpdate() != 1) {
 				throw new SQLException("the lock row of '" + request.resource() + "' vanished while locked");
 			}
-			long token = JdbcLockSupport.lastInsertId(ps);
+			long token = InsertIds.lastInsertId(ps);
 			if (token <= 0) {
 				throw new SQLException("the driver did not return the fencing token of '" + request.resource() + "'");
 			}

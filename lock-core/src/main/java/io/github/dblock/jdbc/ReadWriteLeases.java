@@ -236,7 +236,7 @@ final class ReadWriteLeases {
 					for (int race = 0; race < MAX_RACES_PER_ATTEMPT; race++) {
 						Attempt attempt;
 						try {
-							attempt = JdbcLockSupport.inShortTransaction(connection,
+							attempt = ShortTransactions.inShortTransaction(connection,
 									(c) -> decide(c, request, key, kind, owner, leaseMicros, mayWait, timeout, sentAt));
 						}
 						catch (SQLException ex) {
