@@ -47,7 +47,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	private static final Log logger = LogFactory.getLog(JdbcSemaphoreProvider.class);
 
 	/** The configuration property holding a pool's initial permit count, with {@code %s} for the name. */
-	public static final String PERMITS_PROPERTY = "distributed-lock.semaphores.%s.permits";
+	public static final String PERMITS_PROPERTY = SemaphorePools.PERMITS_PROPERTY;
 
 	private final JdbcLockSupport jdbc;
 

@@ -18,6 +18,9 @@ import org.springframework.dao.DataAccessException;
  */
 final class SemaphorePools {
 
+	/** The configuration property holding a pool's initial permit count, with {@code %s} for the name. */
+	static final String PERMITS_PROPERTY = "distributed-lock.semaphores.%s.permits";
+
 	private final JdbcLockSupport jdbc;
 
 	private final LockStatements sql;
@@ -41,7 +44,7 @@ final class SemaphorePools {
 	static void checkPermits(String name, Integer permits) {
 		if (permits == null || permits < 1) {
 			throw new IllegalArgumentException("Semaphore '" + name + "' must have at least 1 permit, was " + permits
-					+ " (" + JdbcSemaphoreProvider.PERMITS_PROPERTY.formatted(name) + ")");
+					+ " (" + PERMITS_PROPERTY.formatted(name) + ")");
 		}
 	}
 
@@ -90,7 +93,7 @@ final class SemaphorePools {
 		Integer permits = this.configuredPermits.get(name);
 		if (permits == null) {
 			throw new IllegalArgumentException("Semaphore '" + name + "' is unknown: it has no row in the database and "
-					+ "no configured permit count. Set " + JdbcSemaphoreProvider.PERMITS_PROPERTY.formatted(name) + " (use "
+					+ "no configured permit count. Set " + PERMITS_PROPERTY.formatted(name) + " (use "
 					+ "distributed-lock.semaphores[" + name + "].permits for a name with characters other than letters, "
 					+ "digits and '-'), or call SemaphoreTemplate.setPermits(\"" + name + "\", n) first");
 		}
