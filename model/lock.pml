@@ -25,7 +25,7 @@
 #endif
 #define NT 3            /* threads */
 #define L 2             /* lease time, ticks */
-#define B 2             /* LeaseLockProvider.TOKEN_BLOCK */
+#define B 2             /* ExclusiveLease.TOKEN_BLOCK */
 #define RET 1           /* LockTableCleaner retention, ticks */
 #define LEASE 0
 #define PESS 1
@@ -112,7 +112,7 @@ inline letGateGo(t, j) {
   fi
 }
 
-/* LeaseLockProvider.release: LS.leaseRelease, owner-checked; writes back the last token handed out
+/* HeldExclusiveLeases.release: LS.leaseRelease, owner-checked; writes back the last token handed out
    (LEAST(fencing_token, ?), ExclusiveLease.lastHandedOut). A release that does not arrive leaves the lease to end. */
 inline releaseLease(j) {
   if

@@ -39,7 +39,7 @@ import org.springframework.util.ReflectionUtils;
 class LockJdbcConfiguration {
 
 	private static final org.apache.commons.logging.Log logger = org.apache.commons.logging.LogFactory
-		.getLog(DistributedLockAutoConfiguration.class);
+		.getLog(LockJdbcConfiguration.class);
 
 	@Bean
 	@ConditionalOnMissingBean

@@ -144,7 +144,7 @@ class CommitValidationAutoConfigurationTests {
 	@Test
 	void startUpSaysWhenTheLockTableIsOnASeparateDataSource() {
 		ch.qos.logback.classic.Logger log = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory
-			.getLogger(DistributedLockAutoConfiguration.class);
+			.getLogger(LockJdbcConfiguration.class);
 		ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> appender =
 				new ch.qos.logback.core.read.ListAppender<>();
 		appender.start();

@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * {@link JdbcLockSupport#generatedKey} reads Connector/J's insert id without a result set; it must return exactly
+ * {@link InsertIds#generatedKey} reads Connector/J's insert id without a result set; it must return exactly
  * what {@code getGeneratedKeys()} returns for the same executed statement, through the pool's proxies, in every case
  * the lock statements meet: a value set with {@code LAST_INSERT_ID(expr)} on a changed row, no value, an upsert that
  * updated, and a value set on a statement that changed no row (where the driver returns no key).
@@ -64,19 +64,19 @@ class GeneratedKeyTests {
 
 	/**
 	 * Runs the statement and checks Connector/J's raw insert id, the value {@code getGeneratedKeys()} gives and that
-	 * {@link JdbcLockSupport#generatedKey} gives the same.
+	 * {@link InsertIds#generatedKey} gives the same.
 	 */
 	private void assertSameAsTheDriver(String sql, long insertId, long key) throws Exception {
 		try (Connection connection = this.pool.getConnection();
 				PreparedStatement ps = connection.prepareStatement(sql, Statement.RETURN_GENERATED_KEYS)) {
 			ps.executeUpdate();
-			assertThat(JdbcLockSupport.ConnectorJ.lastInsertId(ps)).as("Connector/J's insert id").isEqualTo(insertId);
+			assertThat(InsertIds.ConnectorJ.lastInsertId(ps)).as("Connector/J's insert id").isEqualTo(insertId);
 			long fromDriver;
 			try (ResultSet keys = ps.getGeneratedKeys()) {
 				fromDriver = keys.next() ? keys.getLong(1) : 0;
 			}
 			assertThat(fromDriver).as("getGeneratedKeys()").isEqualTo(key);
-			assertThat(JdbcLockSupport.generatedKey(ps)).as("generatedKey").isEqualTo(key);
+			assertThat(InsertIds.generatedKey(ps)).as("generatedKey").isEqualTo(key);
 		}
 	}
 

@@ -19,7 +19,23 @@ class LockStatementsTests {
 		LockStatements mariaDb = LockStatements.of(TABLE, LockDialect.MARIADB);
 		LockStatements mySql = LockStatements.of(TABLE, LockDialect.MYSQL);
 		int statements = 0;
-		for (Field field : LockStatements.class.getDeclaredFields()) {
+		for (Field group : LockStatements.class.getDeclaredFields()) {
+			if (Modifier.isStatic(group.getModifiers()) || !LockTableSql.class.isAssignableFrom(group.getType())) {
+				continue;
+			}
+			statements += compareStrings(group.getType(), group.get(mariaDb), group.get(mySql));
+		}
+		statements += compareStrings(LockStatements.class, mariaDb, mySql);
+		assertThat(statements).isGreaterThan(60);
+		assertThat(mariaDb.dialect()).isEqualTo(LockDialect.MARIADB);
+		assertThat(mySql.dialect()).isEqualTo(LockDialect.MYSQL);
+		assertThat(LockStatements.of(TABLE, null).dialect()).isNull();
+	}
+
+	/** Compares the SQL text fields of two statement sets of one type; returns how many there were. */
+	private static int compareStrings(Class<?> type, Object mariaDb, Object mySql) throws Exception {
+		int statements = 0;
+		for (Field field : type.getDeclaredFields()) {
 			if (Modifier.isStatic(field.getModifiers()) || field.getType() != String.class) {
 				continue;
 			}
@@ -29,16 +45,13 @@ class LockStatementsTests {
 				.containsPattern("`my_locks(_rw|_rw_hold|_sem|_sem_hold|_idem)?`");
 			statements++;
 		}
-		assertThat(statements).isGreaterThan(60);
-		assertThat(mariaDb.dialect()).isEqualTo(LockDialect.MARIADB);
-		assertThat(mySql.dialect()).isEqualTo(LockDialect.MYSQL);
-		assertThat(LockStatements.of(TABLE, null).dialect()).isNull();
+		return statements;
 	}
 
 	@Test
 	void cleanupStatementsGetOneParameterPerKey() {
 		LockStatements sql = LockStatements.of(TABLE, null);
-		assertThat(LockStatements.withKeys(sql.lockCleanup.delete(), 3)).isEqualTo("DELETE `my_locks` FROM `my_locks`"
+		assertThat(LockStatements.withKeys(sql.cleanup.lockCleanup.delete(), 3)).isEqualTo("DELETE `my_locks` FROM `my_locks`"
 				+ " FORCE INDEX (PRIMARY) WHERE resource IN (?, ?, ?) AND expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND"
 				+ " AND fencing_token < TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) - ?");
 	}

@@ -125,7 +125,7 @@ class ReadWriteLeaseRaceTests {
 				+ " WHERE n <= " + EXPIRED_READERS, (Object) LockRows.bytes(resource));
 		jdbc.execute("ANALYZE TABLE " + holders);
 		LockStatements sql = LockStatements.of(LockNodes.TABLE, LockNodes.dialect(pool));
-		String holderQueryIndex = explainedKey(jdbc, sql.rwHolders, LockRows.bytes(resource), "none", "R");
+		String holderQueryIndex = explainedKey(jdbc, sql.readWrite.rwHolders, LockRows.bytes(resource), "none", "R");
 		Reliability.setting("read/write holder query with " + EXPIRED_READERS + " expired rows", "index " + holderQueryIndex);
 
 		HeldLock writer = provider.acquire(request(resource, Duration.ofMillis(1_500), Duration.ZERO, Duration.ZERO),

@@ -62,10 +62,20 @@ class ServerClockControlTests {
 	void theLockStatementsReadNoOtherClockThanTheOnesCheckedHere() throws Exception {
 		LockStatements statements = LockStatements.of(LockTable.of("distributed_lock"), LockDialect.MARIADB);
 		List<Object> values = new ArrayList<>();
-		for (Class<?> type = statements.getClass(); type != Object.class; type = type.getSuperclass()) {
-			for (Field field : type.getDeclaredFields()) {
-				field.setAccessible(true);
-				values.add(field.get(Modifier.isStatic(field.getModifiers()) ? null : statements));
+		List<Object> sets = new ArrayList<>(List.of(statements));
+		for (int i = 0; i < sets.size(); i++) {
+			Object set = sets.get(i);
+			for (Class<?> type = set.getClass(); type != Object.class; type = type.getSuperclass()) {
+				for (Field field : type.getDeclaredFields()) {
+					field.setAccessible(true);
+					Object value = field.get(Modifier.isStatic(field.getModifiers()) ? null : set);
+					if (value instanceof LockTableSql group && !sets.contains(group)) {
+						sets.add(group); // the statements of one mechanism (LeaseStatements, ...)
+					}
+					else {
+						values.add(value);
+					}
+				}
 			}
 		}
 		List<String> sql = new ArrayList<>();
@@ -73,7 +83,7 @@ class ServerClockControlTests {
 			if (value instanceof String text) {
 				sql.add(text);
 			}
-			else if (value instanceof LockStatements.Cleanup cleanup) {
+			else if (value instanceof CleanupStatements.Cleanup cleanup) {
 				sql.addAll(List.of(cleanup.candidates(), cleanup.lockStillExpired(), cleanup.delete()));
 			}
 		}

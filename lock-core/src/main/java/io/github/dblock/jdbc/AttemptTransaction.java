@@ -35,13 +35,13 @@ final class AttemptTransaction {
 	/** Begins the transaction ({@code START TRANSACTION} on an autocommit connection). */
 	void begin() throws SQLException {
 		if (this.autoCommit) {
-			JdbcLockSupport.transactionControl(this.connection, LockStatements.START_TRANSACTION);
+			ShortTransactions.transactionControl(this.connection, LockStatements.START_TRANSACTION);
 		}
 	}
 
 	/** Commits or rolls back; the transaction counts as ended once that succeeded. */
 	void end(boolean commit) throws SQLException {
-		JdbcLockSupport.endTransaction(this.connection, this.autoCommit, commit);
+		ShortTransactions.endTransaction(this.connection, this.autoCommit, commit);
 		this.ended = true;
 	}
 
@@ -51,7 +51,7 @@ final class AttemptTransaction {
 			return;
 		}
 		try {
-			JdbcLockSupport.endTransaction(this.connection, this.autoCommit, false);
+			ShortTransactions.endTransaction(this.connection, this.autoCommit, false);
 		}
 		catch (SQLException ex) {
 			logger.debug("Could not roll back an attempt's transaction; the server ends it when the connection is "

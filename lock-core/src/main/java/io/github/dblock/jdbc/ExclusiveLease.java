@@ -14,17 +14,26 @@ import org.jspecify.annotations.Nullable;
  * A lease in the database, held by one owner token: renewed on the shared scheduler, lost once renewal finds it
  * gone or cannot reach the database in time (see {@link RenewableLease}). Within this JVM it passes from thread
  * to thread through {@link Hold}s, each with its own fencing token from the block reserved by the take, while the
- * database row stays unchanged. The leases of {@link LeaseLockProvider}, whose statements they run.
+ * database row stays unchanged. The leases of {@link LeaseLockProvider}; their statements are
+ * {@link HeldExclusiveLeases}'.
  */
 final class ExclusiveLease extends RenewableLease {
 
-	/** The provider's logger: these messages are the provider's. */
 	private static final Log logger = LogFactory.getLog(ExclusiveLease.class);
 
 	/** How long one JVM may keep passing a lease between its own threads before releasing it in the database. */
 	static final long HAND_OFF_BUDGET_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
 
-	private final LeaseLockProvider provider;
+	/**
+	 * Fencing tokens reserved by each take: the holder uses the first, and up to {@code TOKEN_BLOCK - 1} local
+	 * successors the next ones (see {@link io.github.dblock.spi.HandOffLock#handOff()}); the take ({@link LeaseStatements#leaseTake}) writes it
+	 * as the constant 1024.
+	 */
+	static final int TOKEN_BLOCK = 1024;
+
+
+	/** The statements this lease runs: renewal, release, extension, commit check. */
+	private final HeldExclusiveLeases statements;
 
 	/** The last token of the block the take reserved (the row's fencing token). */
 	private final long blockEnd;
@@ -50,30 +59,30 @@ final class ExclusiveLease extends RenewableLease {
 	/** The hold that has the lease now; the only one whose lost-callbacks run. */
 	volatile Hold current;
 
-	ExclusiveLease(LeaseLockProvider provider, String resource, String ownerToken, long blockEnd, long leaseNanos, boolean renewing,
+	ExclusiveLease(HeldExclusiveLeases statements, String resource, String ownerToken, long blockEnd, long leaseNanos, boolean renewing,
 			long minHoldMicros, long validUntilNanos, long handOffBudgetNanos) {
 		super(resource, ownerToken, leaseNanos, validUntilNanos);
-		this.provider = provider;
+		this.statements = statements;
 		this.handOffBudgetNanos = handOffBudgetNanos;
 		this.blockEnd = blockEnd;
 		this.renewing = renewing;
 		this.minHoldMicros = minHoldMicros;
-		this.current = new Hold(this, blockEnd - LeaseLockProvider.TOKEN_BLOCK + 1);
+		this.current = new Hold(this, blockEnd - TOKEN_BLOCK + 1);
 	}
 
 	@Override
 	boolean renewInDatabase(CallDeadline deadline) {
-		return this.provider.renew(this, deadline);
+		return this.statements.renew(this, deadline);
 	}
 
 	@Override
 	boolean releaseInDatabase(CallDeadline deadline) {
-		return this.provider.release(this, deadline);
+		return this.statements.release(this, deadline);
 	}
 
 	@Override
 	CallDeadline callDeadline() {
-		return this.provider.callDeadline();
+		return this.statements.callDeadline();
 	}
 
 	@Override
@@ -86,7 +95,7 @@ final class ExclusiveLease extends RenewableLease {
 	/**
 	 * The largest fencing token this lease has handed out: the current hold's (a local successor gets the token after
 	 * its predecessor's). Once the lease is released or lost no hold is added, so the release writes it back as the
-	 * row's token ({@link LockStatements#leaseRelease}): the rest of the block the take reserved was never handed out.
+	 * row's token ({@link LeaseStatements#leaseRelease}): the rest of the block the take reserved was never handed out.
 	 */
 	long lastHandedOut() {
 		return this.current.fencingToken;
@@ -158,7 +167,7 @@ final class ExclusiveLease extends RenewableLease {
 
 		@Override
 		public long handOffCourtesyNanos() {
-			Backoff backoff = this.lease.provider.backoff();
+			Backoff backoff = this.lease.statements.backoff();
 			long announced = this.lease.announcedWaitNanos;
 			if (announced == LockRows.HANDED_OVER) {
 				return 0; // the lease went straight to the waiter next in line: local threads cannot take it anyway
@@ -175,7 +184,7 @@ final class ExclusiveLease extends RenewableLease {
 
 		@Override
 		public boolean inTransactionOfItsDatabase() {
-			return this.lease.provider.inTransactionOfItsDatabase();
+			return this.lease.statements.inTransactionOfItsDatabase();
 		}
 
 		/**
@@ -188,7 +197,7 @@ final class ExclusiveLease extends RenewableLease {
 			if (this.lease.current != this || this.lease.lost || this.lease.released) {
 				return false;
 			}
-			return this.lease.provider.lockRowInTransaction(this.lease) && this.lease.current == this;
+			return this.lease.statements.lockRowInTransaction(this.lease) && this.lease.current == this;
 		}
 
 		@Override
@@ -199,7 +208,7 @@ final class ExclusiveLease extends RenewableLease {
 
 		@Override
 		public boolean extend(Duration leaseTime) {
-			return this.lease.provider.extend(this, leaseTime);
+			return this.lease.statements.extend(this, leaseTime);
 		}
 
 		@Override

@@ -23,9 +23,9 @@ final class HeldReadWriteLeases {
 	private final LockStatements sql;
 
 	/** Where commit checks run: the transaction of the lease provider's data source, and its cluster topology. */
-	private final LeaseLockProvider transactions;
+	private final ApplicationTransactions transactions;
 
-	HeldReadWriteLeases(JdbcLockSupport jdbc, LockStatements sql, LeaseLockProvider transactions) {
+	HeldReadWriteLeases(JdbcLockSupport jdbc, LockStatements sql, ApplicationTransactions transactions) {
 		this.jdbc = jdbc;
 		this.sql = sql;
 		this.transactions = transactions;
@@ -33,12 +33,12 @@ final class HeldReadWriteLeases {
 
 	/** The statements of a write lease's commit check, in order (tests). */
 	java.util.List<String> commitCheckSql() {
-		return java.util.List.of(resourceCheckSql(), this.sql.rwLockHold);
+		return java.util.List.of(resourceCheckSql(), this.sql.readWrite.rwLockHold);
 	}
 
 	/** The first statement of the commit check: lock the resource's row, by a write on a multi-primary cluster. */
 	private String resourceCheckSql() {
-		return this.transactions.isMultiPrimary() ? this.sql.rwTouchResource : this.sql.rwLockResource;
+		return this.transactions.isMultiPrimary() ? this.sql.readWrite.rwTouchResource : this.sql.readWrite.rwLockResource;
 	}
 
 	/**
@@ -63,7 +63,7 @@ final class HeldReadWriteLeases {
 							JdbcLockSupport.query(ps).close();
 						}
 					}
-					try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.rwLockHold, timeout,
+					try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.readWrite.rwLockHold, timeout,
 							false)) {
 						ps.setBytes(1, key);
 						ps.setString(2, lease.ownerToken);
@@ -91,7 +91,7 @@ final class HeldReadWriteLeases {
 	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
 	private Long ownRemainingMicros(Lease lease, CallDeadline deadline) {
 		return this.jdbc.execute("look for the holder row of '" + lease.resource + "'", deadline, (connection) -> {
-			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwOwnRemaining, this.jdbc.statementTimeoutSeconds(), false)) {
+			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.readWrite.rwOwnRemaining, this.jdbc.statementTimeoutSeconds(), false)) {
 				ps.setBytes(1, LockRows.bytes(lease.resource));
 				ps.setString(2, lease.ownerToken);
 				try (ResultSet rs = JdbcLockSupport.query(ps)) {
@@ -105,7 +105,7 @@ final class HeldReadWriteLeases {
 
 	/**
 	 * Renews a lease in one short transaction of two statements: a locking read of the resource's row by primary key
-	 * ({@link LockStatements#rwLockResource}), then the owner-checked {@link LockStatements#rwRenew} of its holder
+	 * ({@link ReadWriteStatements#rwLockResource}), then the owner-checked {@link ReadWriteStatements#rwRenew} of its holder
 	 * row. The server fixes {@code UTC_TIMESTAMP()} when a statement starts, so the waiting is left to the first
 	 * statement: behind the holder's own commit check (which locks the same rows in the same order, so they do not
 	 * deadlock) or an acquisition of the resource. The renewal then starts once no reader or writer can be granted
@@ -118,14 +118,14 @@ final class HeldReadWriteLeases {
 	private boolean renewAfterLockingTheResource(Lease lease, CallDeadline deadline) {
 		byte[] key = LockRows.bytes(lease.resource);
 		return this.jdbc.execute("renew '" + lease.resource + "'", deadline,
-				(connection) -> JdbcLockSupport.inShortTransaction(connection, (c) -> {
-					try (PreparedStatement ps = this.sql.prepareBounded(c, this.sql.rwLockResource,
+				(connection) -> ShortTransactions.inShortTransaction(connection, (c) -> {
+					try (PreparedStatement ps = this.sql.prepareBounded(c, this.sql.readWrite.rwLockResource,
 							timeoutWithin(deadline), false)) {
 						ps.setBytes(1, key);
 						JdbcLockSupport.query(ps).close();
 					}
 					deadline.boundReads(c); // what the wait for the resource row left of the deadline
-					try (PreparedStatement ps = this.sql.prepareBounded(c, this.sql.rwRenew, timeoutWithin(deadline),
+					try (PreparedStatement ps = this.sql.prepareBounded(c, this.sql.readWrite.rwRenew, timeoutWithin(deadline),
 							false)) {
 						ps.setLong(1, TimeUnit.NANOSECONDS.toMicros(lease.leaseNanos));
 						ps.setBytes(2, key);
@@ -194,8 +194,8 @@ final class HeldReadWriteLeases {
 		boolean releaseStatement(CallDeadline deadline) {
 			LockStatements sql = HeldReadWriteLeases.this.sql;
 			return (this.minHoldMicros > 0)
-					? update("release", sql.rwReleaseKeeping, this, this.minHoldMicros, deadline) == 1
-					: update("release", sql.rwRelease, this, -1, deadline) == 1;
+					? update("release", sql.readWrite.rwReleaseKeeping, this, this.minHoldMicros, deadline) == 1
+					: update("release", sql.readWrite.rwRelease, this, -1, deadline) == 1;
 		}
 
 		@Override

@@ -5,9 +5,6 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.time.Instant;
-import java.time.LocalDateTime;
-import java.time.ZoneOffset;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
@@ -50,9 +47,6 @@ public class IdempotencyStore implements IdempotencyProvider {
 	/** Suffix of the records table's name after the lock table's name. */
 	public static final String TABLE_SUFFIX = "_idem";
 
-	/** The longest error summary kept in a record. */
-	static final int MAX_ERROR_LENGTH = 1000;
-
 	final DataSource dataSource;
 
 	/** The records table, quoted, for messages. */
@@ -65,7 +59,10 @@ public class IdempotencyStore implements IdempotencyProvider {
 	private final LeaseLockProvider scheduler;
 
 	/** Every statement, in the lease provider's dialect. */
-	final LockStatements sql;
+	private final LockStatements sql;
+
+	/** The reads and writes of records by key, shared with the claims. */
+	private final IdempotencyRows rows;
 
 	/**
 	 * Creates a store.
@@ -86,6 +83,7 @@ public class IdempotencyStore implements IdempotencyProvider {
 		this.scheduler = scheduler;
 		this.table = quoted(table);
 		this.sql = LockStatements.of(table, scheduler.dialect());
+		this.rows = new IdempotencyRows(this.dataSource, this.jdbc, this.sql);
 	}
 
 	/** The quoted name of the records table of a lock table. */
@@ -207,15 +205,15 @@ public class IdempotencyStore implements IdempotencyProvider {
 						return new Attempt(claimed(request, token, sentAt), null, 0);
 					}
 				}
-				Snapshot row = select(connection, request.key, request.bytes, timeout);
+				IdempotencyRows.Snapshot row = this.rows.select(connection, request.key, request.bytes, timeout);
 				if (row == null) {
 					continue; // deleted meanwhile (forget, cleanup): insert it again
 				}
 				if (!row.takeable(request.owner)) {
-					return new Attempt(null, row.record, row.leaseRemainingNanos);
+					return new Attempt(null, row.record(), row.leaseRemainingNanos());
 				}
 				sentAt = System.nanoTime();
-				Long token = claimStatement(connection, this.sql.idemTakeOver, request, timeout, request.owner,
+				Long token = claimStatement(connection, this.sql.idempotency.idemTakeOver, request, timeout, request.owner,
 						request.holder, request.leaseMicros, request.retentionMicros, request.bytes, request.owner);
 				if (token != null) {
 					return new Attempt(claimed(request, token, sentAt), null, 0);
@@ -237,7 +235,7 @@ public class IdempotencyStore implements IdempotencyProvider {
 	@Nullable
 	private Long insert(Connection connection, ClaimRequest request, int timeout) throws SQLException {
 		try {
-			return claimStatement(connection, this.sql.idemInsert, request, timeout, request.bytes, request.owner,
+			return claimStatement(connection, this.sql.idempotency.idemInsert, request, timeout, request.bytes, request.owner,
 					request.holder, request.leaseMicros, request.retentionMicros);
 		}
 		catch (SQLException ex) {
@@ -277,11 +275,11 @@ public class IdempotencyStore implements IdempotencyProvider {
 	/** The token set through {@code LAST_INSERT_ID(expr)}: from the OK packet, else queried by owner token. */
 	private long fencingToken(Connection connection, PreparedStatement executed, byte[] key, String owner, int timeout)
 			throws SQLException {
-		long token = JdbcLockSupport.lastInsertId(executed);
+		long token = InsertIds.lastInsertId(executed);
 		if (token > 0) {
 			return token;
 		}
-		try (PreparedStatement query = this.sql.prepareBounded(connection, this.sql.idemToken, timeout, false)) {
+		try (PreparedStatement query = this.sql.prepareBounded(connection, this.sql.idempotency.idemToken, timeout, false)) {
 			query.setBytes(1, key);
 			query.setString(2, owner);
 			try (ResultSet rs = JdbcLockSupport.query(query)) {
@@ -293,40 +291,6 @@ public class IdempotencyStore implements IdempotencyProvider {
 		}
 	}
 
-	@Nullable
-	Snapshot select(Connection connection, String key, byte[] bytes, int timeout) throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.idemSelect, timeout, false)) {
-			ps.setBytes(1, bytes);
-			@Nullable Snapshot snapshot = null;
-			try (ResultSet rs = JdbcLockSupport.query(ps)) {
-				if (rs.next()) {
-					IdempotencyRecord record = new IdempotencyRecord(key, IdempotencyStatus.valueOf(rs.getString(1)),
-							rs.getString(2), rs.getLong(4), rs.getInt(5), instant(rs, 6), instant(rs, 7),
-							nullableInstant(rs, 8), instant(rs, 9), rs.getString(10), rs.getString(11), rs.getString(12));
-					snapshot = new Snapshot(record, rs.getString(3),
-							TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(13))), rs.getBoolean(14));
-				}
-			}
-			JdbcLockSupport.commitIfNeeded(connection); // on success only: a failed read reports its own error
-			return snapshot;
-		}
-	}
-
-	/** A {@code NOT NULL} column. */
-	private static Instant instant(ResultSet rs, int column) throws SQLException {
-		Instant value = nullableInstant(rs, column);
-		if (value == null) {
-			throw new SQLException("column " + column + " of the idempotency record is NULL, but it is NOT NULL");
-		}
-		return value;
-	}
-
-	@Nullable
-	private static Instant nullableInstant(ResultSet rs, int column) throws SQLException {
-		LocalDateTime value = rs.getObject(column, LocalDateTime.class);
-		return (value != null) ? value.toInstant(ZoneOffset.UTC) : null;
-	}
-
 	/**
 	 * The committed record of a key.
 	 * @throws DataAccessException on a database failure
@@ -335,8 +299,8 @@ public class IdempotencyStore implements IdempotencyProvider {
 	public Optional<IdempotencyRecord> find(String key) {
 		try {
 			return this.jdbc.execute("read idempotency key '" + key + "'", (connection) -> {
-				Snapshot row = select(connection, key, LockRows.bytes(key), this.jdbc.statementTimeoutSeconds());
-				return Optional.ofNullable((row != null) ? row.record : null);
+				IdempotencyRows.Snapshot row = this.rows.select(connection, key, LockRows.bytes(key), this.jdbc.statementTimeoutSeconds());
+				return Optional.ofNullable((row != null) ? row.record() : null);
 			});
 		}
 		catch (DataAccessException ex) {
@@ -367,7 +331,7 @@ public class IdempotencyStore implements IdempotencyProvider {
 	@Override
 	public boolean forget(String key) {
 		return this.jdbc.execute("delete idempotency key '" + key + "'", (connection) -> {
-			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.idemDelete, this.jdbc.statementTimeoutSeconds(), false)) {
+			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.idempotency.idemDelete, this.jdbc.statementTimeoutSeconds(), false)) {
 				ps.setBytes(1, LockRows.bytes(key));
 				int deleted = ps.executeUpdate();
 				JdbcLockSupport.commitIfNeeded(connection);
@@ -378,49 +342,15 @@ public class IdempotencyStore implements IdempotencyProvider {
 
 	private StoredClaim claimed(ClaimRequest request, long token, long sentAt) {
 		long leaseNanos = TimeUnit.MICROSECONDS.toNanos(request.leaseMicros);
-		StoredClaim claim = new StoredClaim(this, request.key, request.owner, token, leaseNanos, request.retentionMicros,
+		StoredClaim claim = new StoredClaim(this.rows, request.key, request.owner, token, leaseNanos, request.retentionMicros,
 				sentAt + leaseNanos);
 		claim.startRenewal(this.scheduler.renewals());
 		return claim;
 	}
 
-	/**
-	 * Renews a claim's running lease: a short transaction that locks the record by primary key
-	 * ({@link LockStatements#idemLockForRenewal}, where any waiting happens), then the owner-checked
-	 * {@link LockStatements#idemRenew}, which reads the server's clock after the wait
-	 * ({@link OwnerStatements#renewAfterLocking}).
-	 * @return whether the claim still held the record, running and within its lease (now extended)
-	 */
-	boolean renew(StoredClaim claim, CallDeadline deadline) {
-		return OwnerStatements.renewAfterLocking(this.jdbc, deadline, this.sql,
-				"renew idempotency key '" + claim.resource + "'", this.sql.idemLockForRenewal, this.sql.idemRenew,
-				TimeUnit.NANOSECONDS.toMicros(claim.leaseNanos), claim.resource, claim.ownerToken);
-	}
-
 	/** Whole microseconds, rounded up, so that a positive duration never becomes 0. */
 	private static long micros(Duration duration) {
 		return TimeUnit.SECONDS.toMicros(duration.getSeconds()) + (duration.getNano() + 999) / 1000;
-	}
-
-	/**
-	 * Binds and runs a completion ({@code SUCCEEDED} or {@code FAILED}) of a claim on a connection.
-	 * @param callersTransaction whether the connection is the caller's transaction's, which may have read before
-	 * (the statement then runs without MariaDB's snapshot isolation, {@link LockStatements#prepareInTransaction})
-	 */
-	int complete(Connection connection, String sql, StoredClaim claim, @Nullable String outcome,
-			@Nullable String outcomeType, @Nullable String error, boolean callersTransaction) throws SQLException {
-		int timeout = this.jdbc.statementTimeoutSeconds();
-		try (PreparedStatement ps = callersTransaction ? this.sql.prepareInTransaction(connection, sql, timeout, false)
-				: this.sql.prepareBounded(connection, sql, timeout, false)) {
-			ps.setLong(1, claim.retentionMicros);
-			ps.setString(2, outcome);
-			ps.setString(3, outcomeType);
-			ps.setString(4, (error != null && error.length() > MAX_ERROR_LENGTH) ? error.substring(0, MAX_ERROR_LENGTH)
-					: error);
-			ps.setBytes(5, LockRows.bytes(claim.resource));
-			ps.setString(6, claim.ownerToken);
-			return ps.executeUpdate();
-		}
 	}
 
 	/**
@@ -434,23 +364,6 @@ public class IdempotencyStore implements IdempotencyProvider {
 	private record Attempt(@Nullable StoredClaim claim, @Nullable IdempotencyRecord record, long leaseRemainingNanos) {
 	}
 
-	record Snapshot(IdempotencyRecord record, @Nullable String ownerToken, long leaseRemainingNanos,
-			boolean retentionOver) {
-
-		/**
-		 * The same condition as {@link #TAKEABLE}, on this committed state: also a running claim of this very call,
-		 * whose claim committed although its reply was lost.
-		 */
-		boolean takeable(String owner) {
-			return switch (this.record.status()) {
-				case FAILED -> true;
-				case RUNNING -> this.leaseRemainingNanos <= 0 || owner.equals(this.ownerToken);
-				case SUCCEEDED -> this.retentionOver;
-			};
-		}
-
-	}
-
 	/**
 	 * Refuses a call inside a read-only transaction on the lock data source, before anything is claimed: the outcome
 	 * could not be recorded in it, so the work would run again on every call.
@@ -462,7 +375,7 @@ public class IdempotencyStore implements IdempotencyProvider {
 				|| !TransactionSynchronizationManager.isCurrentTransactionReadOnly()) {
 			return;
 		}
-		Connection transactional = boundTransactionalConnection();
+		Connection transactional = this.rows.boundTransactionalConnection();
 		if (transactional != null) {
 			DataSourceUtils.releaseConnection(transactional, this.dataSource);
 			throw new IllegalStateException("Idempotency key '" + key + "' is used inside a read-only transaction on "
@@ -471,10 +384,5 @@ public class IdempotencyStore implements IdempotencyProvider {
 		}
 	}
 
-	/** The connection of an active Spring transaction on the lock data source (autocommit off), or {@code null}. */
-	@Nullable
-	Connection boundTransactionalConnection() {
-		return this.jdbc.boundTransactionalConnection(this.dataSource);
-	}
 
 }

@@ -62,88 +62,6 @@ final class JdbcLockSupport {
 	}
 
 	/**
-	 * The value a statement just set through {@code LAST_INSERT_ID(expr)}, read from the OK packet's insert id
-	 * without a round trip (the statement must be prepared with {@code RETURN_GENERATED_KEYS}).
-	 * @return the positive value, or 0 if the driver did not expose one (then query it)
-	 */
-	static long lastInsertId(java.sql.PreparedStatement executed) throws SQLException {
-		return Math.max(0, generatedKey(executed));
-	}
-
-	/**
-	 * The first generated key of a statement prepared with {@code RETURN_GENERATED_KEYS}, or 0 if the driver returns
-	 * none. On Connector/J the value is read straight from the statement (the OK packet's insert id) where that gives
-	 * exactly what {@code getGeneratedKeys()} would (a key is returned when the insert id is not 0 and the statement
-	 * changed a row), without building a result set for it; otherwise through {@code getGeneratedKeys()}.
-	 */
-	static long generatedKey(java.sql.Statement executed) throws SQLException {
-		long id = ConnectorJ.lastInsertId(executed);
-		if (id == 0 || (id > 0 && executed.getUpdateCount() > 0)) {
-			return id;
-		}
-		try (java.sql.ResultSet keys = executed.getGeneratedKeys()) {
-			return keys.next() ? keys.getLong(1) : 0;
-		}
-	}
-
-	/** Connector/J's own insert id of an executed statement, where that driver is on the class path. */
-	static final class ConnectorJ {
-
-		private static final @Nullable Class<?> STATEMENT;
-
-		private static final java.lang.invoke.@Nullable MethodHandle LAST_INSERT_ID;
-
-		static {
-			Class<?> type = null;
-			java.lang.invoke.MethodHandle handle = null;
-			try {
-				type = Class.forName("com.mysql.cj.jdbc.StatementImpl", false, JdbcLockSupport.class.getClassLoader());
-				handle = java.lang.invoke.MethodHandles.publicLookup()
-					.findVirtual(type, "getLastInsertID", java.lang.invoke.MethodType.methodType(long.class))
-					.asType(java.lang.invoke.MethodType.methodType(long.class, Object.class));
-			}
-			catch (ReflectiveOperationException | LinkageError | SecurityException ex) {
-				type = null;
-				handle = null;
-			}
-			STATEMENT = type;
-			LAST_INSERT_ID = handle;
-		}
-
-		private ConnectorJ() {
-		}
-
-		/**
-		 * The statement's insert id, or -1 when it is not Connector/J's or a wrapper does not hand out the driver's
-		 * statement (the caller then asks {@code getGeneratedKeys()}).
-		 */
-		static long lastInsertId(java.sql.Statement executed) throws SQLException {
-			Class<?> type = STATEMENT;
-			java.lang.invoke.MethodHandle handle = LAST_INSERT_ID;
-			Object statement;
-			try {
-				statement = (type != null && handle != null && executed.isWrapperFor(type)) ? executed.unwrap(type) : null;
-			}
-			catch (SQLException | RuntimeException ex) {
-				statement = null; // a wrapper that cannot unwrap: the standard way
-			}
-			if (handle == null || type == null || !type.isInstance(statement)) {
-				return -1;
-			}
-			try {
-				return (long) handle.invokeExact(statement);
-			}
-			catch (RuntimeException | Error ex) {
-				throw ex;
-			}
-			catch (Throwable ex) {
-				throw new SQLException("Connector/J's insert id could not be read", ex);
-			}
-		}
-
-	}
-
-	/**
 	 * The data source behind any {@code TransactionAwareDataSourceProxy}: the one a {@code DataSourceTransactionManager}
 	 * binds its connection to, and one that never hands out the caller's transactional connection.
 	 */
@@ -217,7 +135,6 @@ final class JdbcLockSupport {
 		return TimeUnit.MILLISECONDS.toNanos(networkTimeoutMillis(this.statementTimeoutSeconds));
 	}
 
-	/** Restores the network timeout {@link #boundReads} replaced, unless the connection is closed by now. */
 	/** Puts back a connection's autocommit; a connection that broke meanwhile is discarded by the pool instead. */
 	static void restoreAutoCommit(Connection connection, boolean autoCommit) {
 		try {
@@ -230,6 +147,7 @@ final class JdbcLockSupport {
 		}
 	}
 
+	/** Restores the network timeout {@link #boundReads} replaced, unless the connection is closed by now. */
 	static void restoreReads(@Nullable Connection connection, int previous) {
 		if (connection == null) {
 			return;
@@ -424,54 +342,6 @@ final class JdbcLockSupport {
 	}
 
 	/**
-	 * Runs work as one short transaction on the connection: on an autocommit connection between
-	 * {@code START TRANSACTION} and {@code COMMIT} statements (one round trip each, where switching autocommit off and
-	 * on again would cost one more), otherwise with the connection's own commit; rolled back when the work throws.
-	 * The transaction's own statements are bounded by the network timeout only (see {@link #transactionControl}).
-	 */
-	static <T extends @Nullable Object> T inShortTransaction(Connection connection, ConnectionWork<T> work)
-			throws SQLException {
-		boolean autoCommit = connection.getAutoCommit();
-		if (autoCommit) {
-			transactionControl(connection, LockStatements.START_TRANSACTION);
-		}
-		boolean ended = false;
-		try {
-			T result = work.run(connection);
-			endTransaction(connection, autoCommit, true);
-			ended = true;
-			return result;
-		}
-		finally {
-			if (!ended) {
-				try {
-					endTransaction(connection, autoCommit, false);
-				}
-				catch (SQLException ignored) {
-					// the original failure is reported; the server ends the transaction with the connection
-				}
-			}
-		}
-	}
-
-	/**
-	 * Ends a transaction begun by {@code START TRANSACTION} on an autocommit connection ({@code autoCommit} true:
-	 * a {@code COMMIT} or {@code ROLLBACK} statement, see {@link #transactionControl}), or through the connection
-	 * otherwise.
-	 */
-	static void endTransaction(Connection connection, boolean autoCommit, boolean commit) throws SQLException {
-		if (autoCommit) {
-			transactionControl(connection, commit ? LockStatements.COMMIT : LockStatements.ROLLBACK);
-		}
-		else if (commit) {
-			connection.commit();
-		}
-		else {
-			connection.rollback();
-		}
-	}
-
-	/**
 	 * Runs a query prepared by {@link LockStatements#prepareBounded} and returns its rows. {@code execute()} rather than
 	 * {@code executeQuery()}: Connector/J refuses the latter for a text that starts with {@code SET} (MariaDB's
 	 * {@code SET STATEMENT ... FOR SELECT}), although the server returns the rows.
@@ -481,19 +351,6 @@ final class JdbcLockSupport {
 			throw new SQLException("The query returned no result set: " + ps);
 		}
 		return ps.getResultSet();
-	}
-
-	/**
-	 * Executes {@code START TRANSACTION}, {@code COMMIT} or {@code ROLLBACK}, bounded by the connection's network
-	 * timeout (the call's deadline) and by no query timeout: the server runs them at once, and Connector/J's query
-	 * timeout cancels with {@code KILL QUERY} over a new connection that the statement waits for; on a silent
-	 * network that connection's handshake waits for a network timeout of its own, so a query timeout shorter than
-	 * the reply bound would push the call past its deadline (measured: by the query timeout, 1 s).
-	 */
-	static void transactionControl(Connection connection, String sql) throws SQLException {
-		try (java.sql.Statement statement = connection.createStatement()) {
-			statement.execute(sql);
-		}
 	}
 
 	@FunctionalInterface

@@ -12,6 +12,7 @@ import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 
 import io.github.dblock.LockLostException;
+import io.github.dblock.jdbc.HeldPermits.Permit;
 import io.github.dblock.semaphore.SemaphoreProvider;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.Backoff;
@@ -46,7 +47,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	private static final Log logger = LogFactory.getLog(JdbcSemaphoreProvider.class);
 
 	/** The configuration property holding a pool's initial permit count, with {@code %s} for the name. */
-	public static final String PERMITS_PROPERTY = "distributed-lock.semaphores.%s.permits";
+	public static final String PERMITS_PROPERTY = SemaphorePools.PERMITS_PROPERTY;
 
 	private final JdbcLockSupport jdbc;
 
@@ -55,6 +56,9 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	private final LeaseLockProvider renewals;
 
 	private final SemaphorePools pools;
+
+	/** The permits once taken: renewal, release, the look at their rows. */
+	private final HeldPermits held;
 
 	/** Every statement, in the lease provider's dialect. */
 	private final LockStatements sql;
@@ -79,6 +83,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		this.renewals = renewals;
 		this.sql = LockStatements.of(table, renewals.dialect());
 		this.pools = new SemaphorePools(this.jdbc, this.sql, configuredPermits, poolTable(table));
+		this.held = new HeldPermits(this.jdbc, this.sql, this.pools);
 	}
 
 	/** The quoted name of the pool table of a lock table. */
@@ -214,7 +219,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		String name = request.resource();
 		int timeout = tx.timeout;
 		tx.begin();
-		Integer permits = this.pools.queryInt(tx.connection, this.sql.semLockPool, timeout, name);
+		Integer permits = this.pools.queryInt(tx.connection, this.sql.semaphore.semLockPool, timeout, name);
 		if (permits == null) {
 			tx.end(false);
 			this.pools.insert(tx.connection, name, this.pools.configured(name), timeout);
@@ -230,7 +235,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 					: new Attempt(null, "the permit of an unacknowledged take expired", true);
 		}
 		if (holders.expired > 0) {
-			try (PreparedStatement ps = this.sql.prepareBounded(tx.connection, this.sql.semDeleteExpired, timeout, false)) {
+			try (PreparedStatement ps = this.sql.prepareBounded(tx.connection, this.sql.semaphore.semDeleteExpired, timeout, false)) {
 				ps.setBytes(1, LockRows.bytes(name));
 				ps.executeUpdate();
 			}
@@ -246,7 +251,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 
 	/** Step 2: the pool's holder rows, by a locking read. */
 	private Holders countHolders(AttemptTransaction tx, String name, String owner) throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(tx.connection, this.sql.semCount, tx.timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(tx.connection, this.sql.semaphore.semCount, tx.timeout, false)) {
 			ps.setString(1, owner);
 			ps.setBytes(2, LockRows.bytes(name));
 			try (ResultSet rs = JdbcLockSupport.query(ps)) {
@@ -260,12 +265,12 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	private Attempt take(AttemptTransaction tx, LockRequest request, String owner, long sentAt) throws SQLException {
 		String name = request.resource();
 		long token;
-		try (PreparedStatement ps = this.sql.prepareBounded(tx.connection, this.sql.semNextToken, tx.timeout, true)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(tx.connection, this.sql.semaphore.semNextToken, tx.timeout, true)) {
 			ps.setBytes(1, LockRows.bytes(name));
 			ps.executeUpdate();
 			token = generatedToken(tx.connection, ps, name, tx.timeout);
 		}
-		try (PreparedStatement ps = this.sql.prepareBounded(tx.connection, this.sql.semInsertHold, tx.timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(tx.connection, this.sql.semaphore.semInsertHold, tx.timeout, false)) {
 			ps.setBytes(1, LockRows.bytes(name));
 			ps.setString(2, owner);
 			ps.setString(3, request.holder());
@@ -274,16 +279,16 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 			ps.executeUpdate();
 		}
 		tx.end(true);
-		return new Attempt(permit(request, owner, token, sentAt + request.leaseTime().toNanos()), null);
+		return new Attempt(this.held.permit(request, owner, token, sentAt + request.leaseTime().toNanos()), null);
 	}
 
 	private long generatedToken(Connection connection, PreparedStatement executed, String name, int timeout)
 			throws SQLException {
-		long generated = JdbcLockSupport.lastInsertId(executed);
+		long generated = InsertIds.lastInsertId(executed);
 		if (generated > 0) {
 			return generated;
 		}
-		Long token = this.pools.queryLong(connection, this.sql.semToken, timeout, name); // the pool row is locked by us
+		Long token = this.pools.queryLong(connection, this.sql.semaphore.semToken, timeout, name); // the pool row is locked by us
 		if (token == null) {
 			throw new SQLException("semaphore row '" + name + "' vanished while locked");
 		}
@@ -305,11 +310,6 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		return this.pools.availablePermits(name);
 	}
 
-	/** A permit just taken (or found again), not renewed yet: renewal starts once its take is known committed. */
-	private Permit permit(LockRequest request, String owner, long token, long validUntilNanos) {
-		return new Permit(request.resource(), owner, token, request.leaseTime().toNanos(), validUntilNanos);
-	}
-
 	/** A take known to be committed: starts its renewal if the request asks for it. */
 	private AcquireResult acquired(LockRequest request, Permit permit) {
 		if (request.renew()) {
@@ -326,7 +326,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	@Nullable
 	private Permit ownPermit(Connection connection, LockRequest request, String owner, int timeout, long sentAt)
 			throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.semOwnPermit, timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.semaphore.semOwnPermit, timeout, false)) {
 			ps.setBytes(1, LockRows.bytes(request.resource()));
 			ps.setString(2, owner);
 			try (ResultSet rs = JdbcLockSupport.query(ps)) {
@@ -334,7 +334,7 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 					return null;
 				}
 				long remainingNanos = TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(2)));
-				return permit(request, owner, rs.getLong(1), sentAt + remainingNanos);
+				return this.held.permit(request, owner, rs.getLong(1), sentAt + remainingNanos);
 			}
 		}
 	}
@@ -345,27 +345,6 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 		return LateLeases.lastLook(this.jdbc, "a permit of semaphore '" + request.resource() + "'", request, deadline,
 				(connection) -> ownPermit(connection, request, owner, this.jdbc.queryTimeoutSeconds(0),
 						System.nanoTime()));
-	}
-
-	/**
-	 * How long a permit's holder row still runs on the server's clock, by a plain read.
-	 * @return microseconds (0 or less: expired), or {@code null} if the row is gone
-	 */
-	@Nullable
-	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
-	private Long ownRemainingMicros(Permit permit, CallDeadline deadline) {
-		return this.jdbc.execute("look for the holder row of a permit of semaphore '" + permit.resource + "'", deadline,
-				(connection) -> {
-					Long remaining = this.pools.queryLong(connection, this.sql.semOwnRemaining, this.jdbc.statementTimeoutSeconds(),
-							permit.resource, permit.ownerToken);
-					JdbcLockSupport.commitIfNeeded(connection);
-					return remaining;
-				});
-	}
-
-	private int ownerStatement(String sql, String task, Permit permit, CallDeadline deadline) {
-		return OwnerStatements.execute(this.jdbc, deadline, this.sql,
-				task + " a permit of semaphore '" + permit.resource + "'", sql, permit.resource, permit.ownerToken);
 	}
 
 	/**
@@ -386,48 +365,5 @@ public class JdbcSemaphoreProvider implements SemaphoreProvider {
 	private record Holders(int count, int expired, boolean own) {
 	}
 
-	/** One held permit: a lease on a holder row, renewed on the shared scheduler. */
-	private final class Permit extends RereadableLease {
-
-		Permit(String name, String ownerToken, long fencingToken, long leaseNanos, long validUntilNanos) {
-			super(name, ownerToken, fencingToken, leaseNanos, validUntilNanos);
-		}
-
-		@Override
-		String describe() {
-			return "a permit of semaphore '" + this.resource + "'";
-		}
-
-		@Override
-		boolean renewInDatabase(CallDeadline deadline) {
-			// the pool row first, as an acquisition attempt locks it before the holder rows (see semRenew)
-			return OwnerStatements.renewAfterLocking(JdbcSemaphoreProvider.this.jdbc, deadline,
-					JdbcSemaphoreProvider.this.sql, "renew a permit of semaphore '" + this.resource + "'",
-					JdbcSemaphoreProvider.this.sql.semLockPool, JdbcSemaphoreProvider.this.sql.semRenew,
-					TimeUnit.NANOSECONDS.toMicros(this.leaseNanos), this.resource, this.ownerToken);
-		}
-
-		@Override
-		CallDeadline callDeadline() {
-			return JdbcSemaphoreProvider.this.jdbc.callDeadline();
-		}
-
-		@Override
-		boolean releaseStatement(CallDeadline deadline) {
-			return ownerStatement(JdbcSemaphoreProvider.this.sql.semRelease, "release", this, deadline) == 1;
-		}
-
-		@Override
-		@Nullable
-		Long remainingMicrosInDatabase(CallDeadline deadline) {
-			return ownRemainingMicros(this, deadline);
-		}
-
-		@Override
-		String lostConsequence() {
-			return "another owner may have been admitted in its place";
-		}
-
-	}
 
 }

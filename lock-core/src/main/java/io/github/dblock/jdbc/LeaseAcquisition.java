@@ -18,7 +18,7 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.dao.DataAccessException;
 
 /**
- * The acquisition of an exclusive lease for {@link LeaseLockProvider} (see its class comment for the statements and
+ * The acquisition of an exclusive lease for {@link LeaseLockProvider} (see docs/DESIGN.md, "The LEASE algorithm", for the statements and
  * the waiters next in line): one wait of the shared {@link WaitLoop}, whose attempts take, read and insert the row,
  * and whose pauses announce this waiter as the next in line. Thread-safe; package-private.
  */
@@ -286,7 +286,7 @@ final class LeaseAcquisition {
 	@Nullable
 	private Long take(Connection connection, LockRequest request, String owner, long leaseMicros, int timeout)
 			throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.leaseTake, timeout, true)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.lease.leaseTake, timeout, true)) {
 			ps.setString(1, owner);
 			ps.setString(2, request.holder());
 			ps.setLong(3, leaseMicros);
@@ -303,7 +303,7 @@ final class LeaseAcquisition {
 	@Nullable
 	private Long insert(Connection connection, LockRequest request, String owner, long leaseMicros, int timeout)
 			throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.leaseInsert, timeout, true)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.lease.leaseInsert, timeout, true)) {
 			ps.setBytes(1, LockRows.bytes(request.resource()));
 			ps.setString(2, owner);
 			ps.setString(3, request.holder());

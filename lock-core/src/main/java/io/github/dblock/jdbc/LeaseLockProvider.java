@@ -1,9 +1,6 @@
 package io.github.dblock.jdbc;
 
 import io.github.dblock.spi.Backoff;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -21,36 +18,19 @@ import io.github.dblock.spi.WaitLoop;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
-import org.springframework.dao.DataAccessException;
 
 /**
- * The {@link LockMode#LEASE} provider: a row per resource in the lock table naming its owner, lease end and fencing
- * token on the database server's clock, taken by an owner-checked {@code UPDATE} by primary key in autocommit on a
- * connection of its own, never in the caller's transaction (a business rollback cannot undo a lock). Read/write locks
- * ({@link LockType#READ}, {@link LockType#WRITE}) are leases too, in tables of their own ({@code ReadWriteLeases}).
- * <p>
- * An uncontended take of a known resource costs one statement, a release one. Without a lease time of the caller's
- * own ({@link LockRequest#renew()}) a shared scheduler renews the lease every third of it; a renewal that finds the
- * lease ended, or a database unreachable until this JVM's clock presumes it ended, marks the lock lost
- * ({@link HeldLock#isLost()}, {@link HeldLock#onLost(Runnable)}). Waits back off with jitter, never past the holder's
- * lease end nor the caller's deadline; a waiter on another node puts itself next in line, and a release hands the
- * lease straight to it. Broken connections are retried until the deadline; other errors surface as
- * {@link org.springframework.dao.DataAccessException}.
- * <p>
- * The statements and why they are shaped so: docs/DESIGN.md, "The LEASE algorithm" and "The LEASE lifecycle".
- * Thread-safe; {@link #close()} stops the renewal scheduler.
+ * The {@link LockMode#LEASE} provider: a row per resource in the lock table names its owner, lease end and fencing
+ * token, on the server's UTC clock; it is taken and released in autocommit on a connection of its own, never in the
+ * caller's transaction. Read/write locks ({@link LockType}) are leases too, in tables of their own. A lease without a
+ * lease time of the caller's own is renewed every third of it; a renewal that finds it ended marks the lock lost
+ * ({@link HeldLock#isLost()}). Broken connections are retried until the deadline; other errors surface as
+ * {@link org.springframework.dao.DataAccessException}. Thread-safe; {@link #close()} stops the renewal scheduler.
+ * See docs/DESIGN.md, "The LEASE algorithm" and "The LEASE lifecycle".
  */
 public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 
 	private static final Log logger = LogFactory.getLog(LeaseLockProvider.class);
-
-
-	/**
-	 * Fencing tokens reserved by each take: the holder uses the first, and up to {@code TOKEN_BLOCK - 1} local
-	 * successors the next ones (see {@link io.github.dblock.spi.HandOffLock#handOff()}); the take ({@link LockStatements#leaseTake}) writes it
-	 * as the constant 1024.
-	 */
-	static final int TOKEN_BLOCK = 1024;
 
 	/**
 	 * {@link ExclusiveLease#HAND_OFF_BUDGET_NANOS} while another node wants the lock too ({@link #contended}): its
@@ -60,7 +40,6 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	 * milliseconds on a server that flushes its log at every commit.
 	 */
 	private static final long CONTENDED_HAND_OFF_BUDGET_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
-
 
 	/**
 	 * Resources another node wanted in the last second: an acquisition here had to wait for another owner, or a
@@ -82,11 +61,11 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	/** The waits for exclusive leases. */
 	private final LeaseAcquisition acquisition;
 
-	/** The data source as given (not unwrapped): the key a transaction manager may bind its connection to. */
-	private final DataSource dataSource;
+	/** The application's transaction on the lock's data source, for commit checks. */
+	private final ApplicationTransactions transactions;
 
-	/** Whether commit-time validation must write the row (Galera, multi-primary group replication). */
-	private volatile boolean multiPrimary;
+	/** The statements on leases already taken. */
+	private final HeldExclusiveLeases held;
 
 	/** Started on first use: {@link #renewals()}. */
 	@Nullable
@@ -114,7 +93,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	 * unwrapped, so lock statements never join a Spring-managed transaction
 	 * @param table the lock table
 	 * @param dialect the server family; {@link LockDialect#MARIADB} bounds every statement on the server instead of
-	 * with the driver's query timeout (see the class comment), also those of the semaphores and idempotency records
+	 * with the driver's query timeout, also those of the semaphores and idempotency records
 	 * built on this provider; {@code null} to detect it from the first connection's metadata
 	 * @param statementTimeout upper bound of every statement's query timeout (JDBC resolution: whole seconds,
 	 * at least one)
@@ -128,10 +107,12 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 		this.jdbc = new JdbcLockSupport(dataSource, statementTimeout);
 		this.sql = LockStatements.of(table, dialect);
 		this.rows = new LockRows(this.sql);
-		this.readWrite = new ReadWriteLeases(this.jdbc, this.sql, this.backoff, this::renewals, this);
+		this.transactions = new ApplicationTransactions(this.jdbc, dataSource);
+		this.held = new HeldExclusiveLeases(this.jdbc, this.sql, this.rows, this.backoff, this.transactions,
+				this.contended);
+		this.readWrite = new ReadWriteLeases(this.jdbc, this.sql, this.backoff, this::renewals, this.transactions);
 		this.acquisition = new LeaseAcquisition(this.jdbc, this.sql, this.rows, new WaitLoop(this.backoff, logger),
 				this.contended, this::leased);
-		this.dataSource = dataSource;
 	}
 
 	/**
@@ -143,116 +124,22 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	 * @param multiPrimary {@code true} on a multi-primary cluster
 	 */
 	public void setMultiPrimary(boolean multiPrimary) {
-		this.multiPrimary = multiPrimary;
+		this.transactions.setMultiPrimary(multiPrimary);
 	}
 
 	/** Whether commit-time validation writes the lock row (see {@link #setMultiPrimary(boolean)}). */
 	public boolean isMultiPrimary() {
-		return this.multiPrimary;
-	}
-
-	/** The pauses between attempts. */
-	Backoff backoff() {
-		return this.backoff;
+		return this.transactions.isMultiPrimary();
 	}
 
 	/** The statement commit-time validation runs in the application's transaction (tests). */
 	String commitCheckSql() {
-		return this.multiPrimary ? this.sql.leaseTouchRow : this.sql.leaseLockRow;
+		return this.transactions.isMultiPrimary() ? this.sql.lease.leaseTouchRow : this.sql.lease.leaseLockRow;
 	}
 
 	/** The statements commit-time validation runs in the application's transaction for a write lock, in order (tests). */
 	java.util.List<String> readWriteCommitCheckSql() {
 		return this.readWrite.commitCheckSql();
-	}
-
-	/**
-	 * The key under which a transaction manager bound a connection of the lock's database to this thread: the data
-	 * source as given, or the one behind its {@code TransactionAwareDataSourceProxy} (a
-	 * {@code DataSourceTransactionManager} binds to that one); {@code null} if none is bound.
-	 */
-	@Nullable
-	private DataSource transactionKey() {
-		if (org.springframework.transaction.support.TransactionSynchronizationManager
-			.getResource(this.dataSource) != null) {
-			return this.dataSource;
-		}
-		DataSource target = JdbcLockSupport.unwrap(this.dataSource);
-		return (target != this.dataSource && org.springframework.transaction.support.TransactionSynchronizationManager
-			.getResource(target) != null) ? target : null;
-	}
-
-	/**
-	 * Runs the commit check of a lease on the transaction's connection (see {@link #commitCheckSql()}).
-	 * @return whether the row is still the lease's (and now locked, or written, by the transaction)
-	 */
-	boolean lockRowInTransaction(ExclusiveLease lock) {
-		return inTransaction("check lock '" + lock.resource + "' at commit", (connection, timeout) -> {
-			boolean write = this.multiPrimary;
-			try (PreparedStatement ps = this.sql.prepareInTransaction(connection,
-					write ? this.sql.leaseTouchRow : this.sql.leaseLockRow, timeout, true)) {
-				ps.setBytes(1, LockRows.bytes(lock.resource));
-				ps.setString(2, lock.ownerToken);
-				if (write) {
-					return ps.executeUpdate() == 1; // a real change: 1 with found rows or affected rows alike
-				}
-				try (java.sql.ResultSet rows = JdbcLockSupport.query(ps)) {
-					return rows.next();
-				}
-			}
-		});
-	}
-
-	/**
-	 * Whether the current thread runs an active transaction on this provider's data source (a connection of it bound
-	 * to the thread, not in autocommit). No SQL runs. Used by the commit checks of exclusive and write leases.
-	 */
-	boolean inTransactionOfItsDatabase() {
-		DataSource key = transactionKey();
-		Connection connection = (key != null) ? this.jdbc.boundTransactionalConnection(key) : null;
-		if (connection == null) {
-			return false; // no transaction on the lock's database, or one in autocommit
-		}
-		org.springframework.jdbc.datasource.DataSourceUtils.releaseConnection(connection, key);
-		return true;
-	}
-
-	/**
-	 * Runs a commit check on the connection of the current thread's transaction on this provider's data source.
-	 * @param task what is done, for messages
-	 * @param check the statements; given the connection and the statement timeout in seconds
-	 * @return what the check returned
-	 * @throws IllegalStateException if there is no such transaction
-	 * @throws DataAccessException if a statement failed
-	 */
-	boolean inTransaction(String task, TransactionCheck check) {
-		DataSource key = transactionKey();
-		Connection connection = (key != null) ? this.jdbc.boundTransactionalConnection(key) : null;
-		if (key == null || connection == null) {
-			throw new IllegalStateException("No transaction on the lock data source for the commit check (" + task + ")");
-		}
-		try {
-			return check.run(connection, this.jdbc.statementTimeoutSeconds());
-		}
-		catch (SQLException ex) {
-			throw this.jdbc.translate(task, ex);
-		}
-		finally {
-			org.springframework.jdbc.datasource.DataSourceUtils.releaseConnection(connection, key);
-		}
-	}
-
-	/** Statements of a commit check, run on the application's transactional connection. */
-	@FunctionalInterface
-	interface TransactionCheck {
-
-		/**
-		 * @param connection the transaction's connection (not to be closed or committed)
-		 * @param timeoutSeconds the statement timeout, in seconds
-		 * @return whether the lock is still held
-		 */
-		boolean run(Connection connection, int timeoutSeconds) throws SQLException;
-
 	}
 
 	@Override
@@ -265,7 +152,6 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 		return this.acquisition.acquire(request);
 	}
 
-
 	/**
 	 * Takes the read or write lock of a resource (see {@code ReadWriteLeases} for the algorithm and the writer
 	 * preference policy); renewed like an exclusive lease when the request asks for it.
@@ -274,10 +160,6 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 	public AcquireResult acquire(LockRequest request, LockType type) throws InterruptedException {
 		return this.readWrite.acquire(request, type);
 	}
-
-
-
-
 
 	/**
 	 * The server family this provider's statements are for: the configured one, else the one detected from the first
@@ -290,7 +172,7 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 
 	/** A lock just taken: starts its renewal if the request asks for it. */
 	private HeldLock leased(LockRequest request, String owner, long blockEnd, long sentAt, boolean contended) {
-		ExclusiveLease lease = new ExclusiveLease(this, request.resource(), owner, blockEnd, request.leaseTime().toNanos(),
+		ExclusiveLease lease = new ExclusiveLease(this.held, request.resource(), owner, blockEnd, request.leaseTime().toNanos(),
 				request.renew(), request.minHoldMicros(), sentAt + request.leaseTime().toNanos(),
 				contended ? CONTENDED_HAND_OFF_BUDGET_NANOS : ExclusiveLease.HAND_OFF_BUDGET_NANOS);
 		if (request.renew()) {
@@ -330,105 +212,6 @@ public class LeaseLockProvider implements ReadWriteLockProvider, AutoCloseable {
 		if (executor != null) {
 			executor.shutdownNow();
 		}
-	}
-
-	/** Releases in the database, and records in the lock whether a waiter on another node announced itself. */
-	boolean release(ExclusiveLease lock, CallDeadline deadline) {
-		return this.jdbc.execute("release lock '" + lock.resource + "'", deadline, (connection) -> {
-			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.leaseRelease,
-					this.jdbc.statementTimeoutSeconds(), true)) {
-				ps.setLong(1, lock.lastHandedOut());
-				ps.setLong(2, lock.minHoldMicros);
-				ps.setString(3, LockStatements.HANDED_OVER_HOLDER);
-				for (int i = 4; i <= 7; i++) {
-					ps.setLong(i, lock.minHoldMicros);
-				}
-				ps.setBytes(8, LockRows.bytes(lock.resource));
-				ps.setString(9, lock.ownerToken);
-				int matched = ps.executeUpdate();
-				JdbcLockSupport.commitIfNeeded(connection);
-				if (matched == 1) {
-					lock.announcedWaitNanos = this.rows.announcedWaitNanos(ps);
-					if (lock.announcedWaitNanos > 0 || lock.announcedWaitNanos == LockRows.HANDED_OVER) {
-						this.contended.add(lock.resource);
-					}
-				}
-				return matched == 1;
-			}
-		});
-	}
-
-	boolean renew(ExclusiveLease lock, CallDeadline deadline) {
-		return renewFor(lock, lock.leaseNanos, "renew", deadline);
-	}
-
-	/** A deadline for one renewal or release of a lease starting now ({@link JdbcLockSupport#callDeadline()}). */
-	CallDeadline callDeadline() {
-		return this.jdbc.callDeadline();
-	}
-
-	/**
-	 * Runs {@link LockStatements#leaseRenew}: the lease ends {@code leaseNanos} from now on the server's clock. One
-	 * short transaction of two statements: a locking read of the row by primary key
-	 * ({@link LockStatements#leaseLockForRenewal}), which does any waiting (behind a commit check or a PESSIMISTIC
-	 * holder of the resource), then the owner-checked update, which starts once the row is this transaction's and so
-	 * judges the lease by the server's clock after the wait: the server fixes {@code UTC_TIMESTAMP()} when a statement
-	 * starts, and a single statement that waited would extend a lease that ended meanwhile. Neither statement reads
-	 * consistently (no read view, so MariaDB's snapshot isolation does not apply). Each statement's timeout and reply
-	 * end by the deadline.
-	 */
-	private boolean renewFor(ExclusiveLease lock, long leaseNanos, String task, CallDeadline deadline) {
-		byte[] key = LockRows.bytes(lock.resource);
-		return this.jdbc.execute(task + " lock '" + lock.resource + "'", deadline,
-				(connection) -> JdbcLockSupport.inShortTransaction(connection, (c) -> {
-					try (PreparedStatement ps = this.sql.prepareBounded(c, this.sql.leaseLockForRenewal,
-							timeoutWithin(deadline), false)) {
-						ps.setBytes(1, key);
-						JdbcLockSupport.query(ps).close();
-					}
-					deadline.boundReads(c); // what the wait for the row left of the deadline
-					try (PreparedStatement ps = this.sql.prepareBounded(c, this.sql.leaseRenew, timeoutWithin(deadline),
-							false)) {
-						ps.setLong(1, TimeUnit.NANOSECONDS.toMicros(leaseNanos));
-						ps.setBytes(2, key);
-						ps.setString(3, lock.ownerToken);
-						return ps.executeUpdate() == 1;
-					}
-				}));
-	}
-
-	/**
-	 * A statement timeout that ends a reply margin before the deadline: the statement timeout, or less once part of
-	 * the deadline is spent (at least 1 s).
-	 */
-	private int timeoutWithin(CallDeadline deadline) {
-		return this.jdbc.queryTimeoutSeconds(
-				deadline.remainingNanos() - TimeUnit.MILLISECONDS.toNanos(JdbcLockSupport.NETWORK_MARGIN_MILLIS));
-	}
-
-	/**
-	 * Sets an explicit lease to end {@code leaseTime} from now on the server's clock (the renewal statement with the
-	 * given lease): only while this hold is the lease's current one and the lease has not ended.
-	 */
-	boolean extend(ExclusiveLease.Hold hold, Duration leaseTime) {
-		ExclusiveLease lock = hold.lease;
-		if (lock.renewing) {
-			throw new IllegalStateException("Lock '" + lock.resource + "' is renewed automatically while held; only a "
-					+ "lock taken with a lease time of its own can be extended");
-		}
-		if (leaseTime == null || leaseTime.isNegative() || leaseTime.isZero()) {
-			throw new IllegalArgumentException("The lease time must be positive, was " + leaseTime);
-		}
-		if (lock.current != hold || lock.lost || lock.released) {
-			return false;
-		}
-		long sentAt = System.nanoTime();
-		boolean extended = renewFor(lock, leaseTime.toNanos(), "extend", this.jdbc.callDeadline());
-		if (extended) {
-			// by this JVM's clock from before the statement was sent, so it errs early like the take
-			lock.validUntilNanos = sentAt + leaseTime.toNanos();
-		}
-		return extended;
 	}
 
 }

@@ -35,11 +35,11 @@ final class LockRows {
 
 	/**
 	 * Announces that a waiter will try again within {@code nanos}, on a row whose lease still runs (a free row is left
-	 * alone), as its own autocommit statement. A hint for the holder's JVM (see {@link LockStatements#leaseRelease}); the
+	 * alone), as its own autocommit statement. A hint for the holder's JVM (see {@link LeaseStatements#leaseRelease}); the
 	 * caller may ignore a failure.
 	 */
 	void announceWaiter(Connection connection, String resource, long nanos, int timeoutSeconds) throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rowAnnounce, timeoutSeconds, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.lease.rowAnnounce, timeoutSeconds, false)) {
 			ps.setLong(1, Math.max(1, TimeUnit.NANOSECONDS.toMicros(nanos)));
 			ps.setBytes(2, bytes(resource));
 			ps.executeUpdate();
@@ -51,12 +51,12 @@ final class LockRows {
 	 * Makes a LEASE waiter the next in line for a row whose lease still runs and whose holder is not the waiter
 	 * itself, unless another live waiter already is: {@code waiting_owner} = its owner token and {@code waiting_until}
 	 * = now + {@code nanos}. The holder's release then hands the lease straight to it (see
-	 * {@link LockStatements#leaseRelease}). A waiter that is already next in line extends its announcement.
+	 * {@link LeaseStatements#leaseRelease}). A waiter that is already next in line extends its announcement.
 	 * @return whether the waiter is next in line now
 	 */
 	boolean announceSuccessor(Connection connection, String resource, String owner, long nanos, int timeoutSeconds)
 			throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rowSuccessor, timeoutSeconds, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.lease.rowSuccessor, timeoutSeconds, false)) {
 			ps.setString(1, owner);
 			ps.setLong(2, Math.max(1, TimeUnit.NANOSECONDS.toMicros(nanos)));
 			ps.setBytes(3, bytes(resource));
@@ -73,7 +73,7 @@ final class LockRows {
 	 * out of line. Safe to run when neither applies (it then matches nothing).
 	 */
 	void withdraw(Connection connection, String resource, String owner, int timeoutSeconds) throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rowWithdraw, timeoutSeconds, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.lease.rowWithdraw, timeoutSeconds, false)) {
 			ps.setString(1, owner);
 			ps.setString(2, owner);
 			ps.setString(3, owner);
@@ -90,7 +90,7 @@ final class LockRows {
 	static final long HANDED_OVER = -2;
 
 	/**
-	 * What a release with {@link LockStatements#leaseRelease} (prepared with {@code RETURN_GENERATED_KEYS}) learned:
+	 * What a release with {@link LeaseStatements#leaseRelease} (prepared with {@code RETURN_GENERATED_KEYS}) learned:
 	 * {@link #HANDED_OVER} if it handed the lease to the waiter next in line; else nanoseconds until the attempt a
 	 * waiter announced, 0 if nobody did; -1 if this driver does not return such values (then nobody can be known to
 	 * wait).
@@ -99,7 +99,7 @@ final class LockRows {
 		if (!this.generatedKeysSeen) {
 			return -1;
 		}
-		long value = JdbcLockSupport.generatedKey(executed);
+		long value = InsertIds.generatedKey(executed);
 		return (value == 1) ? HANDED_OVER : TimeUnit.MICROSECONDS.toNanos(Math.max(0, value));
 	}
 
@@ -114,7 +114,7 @@ final class LockRows {
 	@Nullable
 	Peek peek(Connection connection, String resource, int timeoutSeconds) throws SQLException {
 		@Nullable Peek peek = null;
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rowPeek, timeoutSeconds, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.lease.rowPeek, timeoutSeconds, false)) {
 			ps.setBytes(1, bytes(resource));
 			try (ResultSet rs = JdbcLockSupport.query(ps)) {
 				if (rs.next()) {
@@ -134,7 +134,7 @@ final class LockRows {
 	 * @return {@code false} if the row already existed (another node created it first)
 	 */
 	boolean insertFree(Connection connection, String resource, int timeoutSeconds) throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rowInsertFree, timeoutSeconds, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.lease.rowInsertFree, timeoutSeconds, false)) {
 			ps.setBytes(1, bytes(resource));
 			ps.executeUpdate();
 			JdbcLockSupport.commitIfNeeded(connection);
@@ -155,12 +155,12 @@ final class LockRows {
 	 */
 	long fencingToken(Connection connection, PreparedStatement executed, String resource, String owner,
 			int timeoutSeconds) throws SQLException {
-		long token = JdbcLockSupport.lastInsertId(executed);
+		long token = InsertIds.lastInsertId(executed);
 		if (token > 0) {
 			this.generatedKeysSeen = true;
 			return token;
 		}
-		try (PreparedStatement query = this.sql.prepareBounded(connection, this.sql.rowToken, timeoutSeconds, false)) {
+		try (PreparedStatement query = this.sql.prepareBounded(connection, this.sql.lease.rowToken, timeoutSeconds, false)) {
 			query.setBytes(1, bytes(resource));
 			query.setString(2, owner);
 			try (ResultSet rs = JdbcLockSupport.query(query)) {

@@ -262,7 +262,7 @@ public final class LockTableAdmin {
 			ps.setQueryTimeout(this.jdbc.statementTimeoutSeconds());
 			ps.setBytes(1, key);
 			ps.executeUpdate();
-			token = JdbcLockSupport.lastInsertId(ps);
+			token = InsertIds.lastInsertId(ps);
 		}
 		if (token <= 0) {
 			try (PreparedStatement ps = connection.prepareStatement(this.sql.adminToken)) {

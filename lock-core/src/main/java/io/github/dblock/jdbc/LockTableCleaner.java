@@ -17,19 +17,13 @@ import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Deletes lock rows whose lease ended long ago, so that a lock table used with unique resource names (order numbers,
- * idempotency keys) does not grow without bound.
- * <p>
- * A row goes only when its {@code expires_at} and its {@code fencing_token} both lie more than the retention behind
- * the server's clock, re-checked under a row lock taken with {@code FOR UPDATE SKIP LOCKED}: a running lease, a
- * PESSIMISTIC holder's open transaction and an OPTIMISTIC compare-and-set in flight are never touched, the cleanup
- * never waits for them, and fencing tokens keep increasing when a deleted row is created again. The retention must
- * stay far above any step back of the server clock (at least {@linkplain #MIN_RETENTION a second}; Spring Boot's
- * {@code distributed-lock.cleanup.retention} accepts an hour and more). The statements, and why each is shaped so: see
- * docs/DESIGN.md, "Cleanup of stale rows".
- * <p>
+ * Deletes lock rows (or idempotency records) whose lease ended more than the retention ago and whose fencing token
+ * the server's clock has passed by the retention, so that a table used with unique resource names does not grow
+ * without bound. Rows are locked with {@code FOR UPDATE SKIP LOCKED}: a held row is neither touched nor waited for.
  * One {@link #deleteExpired()} runs at most {@value #MAX_BATCHES_PER_RUN} batches of short transactions, each
- * statement bounded by the statement timeout. Thread-safe; runs on the caller's thread.
+ * statement bounded by the statement timeout. The retention (at least {@linkplain #MIN_RETENTION a second}) must stay
+ * far above any step back of the server's clock. Thread-safe; runs on the caller's thread. See docs/DESIGN.md,
+ * "Cleanup of stale rows".
  */
 public class LockTableCleaner {
 
@@ -70,7 +64,7 @@ public class LockTableCleaner {
 	private final LockStatements sql;
 
 	/** The statements of what this cleaner deletes: expired lock rows, or idempotency records. */
-	private final LockStatements.Cleanup cleanup;
+	private final CleanupStatements.Cleanup cleanup;
 
 	@Nullable
 	private final LockTable holderBase;
@@ -129,7 +123,7 @@ public class LockTableCleaner {
 		this.jdbc = new JdbcLockSupport(dataSource, statementTimeout);
 		this.table = table;
 		this.sql = LockStatements.of(lockTable, null);
-		this.cleanup = idempotencyRecords ? this.sql.idempotencyCleanup : this.sql.lockCleanup;
+		this.cleanup = idempotencyRecords ? this.sql.cleanup.idempotencyCleanup : this.sql.cleanup.lockCleanup;
 		this.retentionMicros = retentionMicros;
 		this.batchSize = batchSize;
 		this.holderRows = new HolderRowsCleanup(this.jdbc, table, batchSize);
@@ -172,11 +166,11 @@ public class LockTableCleaner {
 		if (this.holderBase == null) {
 			return 0;
 		}
-		return this.holderRows.deleteExpiredKeys("read/write holders", this.sql.cleanRwHolds, this.sql.cleanRwHold);
+		return this.holderRows.deleteExpiredKeys("read/write holders", this.sql.cleanup.cleanRwHolds, this.sql.cleanup.cleanRwHold);
 	}
 
 	/**
-	 * Deletes rows whose lease ended more than the retention ago (see the class comment for the algorithm), at
+	 * Deletes rows whose lease ended more than the retention ago (see docs/DESIGN.md, "Cleanup of stale rows"), at
 	 * most {@value #MAX_BATCHES_PER_RUN} batches of {@code batchSize} rows. Rows locked by another transaction
 	 * are skipped and left for a later call. Stops early, keeping the interrupt flag, if the calling thread is
 	 * interrupted between batches.
@@ -293,7 +287,7 @@ public class LockTableCleaner {
 		if (this.holderBase == null) {
 			return 0;
 		}
-		return this.holderRows.deleteExpiredKeys("semaphore permits", this.sql.cleanSemHolds, this.sql.cleanSemHold);
+		return this.holderRows.deleteExpiredKeys("semaphore permits", this.sql.cleanup.cleanSemHolds, this.sql.cleanup.cleanSemHold);
 	}
 
 	/** Step 1: the oldest candidates, by a plain read of the {@code expires_at} index. */

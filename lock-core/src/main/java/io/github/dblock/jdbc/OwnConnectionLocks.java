@@ -6,10 +6,9 @@ import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Supplier;
+import java.util.function.BooleanSupplier;
 
 import io.github.dblock.LockLimitExceededException;
-import io.github.dblock.jdbc.PessimisticLockProvider.Fencing;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.LockRequest;
 import io.github.dblock.spi.WaitLoop;
@@ -46,12 +45,12 @@ final class OwnConnectionLocks {
 
 	private final WaitLoop waits;
 
-	/** The provider's fencing setting, read at each attempt. */
-	private final Supplier<Fencing> fencing;
+	/** Whether the provider's fencing setting is SERVER_CLOCK, read at each attempt. */
+	private final BooleanSupplier serverClockFencing;
 
 	OwnConnectionLocks(JdbcLockSupport jdbc, LockRows rows, PessimisticFencing locking, PessimisticRows creation,
 			HolderSessions sessions, Semaphore connections, int maxConnections, WaitLoop waits,
-			Supplier<Fencing> fencing) {
+			BooleanSupplier serverClockFencing) {
 		this.jdbc = jdbc;
 		this.rows = rows;
 		this.locking = locking;
@@ -60,7 +59,7 @@ final class OwnConnectionLocks {
 		this.connections = connections;
 		this.maxConnections = maxConnections;
 		this.waits = waits;
-		this.fencing = fencing;
+		this.serverClockFencing = serverClockFencing;
 	}
 
 	/** Quick re-attempts after a row lock that may belong to another statement rather than a holder. */
@@ -188,7 +187,8 @@ final class OwnConnectionLocks {
 				deadline.boundLockWaitReads(connection);
 			}
 			HolderSessions.execute(connection, LockStatements.START_TRANSACTION);
-			PessimisticFencing.Locking result = this.locking.lockRow(connection, request, owner, this.fencing.get());
+			PessimisticFencing.Locking result = this.locking.lockRow(connection, request, owner,
+					this.serverClockFencing.getAsBoolean());
 			Long token = result.token();
 			if (token != null) {
 				this.creation.known(request.resource());
@@ -212,7 +212,7 @@ final class OwnConnectionLocks {
 				}
 				continue;
 			}
-			if (peek.leaseRemainingNanos() <= 0 && freeRetries++ < PessimisticLockProvider.MAX_CREATION_RACES) {
+			if (peek.leaseRemainingNanos() <= 0 && freeRetries++ < PessimisticRows.MAX_CREATION_RACES) {
 				// the statement matched nothing although the row is free: its clock (fixed when it started)
 				// predated the write that created or freed the row, typically another node's creation of a new
 				// row. Now that the row is known to exist, the next attempt re-runs such a statement at once.

@@ -55,7 +55,7 @@ final class OwnerStatements {
 	static boolean renewAfterLocking(JdbcLockSupport jdbc, CallDeadline deadline, LockStatements sql, String task,
 			String lockStatement, String renewStatement, long leaseMicros, String resource, String ownerToken) {
 		byte[] key = LockRows.bytes(resource);
-		return jdbc.execute(task, deadline, (connection) -> JdbcLockSupport.inShortTransaction(connection, (c) -> {
+		return jdbc.execute(task, deadline, (connection) -> ShortTransactions.inShortTransaction(connection, (c) -> {
 			try (PreparedStatement ps = sql.prepareBounded(c, lockStatement, timeoutWithin(jdbc, deadline), false)) {
 				ps.setBytes(1, key);
 				JdbcLockSupport.query(ps).close();

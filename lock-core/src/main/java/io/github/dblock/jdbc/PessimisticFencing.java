@@ -6,16 +6,15 @@ import java.sql.SQLException;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
-import io.github.dblock.jdbc.PessimisticLockProvider.Fencing;
 import io.github.dblock.spi.LockRequest;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The row lock of {@link PessimisticLockProvider} and its fencing token (see {@link Fencing} for the guarantees): the
- * waiting locking read, then the token from a clock read after the grant, written ({@link Fencing#DURABLE}) or only
- * read ({@link Fencing#SERVER_CLOCK}), waiting holding the row while the stored token is ahead of the clock. Runs on a
+ * The row lock of {@link PessimisticLockProvider} and its fencing token (see {@link PessimisticLockProvider.Fencing} for the guarantees): the
+ * waiting locking read, then the token from a clock read after the grant, written ({@link PessimisticLockProvider.Fencing#DURABLE}) or only
+ * read ({@link PessimisticLockProvider.Fencing#SERVER_CLOCK}), waiting holding the row while the stored token is ahead of the clock. Runs on a
  * connection inside its open transaction; statements in {@link LockStatements} ({@code pessimistic*}). Thread-safe.
  */
 final class PessimisticFencing {
@@ -43,7 +42,7 @@ final class PessimisticFencing {
 
 	/**
 	 * Takes the row lock and hands out the fencing token, on the connection inside its open transaction. The row is
-	 * taken by a locking read ({@link LockStatements#pessimisticClockRead}) that waits in the row's lock queue, bounded by the caller's
+	 * taken by a locking read ({@link PessimisticStatements#pessimisticClockRead}) that waits in the row's lock queue, bounded by the caller's
 	 * remaining wait time, and writes nothing. Every clock the token comes from is read by a later statement, so
 	 * after the row was granted, hence after the previous holder (alive or dead) read its own: {@code UTC_TIMESTAMP(6)}
 	 * is fixed when a statement starts, and the waiting statement may have started before the previous holder's.
@@ -53,14 +52,14 @@ final class PessimisticFencing {
 	 * @throws SQLException on any other failure
 	 * @throws InterruptedException if interrupted while waiting or catching up with the clock
 	 */
-	Locking lockRow(Connection connection, LockRequest request, String owner, Fencing fencing)
+	Locking lockRow(Connection connection, LockRequest request, String owner, boolean serverClockFencing)
 			throws SQLException, InterruptedException {
 		int waitSeconds = waitSeconds(request);
 		int timeout = waitSeconds + this.jdbc.statementTimeoutSeconds();
-		boolean clock = fencing == Fencing.SERVER_CLOCK && request.minHoldMicros() == 0;
+		boolean clock = serverClockFencing && request.minHoldMicros() == 0;
 		@Nullable Read read;
 		try {
-			read = this.sql.runWithLockWait(connection, waitSeconds, this.sql.pessimisticClockRead, true, false,
+			read = this.sql.runWithLockWait(connection, waitSeconds, this.sql.pessimistic.pessimisticClockRead, true, false,
 					(ps) -> Optional.ofNullable(lockingRead(ps, request, timeout))).orElse(null);
 		}
 		catch (SQLException ex) {
@@ -138,7 +137,7 @@ final class PessimisticFencing {
 	}
 
 	/**
-	 * The token of {@link Fencing#DURABLE} (and of any acquisition with a minimum hold time), on a row this transaction
+	 * The token of {@link PessimisticLockProvider.Fencing#DURABLE} (and of any acquisition with a minimum hold time), on a row this transaction
 	 * holds: one {@code UPDATE} records the owner, checks the lease with a clock read after the grant and sets the
 	 * token to that clock when it exceeds the stored token. If it does not (the stored token is ahead of the clock),
 	 * the token is not taken from the counter, since a counter-derived token handed to a holder that dies before its
@@ -151,7 +150,7 @@ final class PessimisticFencing {
 	private Locking writeToken(Connection connection, LockRequest request, String owner, int timeout, long stored)
 			throws SQLException, InterruptedException {
 		long token;
-		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimisticLock, timeout, true)) {
+		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimistic.pessimisticLock, timeout, true)) {
 			if (!lock(ps, request, owner)) {
 				return Locking.NOT_MATCHED; // held under a lease, judged by a clock read after the grant
 			}
@@ -165,7 +164,7 @@ final class PessimisticFencing {
 	}
 
 	/**
-	 * The token of {@link Fencing#SERVER_CLOCK}, on a row this transaction holds: the locking read runs again (it does
+	 * The token of {@link PessimisticLockProvider.Fencing#SERVER_CLOCK}, on a row this transaction holds: the locking read runs again (it does
 	 * not wait: the row is ours) and its clock, read after the grant, is the token when it exceeds the stored token;
 	 * nothing is written. A stored token ahead of the clock is waited out as in {@link #writeToken}; when the clock is
 	 * further behind, the durable write runs and the token is the stored one + 1.
@@ -173,7 +172,7 @@ final class PessimisticFencing {
 	private Locking clockToken(Connection connection, LockRequest request, String owner, int timeout)
 			throws SQLException, InterruptedException {
 		long stored;
-		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimisticClockRead, timeout,
+		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimistic.pessimisticClockRead, timeout,
 				false)) {
 			ps.setBytes(1, LockRows.bytes(request.resource()));
 			try (java.sql.ResultSet granted = JdbcLockSupport.query(ps)) {
@@ -195,7 +194,7 @@ final class PessimisticFencing {
 	}
 
 	/**
-	 * Runs the durable write ({@link LockStatements#pessimisticLock}) on the row this transaction holds.
+	 * Runs the durable write ({@link PessimisticStatements#pessimisticLock}) on the row this transaction holds.
 	 * @return whether it matched (else the row is held under a lease, judged by a clock read after the grant)
 	 */
 	private static boolean lock(PreparedStatement ps, LockRequest request, String owner) throws SQLException {
@@ -206,10 +205,10 @@ final class PessimisticFencing {
 		return ps.executeUpdate() == 1;
 	}
 
-	/** {@link Fencing#SERVER_CLOCK} with the clock far behind the stored token: the durable write of stored + 1. */
+	/** {@link PessimisticLockProvider.Fencing#SERVER_CLOCK} with the clock far behind the stored token: the durable write of stored + 1. */
 	private Locking writeTokenAfterAStepBack(Connection connection, LockRequest request, String owner, int timeout)
 			throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimisticLock, timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimistic.pessimisticLock, timeout, false)) {
 			if (!lock(ps, request, owner)) {
 				return Locking.NOT_MATCHED;
 			}
@@ -227,7 +226,7 @@ final class PessimisticFencing {
 	private long awaitClockPast(Connection connection, LockRequest request, int timeout)
 			throws SQLException, InterruptedException {
 		long deadline = System.nanoTime() + TimeUnit.MICROSECONDS.toNanos(MAX_CLOCK_CATCH_UP_MICROS);
-		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimisticClockRead, timeout,
+		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimistic.pessimisticClockRead, timeout,
 				false)) {
 			ps.setBytes(1, LockRows.bytes(request.resource()));
 			while (true) {
@@ -260,13 +259,13 @@ final class PessimisticFencing {
 	 * @param increment 0 once the clock has passed the stored token (the token is then the clock), 1 after a step back
 	 */
 	private long retoken(Connection connection, LockRequest request, int timeout, int increment) throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimisticRetoken, timeout, true)) {
+		try (PreparedStatement ps = this.sql.prepareInTransaction(connection, this.sql.pessimistic.pessimisticRetoken, timeout, true)) {
 			ps.setInt(1, increment);
 			ps.setBytes(2, LockRows.bytes(request.resource()));
 			if (ps.executeUpdate() != 1) {
 				throw new SQLException("the lock row of '" + request.resource() + "' vanished while locked");
 			}
-			long token = JdbcLockSupport.lastInsertId(ps);
+			long token = InsertIds.lastInsertId(ps);
 			if (token <= 0) {
 				throw new SQLException("the driver did not return the fencing token of '" + request.resource() + "'");
 			}

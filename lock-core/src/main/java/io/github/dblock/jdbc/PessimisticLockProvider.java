@@ -48,9 +48,6 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 
 	private static final Log logger = LogFactory.getLog(PessimisticLockProvider.class);
 
-	/** Bound on immediate re-attempts of a locking statement that met a free row with a stale clock. */
-	static final int MAX_CREATION_RACES = 5;
-
 	private final DataSource dataSource;
 
 	private final JdbcLockSupport jdbc;
@@ -104,7 +101,7 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 		this.connections = new Semaphore(maxConnections);
 		this.sessions = new HolderSessions(this.jdbc, this.connections);
 		this.ownConnections = new OwnConnectionLocks(this.jdbc, this.rows, this.locking, this.lockRows, this.sessions,
-				this.connections, maxConnections, new WaitLoop(backoff, logger), this::fencing);
+				this.connections, maxConnections, new WaitLoop(backoff, logger), () -> this.fencing == Fencing.SERVER_CLOCK);
 	}
 
 	@Override
@@ -295,7 +292,7 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 				int previousReads = connection.getNetworkTimeout();
 				deadline.boundLockWaitReads(connection);
 				try {
-					result = this.locking.lockRow(connection, request, owner, this.fencing); // ensureRow made sure the row exists
+					result = this.locking.lockRow(connection, request, owner, this.fencing == Fencing.SERVER_CLOCK); // ensureRow made sure the row exists
 					if (result.token() != null) {
 						this.sessions.boundIdleSessionOfTransaction(connection);
 					}
@@ -321,7 +318,7 @@ public class PessimisticLockProvider implements TransactionalLockProvider {
 				throw new TransientDataAccessResourceException("The lock row of '" + request.resource()
 						+ "' was deleted while this transaction tried to lock it; retry the transaction");
 			}
-			if (peek.leaseRemainingNanos() <= 0 && attempt < MAX_CREATION_RACES) {
+			if (peek.leaseRemainingNanos() <= 0 && attempt < PessimisticRows.MAX_CREATION_RACES) {
 				continue; // the lease ended meanwhile; this transaction holds the row lock, so a new attempt is harmless
 			}
 			return AcquireResult.busy(peek.holderDescription() + " (held under a lease: inside a transaction the"

@@ -14,6 +14,9 @@ import org.jspecify.annotations.Nullable;
  */
 final class PessimisticRows {
 
+	/** Bound on immediate re-attempts of a locking statement that met a free row with a stale clock. */
+	static final int MAX_CREATION_RACES = 5;
+
 	private final JdbcLockSupport jdbc;
 
 	private final LockStatements sql;
@@ -81,7 +84,7 @@ final class PessimisticRows {
 	@SuppressWarnings("NullAway") // a lambda returns null for BoundedStatement<T extends @Nullable Object>: see pom.xml
 	private boolean insertFreeRow(Connection connection, LockRequest request) throws SQLException, InterruptedException {
 		try {
-			this.sql.runWithLockWait(connection, PessimisticFencing.waitSeconds(request), this.sql.rowInsertFree, false, false, (ps) -> {
+			this.sql.runWithLockWait(connection, PessimisticFencing.waitSeconds(request), this.sql.lease.rowInsertFree, false, false, (ps) -> {
 				ps.setQueryTimeout(PessimisticFencing.waitSeconds(request) + this.jdbc.statementTimeoutSeconds());
 				ps.setBytes(1, LockRows.bytes(request.resource()));
 				ps.executeUpdate();

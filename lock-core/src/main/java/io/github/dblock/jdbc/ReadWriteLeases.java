@@ -1,10 +1,7 @@
 package io.github.dblock.jdbc;
 
 import io.github.dblock.spi.Backoff;
-import java.sql.Connection;
 import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.UUID;
 import java.util.concurrent.ScheduledExecutorService;
@@ -12,6 +9,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
 import io.github.dblock.LockLostException;
+import io.github.dblock.jdbc.ReadWriteAttempts.Attempt;
 import io.github.dblock.LockType;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
@@ -44,9 +42,6 @@ final class ReadWriteLeases {
 
 	static final String WRITE = "W";
 
-	/** Bound on immediate re-attempts after a lost race to create a resource's row. */
-	private static final int MAX_RACES_PER_ATTEMPT = 4;
-
 	private final JdbcLockSupport jdbc;
 
 	/** The waits, with the lease provider's back-off. */
@@ -63,15 +58,18 @@ final class ReadWriteLeases {
 	/** The leases once held: renewal, release, commit checks. */
 	private final HeldReadWriteLeases holds;
 
+	/** The attempts of the waits: one short transaction each. */
+	private final ReadWriteAttempts attempts;
+
 	/**
 	 * @param jdbc the lock data source's statement support
 	 * @param sql the lease provider's statements (the read/write tables are named after the lock table)
 	 * @param backoff pauses between attempts
 	 * @param renewals the lease provider's shared renewal scheduler
-	 * @param transactions the lease provider, which runs commit checks in the application's transaction
+	 * @param transactions the application's transactions, in which commit checks run
 	 */
 	ReadWriteLeases(JdbcLockSupport jdbc, LockStatements sql, Backoff backoff,
-			Supplier<ScheduledExecutorService> renewals, LeaseLockProvider transactions) {
+			Supplier<ScheduledExecutorService> renewals, ApplicationTransactions transactions) {
 		this.jdbc = jdbc;
 		this.waits = new WaitLoop(backoff, logger);
 		this.renewals = renewals;
@@ -79,13 +77,13 @@ final class ReadWriteLeases {
 		this.intentMicros = Math.max(TimeUnit.SECONDS.toMicros(2), 5 * backoff.max().toNanos() / 1000);
 		this.sql = sql;
 		this.holds = new HeldReadWriteLeases(jdbc, sql, transactions);
+		this.attempts = new ReadWriteAttempts(jdbc, sql, this.holds, this.intentMicros);
 	}
 
 	/** The statements of a write lease's commit check, in order (tests). */
 	java.util.List<String> commitCheckSql() {
 		return this.holds.commitCheckSql();
 	}
-
 
 	/** How long a waiting writer's intent keeps new readers out without being refreshed. */
 	Duration intentTime() {
@@ -137,15 +135,15 @@ final class ReadWriteLeases {
 			// that was never set matches nothing)
 			this.intentSet |= mayWait;
 			// the attempts leave the end of the deadline to the last look for a grant whose reply was lost
-			Attempt result = attemptOnce(this.request, this.kind, this.owner, this.recovering, mayWait,
+			Attempt result = ReadWriteLeases.this.attempts.attempt(this.request, this.kind, this.owner, this.recovering, mayWait,
 					this.deadline.lessLastLook());
-			this.recovering = result.outcomeUnknown;
-			this.intentSet |= result.intentSet;
-			if (result.lock != null && LateLeases.arrivedLate(result.lock)) {
+			this.recovering = result.outcomeUnknown();
+			this.intentSet |= result.intentSet();
+			if (result.lock() != null && LateLeases.arrivedLate(result.lock())) {
 				// the next attempt looks for this owner's row first: the give-back deletes it only while it runs on the
 				// server, and an expired one left behind would collide with the next grant's insert
 				this.recovering = true;
-				return new Attempt(null, LateLeases.giveBack(this.request, result.lock), 0, result.intentSet);
+				return new Attempt(null, LateLeases.giveBack(this.request, result.lock()), 0, result.intentSet());
 			}
 			return result;
 		}
@@ -179,11 +177,11 @@ final class ReadWriteLeases {
 
 		@Override
 		public @Nullable AcquireResult result(Attempt outcome) {
-			if (outcome.lock == null) {
+			if (outcome.lock() == null) {
 				return null;
 			}
 			this.intentSet = false; // the grant cleared it
-			return acquired(this.request, outcome.lock);
+			return acquired(this.request, outcome.lock());
 		}
 
 		@Override
@@ -192,7 +190,7 @@ final class ReadWriteLeases {
 			if (own != null) {
 				return acquired(this.request, own); // any intent of ours is cleared at the end (a no-op if granted)
 			}
-			return AcquireResult.busy(outcome.holderDescription);
+			return AcquireResult.busy(outcome.holderDescription());
 		}
 
 		@Override
@@ -203,7 +201,7 @@ final class ReadWriteLeases {
 		/** Never longer than a fifth of the intent time, so that a waiting writer's intent never lapses. */
 		@Override
 		public long pauseNanos(Attempt outcome, int attempt, long remaining, Backoff backoff) {
-			return Math.min(backoff.pauseNanos(attempt, outcome.leaseRemainingNanos, remaining),
+			return Math.min(backoff.pauseNanos(attempt, outcome.leaseRemainingNanos(), remaining),
 					TimeUnit.MICROSECONDS.toNanos(ReadWriteLeases.this.intentMicros) / 5);
 		}
 
@@ -216,169 +214,6 @@ final class ReadWriteLeases {
 			}
 		}
 
-	}
-
-	@SuppressWarnings("NullAway") // a lambda returns null for ConnectionWork<T extends @Nullable Object>: see pom.xml
-	private Attempt attemptOnce(LockRequest request, String kind, String owner, boolean recovering, boolean mayWait,
-			CallDeadline deadline) {
-		long leaseMicros = TimeUnit.NANOSECONDS.toMicros(request.leaseTime().toNanos());
-		byte[] key = LockRows.bytes(request.resource());
-		return this.jdbc.execute("acquire " + (kind.equals(READ) ? "read" : "write") + " lock '" + request.resource()
-				+ "'", deadline, (connection) -> {
-					int timeout = this.jdbc.queryTimeoutSeconds(request.remainingNanos());
-					long sentAt = System.nanoTime();
-					if (recovering) {
-						Attempt own = ownHold(connection, request, key, owner, kind, timeout, sentAt);
-						if (own != null) {
-							return own;
-						}
-					}
-					for (int race = 0; race < MAX_RACES_PER_ATTEMPT; race++) {
-						Attempt attempt;
-						try {
-							attempt = JdbcLockSupport.inShortTransaction(connection,
-									(c) -> decide(c, request, key, kind, owner, leaseMicros, mayWait, timeout, sentAt));
-						}
-						catch (SQLException ex) {
-							if (!SqlErrors.isStatementTimeout(ex)) {
-								throw ex;
-							}
-							// waited for the row lock the whole query timeout, or a COMMIT whose reply came late: the
-							// outcome is unknown, and the next attempt (or the last look) looks for our own row first
-							return new Attempt(null, "a transaction holding the read/write row lock", 0, false, true);
-						}
-						if (attempt != null) {
-							return attempt;
-						}
-						createRow(connection, key, timeout);
-					}
-					return Attempt.NONE;
-				});
-	}
-
-	/** Steps 1 to 5 of the class comment, in the caller's transaction; {@code null} if the row does not exist. */
-	@Nullable
-	private Attempt decide(Connection connection, LockRequest request, byte[] key, String kind, String owner,
-			long leaseMicros, boolean mayWait, int timeout, long sentAt) throws SQLException {
-		long token;
-		boolean ownIntent;
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwLockRow, timeout, false)) {
-			ps.setBytes(1, key);
-			try (ResultSet rs = JdbcLockSupport.query(ps)) {
-				if (!rs.next()) {
-					return null;
-				}
-				token = rs.getLong(1);
-				String intentOwner = rs.getString(2);
-				boolean intentLive = rs.getBoolean(3);
-				ownIntent = owner.equals(intentOwner);
-				if (intentLive && !ownIntent) {
-					return new Attempt(null, "a writer waiting for the lock: " + rs.getString(4), 0, false);
-				}
-			}
-		}
-		Attempt holder = liveHolder(connection, key, kind, owner, timeout);
-		if (holder == null) {
-			return grant(connection, request, key, kind, owner, leaseMicros, token + 1, ownIntent, timeout, sentAt);
-		}
-		if (mayWait) {
-			try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwIntent, timeout, false)) {
-				ps.setString(1, owner);
-				ps.setString(2, request.holder());
-				ps.setLong(3, this.intentMicros);
-				ps.setBytes(4, key);
-				ps.executeUpdate();
-			}
-			return new Attempt(null, holder.holderDescription, holder.leaseRemainingNanos, true);
-		}
-		return holder;
-	}
-
-	/**
-	 * Step 3 of the class comment: the first live holder that keeps this kind out, writers first.
-	 * @return it as a busy attempt (description and remaining lease), or {@code null} if there is none
-	 */
-	@Nullable
-	private Attempt liveHolder(Connection connection, byte[] key, String kind, String owner, int timeout)
-			throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwHolders, timeout, false)) {
-			ps.setBytes(1, key);
-			ps.setString(2, owner);
-			ps.setString(3, kind.equals(READ) ? WRITE : READ);
-			try (ResultSet rs = JdbcLockSupport.query(ps)) {
-				if (!rs.next()) {
-					return null;
-				}
-				long remaining = TimeUnit.MICROSECONDS.toNanos(Math.max(0, rs.getLong(3)));
-				return new Attempt(null, rs.getString(2) + " (" + (WRITE.equals(rs.getString(1)) ? "write" : "read")
-						+ " lock, lease ends in " + TimeUnit.NANOSECONDS.toMillis(remaining) + " ms)", remaining, false);
-			}
-		}
-	}
-
-	/** Step 4 of the class comment: the grant of token {@code next}, clearing this owner's intent if it is set. */
-	private Attempt grant(Connection connection, LockRequest request, byte[] key, String kind, String owner,
-			long leaseMicros, long next, boolean ownIntent, int timeout, long sentAt) throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection,
-				ownIntent ? this.sql.rwGrantClearingIntent : this.sql.rwGrant, timeout, false)) {
-			ps.setLong(1, next);
-			ps.setBytes(2, key);
-			ps.executeUpdate();
-		}
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwInsertHold, timeout, false)) {
-			ps.setBytes(1, key);
-			ps.setString(2, owner);
-			ps.setString(3, kind);
-			ps.setString(4, request.holder());
-			ps.setLong(5, next);
-			ps.setLong(6, leaseMicros);
-			ps.executeUpdate();
-		}
-		return new Attempt(this.holds.leased(request, owner, kind, next, sentAt + request.leaseTime().toNanos()), null, 0,
-				false);
-	}
-
-	/**
-	 * After an attempt whose outcome is unknown: the holder row an unacknowledged commit of this owner left, if its
-	 * lease still runs, as a lock valid for the row's remaining lease (not yet renewed); an expired one is deleted.
-	 * @return the lock, or {@code null} if this owner has no live row
-	 */
-	@Nullable
-	private Attempt ownHold(Connection connection, LockRequest request, byte[] key, String owner, String kind,
-			int timeout, long sentAt) throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwOwnHold, timeout, false)) {
-			ps.setBytes(1, key);
-			ps.setString(2, owner);
-			try (ResultSet rs = JdbcLockSupport.query(ps)) {
-				if (rs.next()) {
-					long remaining = TimeUnit.MICROSECONDS.toNanos(rs.getLong(2));
-					return new Attempt(this.holds.leased(request, owner, kind, rs.getLong(1), sentAt + remaining), null, 0, false);
-				}
-			}
-		}
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwDropOwnExpired, timeout, false)) {
-			ps.setBytes(1, key);
-			ps.setString(2, owner);
-			ps.executeUpdate();
-			JdbcLockSupport.commitIfNeeded(connection);
-		}
-		return null;
-	}
-
-	private void createRow(Connection connection, byte[] key, int timeout) throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwCreateRow, timeout, false)) {
-			ps.setBytes(1, key);
-			ps.executeUpdate();
-			JdbcLockSupport.commitIfNeeded(connection);
-		}
-		catch (SQLException ex) {
-			if (!SqlErrors.isDuplicateKey(ex)) {
-				throw ex;
-			}
-			if (!connection.getAutoCommit()) {
-				connection.rollback();
-			}
-		}
 	}
 
 	/**
@@ -402,7 +237,7 @@ final class ReadWriteLeases {
 	private void clearIntentNow(String resource, String owner, CallDeadline deadline) {
 		try {
 			this.jdbc.execute("clear the writer intent of '" + resource + "'", deadline, (connection) -> {
-				try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.rwClearIntent, this.jdbc.statementTimeoutSeconds(), false)) {
+				try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.readWrite.rwClearIntent, this.jdbc.statementTimeoutSeconds(), false)) {
 					ps.setBytes(1, LockRows.bytes(resource));
 					ps.setString(2, owner);
 					ps.executeUpdate();
@@ -423,9 +258,9 @@ final class ReadWriteLeases {
 			CallDeadline deadline) {
 		return LateLeases.lastLook(this.jdbc, "the " + (kind.equals(READ) ? "read" : "write") + " lock '"
 				+ request.resource() + "'", request, deadline, (connection) -> {
-					Attempt own = ownHold(connection, request, LockRows.bytes(request.resource()), owner, kind,
+					Attempt own = this.attempts.ownHold(connection, request, LockRows.bytes(request.resource()), owner, kind,
 							this.jdbc.queryTimeoutSeconds(0), System.nanoTime());
-					return (own != null) ? own.lock : null;
+					return (own != null) ? own.lock() : null;
 				});
 	}
 
@@ -436,28 +271,4 @@ final class ReadWriteLeases {
 		}
 		return AcquireResult.acquired(lock);
 	}
-
-
-
-	/**
-	 * The result of one attempt.
-	 * @param lock the lock, when taken
-	 * @param holderDescription what kept it, when busy and known
-	 * @param leaseRemainingNanos how long that holder's lease still runs, 0 if unknown
-	 * @param intentSet whether the attempt set this owner's writer intent
-	 * @param outcomeUnknown whether the attempt may have committed a grant it did not hear of
-	 */
-	private record Attempt(@Nullable HeldLock lock, @Nullable String holderDescription, long leaseRemainingNanos,
-			boolean intentSet, boolean outcomeUnknown) {
-
-		Attempt(@Nullable HeldLock lock, @Nullable String holderDescription, long leaseRemainingNanos,
-				boolean intentSet) {
-			this(lock, holderDescription, leaseRemainingNanos, intentSet, false);
-		}
-
-		static final Attempt NONE = new Attempt(null, null, 0, false, false);
-
-	}
-
-
 }

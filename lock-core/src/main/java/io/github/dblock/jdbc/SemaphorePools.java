@@ -18,6 +18,9 @@ import org.springframework.dao.DataAccessException;
  */
 final class SemaphorePools {
 
+	/** The configuration property holding a pool's initial permit count, with {@code %s} for the name. */
+	static final String PERMITS_PROPERTY = "distributed-lock.semaphores.%s.permits";
+
 	private final JdbcLockSupport jdbc;
 
 	private final LockStatements sql;
@@ -41,7 +44,7 @@ final class SemaphorePools {
 	static void checkPermits(String name, Integer permits) {
 		if (permits == null || permits < 1) {
 			throw new IllegalArgumentException("Semaphore '" + name + "' must have at least 1 permit, was " + permits
-					+ " (" + JdbcSemaphoreProvider.PERMITS_PROPERTY.formatted(name) + ")");
+					+ " (" + PERMITS_PROPERTY.formatted(name) + ")");
 		}
 	}
 
@@ -67,7 +70,7 @@ final class SemaphorePools {
 	 * @return {@code false} if it existed already (a duplicate key: another node created it first)
 	 */
 	boolean insert(Connection connection, String name, int permits, int timeout) throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.semInsertPool, timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.semaphore.semInsertPool, timeout, false)) {
 			ps.setBytes(1, LockRows.bytes(name));
 			ps.setInt(2, permits);
 			ps.executeUpdate();
@@ -90,7 +93,7 @@ final class SemaphorePools {
 		Integer permits = this.configuredPermits.get(name);
 		if (permits == null) {
 			throw new IllegalArgumentException("Semaphore '" + name + "' is unknown: it has no row in the database and "
-					+ "no configured permit count. Set " + JdbcSemaphoreProvider.PERMITS_PROPERTY.formatted(name) + " (use "
+					+ "no configured permit count. Set " + PERMITS_PROPERTY.formatted(name) + " (use "
 					+ "distributed-lock.semaphores[" + name + "].permits for a name with characters other than letters, "
 					+ "digits and '-'), or call SemaphoreTemplate.setPermits(\"" + name + "\", n) first");
 		}
@@ -112,7 +115,7 @@ final class SemaphorePools {
 	}
 
 	private int updatePermits(Connection connection, String name, int permits, int timeout) throws SQLException {
-		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.semUpdatePermits, timeout, false)) {
+		try (PreparedStatement ps = this.sql.prepareBounded(connection, this.sql.semaphore.semUpdatePermits, timeout, false)) {
 			ps.setInt(1, permits);
 			ps.setBytes(2, LockRows.bytes(name));
 			int matched = ps.executeUpdate();
@@ -122,12 +125,12 @@ final class SemaphorePools {
 	}
 
 	int getPermits(String name) {
-		Integer permits = readInt("read the permits", this.sql.semPermits, name);
+		Integer permits = readInt("read the permits", this.sql.semaphore.semPermits, name);
 		return (permits != null) ? permits : configured(name);
 	}
 
 	int availablePermits(String name) {
-		Integer available = readInt("count the free permits", this.sql.semAvailable, name);
+		Integer available = readInt("count the free permits", this.sql.semaphore.semAvailable, name);
 		return Math.max(0, (available != null) ? available : configured(name));
 	}
 

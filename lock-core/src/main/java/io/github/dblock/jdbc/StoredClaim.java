@@ -17,21 +17,21 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
 /**
  * A claimed key: this caller runs the work. Renewed on the shared scheduler until it is completed. Exactly one of
  * {@link #succeed} and {@link #fail} (or {@link #release()}, which fails it) must be called, by any thread. The
- * statements are {@link IdempotencyStore}'s (its {@link IdempotencyStore#complete} and
- * {@link IdempotencyStore#select}).
+ * statements are {@link IdempotencyRows}' (its {@link IdempotencyRows#complete} and
+ * {@link IdempotencyRows#select}).
  */
 final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldClaim {
 
 	private static final Log logger = LogFactory.getLog(StoredClaim.class);
 
-	private final IdempotencyStore store;
+	private final IdempotencyRows records;
 
 	final long retentionMicros;
 
-	StoredClaim(IdempotencyStore store, String key, String ownerToken, long fencingToken, long leaseNanos,
+	StoredClaim(IdempotencyRows records, String key, String ownerToken, long fencingToken, long leaseNanos,
 			long retentionMicros, long validUntilNanos) {
 		super(key, ownerToken, fencingToken, leaseNanos, validUntilNanos);
-		this.store = store;
+		this.records = records;
 		this.retentionMicros = retentionMicros;
 	}
 
@@ -48,7 +48,7 @@ final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldCl
 
 	@Override
 	boolean renewInDatabase(CallDeadline deadline) {
-		return this.store.renew(this, deadline);
+		return this.records.renew(this, deadline);
 	}
 
 	/** Giving the key back without an outcome ({@link #release()}) marks it {@code FAILED}. */
@@ -59,7 +59,7 @@ final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldCl
 
 	@Override
 	CallDeadline callDeadline() {
-		return this.store.jdbc.callDeadline();
+		return this.records.jdbc.callDeadline();
 	}
 
 	/**
@@ -82,7 +82,7 @@ final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldCl
 	@Override
 	public void succeed(@Nullable String outcome, @Nullable String outcomeType, @Nullable String note) {
 		finish();
-		if (!record(this.store.boundTransactionalConnection(), outcome, outcomeType, note, callDeadline())) {
+		if (!record(this.records.boundTransactionalConnection(), outcome, outcomeType, note, callDeadline())) {
 			throw lost(null);
 		}
 	}
@@ -110,11 +110,11 @@ final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldCl
 		if (deadline.passed()) {
 			throw failure; // no time left to look: the failure stands
 		}
-		IdempotencyStore.Snapshot row;
+		IdempotencyRows.Snapshot row;
 		try {
-			row = this.store.jdbc.execute("read idempotency key '" + this.resource + "'", deadline,
-					(connection) -> this.store.select(connection, this.resource, LockRows.bytes(this.resource),
-							this.store.jdbc.statementTimeoutSeconds()));
+			row = this.records.jdbc.execute("read idempotency key '" + this.resource + "'", deadline,
+					(connection) -> this.records.select(connection, this.resource, LockRows.bytes(this.resource),
+							this.records.jdbc.statementTimeoutSeconds()));
 		}
 		catch (RuntimeException checkFailed) {
 			failure.addSuppressed(checkFailed);
@@ -141,9 +141,9 @@ final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldCl
 			@Nullable String note, CallDeadline deadline) {
 		if (transactional == null) {
 			try {
-				return this.store.jdbc.execute("record the outcome of idempotency key '" + this.resource
+				return this.records.jdbc.execute("record the outcome of idempotency key '" + this.resource
 						+ "'", deadline, (connection) -> {
-							int rows = this.store.complete(connection, this.store.sql.idemSucceed, this, outcome, outcomeType,
+							int rows = this.records.complete(connection, this.records.sql.idempotency.idemSucceed, this, outcome, outcomeType,
 									note, false);
 							JdbcLockSupport.commitIfNeeded(connection);
 							return rows == 1;
@@ -162,7 +162,7 @@ final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldCl
 			int previousReads = transactional.getNetworkTimeout();
 			deadline.boundReads(transactional);
 			try {
-				matched = this.store.complete(transactional, this.store.sql.idemSucceed, this, outcome, outcomeType,
+				matched = this.records.complete(transactional, this.records.sql.idempotency.idemSucceed, this, outcome, outcomeType,
 						note, true);
 			}
 			finally {
@@ -170,10 +170,10 @@ final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldCl
 			}
 		}
 		catch (SQLException ex) {
-			throw this.store.jdbc.translate("record the outcome of idempotency key '" + this.resource + "'", ex);
+			throw this.records.jdbc.translate("record the outcome of idempotency key '" + this.resource + "'", ex);
 		}
 		finally {
-			DataSourceUtils.releaseConnection(transactional, this.store.dataSource);
+			DataSourceUtils.releaseConnection(transactional, this.records.dataSource);
 		}
 		if (matched == 1) {
 			TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
@@ -196,13 +196,13 @@ final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldCl
 	 * the record together (duplicates then get {@link io.github.dblock.idempotency.AlreadyProcessedException} naming the
 	 * error, and the work does not run again), a rollback marks the record {@code FAILED} so that the next call
 	 * runs the work again.
-	 * @param error what went wrong, cut to {@value IdempotencyStore#MAX_ERROR_LENGTH} characters
+	 * @param error what went wrong, cut to {@value IdempotencyRows#MAX_ERROR_LENGTH} characters
 	 * @return {@code false} if the record no longer belonged to this claim (nothing was changed)
 	 * @throws DataAccessException on a database failure
 	 */
 	@Override
 	public boolean failed(String error) {
-		Connection transactional = this.store.boundTransactionalConnection();
+		Connection transactional = this.records.boundTransactionalConnection();
 		if (transactional == null) {
 			return fail(error);
 		}
@@ -214,7 +214,7 @@ final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldCl
 	/**
 	 * Marks the record {@code FAILED} (in autocommit, never in the caller's transaction), so that the next call
 	 * runs the work again, and ends the claim.
-	 * @param error what went wrong, cut to {@value IdempotencyStore#MAX_ERROR_LENGTH} characters
+	 * @param error what went wrong, cut to {@value IdempotencyRows#MAX_ERROR_LENGTH} characters
 	 * @return {@code false} if the record no longer belonged to this claim (nothing was changed), also when the
 	 * statement failed and a read of the record then shows the claim gone (taken over, deleted, or past its
 	 * running lease)
@@ -228,9 +228,9 @@ final class StoredClaim extends OwnedLease implements IdempotencyProvider.HeldCl
 
 	private boolean markFailed(String error, CallDeadline deadline) {
 		try {
-			return this.store.jdbc.execute("record the failure of idempotency key '" + this.resource + "'", deadline,
+			return this.records.jdbc.execute("record the failure of idempotency key '" + this.resource + "'", deadline,
 					(connection) -> {
-						int rows = this.store.complete(connection, this.store.sql.idemFail, this, null, null, error, false);
+						int rows = this.records.complete(connection, this.records.sql.idempotency.idemFail, this, null, null, error, false);
 						JdbcLockSupport.commitIfNeeded(connection);
 						return rows == 1;
 					});

@@ -69,7 +69,7 @@ public final class Checker {
 	 */
 	public static final Duration KILLED_HOLDER_LEASE = Duration.ofSeconds(1);
 
-	/** Fencing tokens a LEASE take reserves ({@code LeaseLockProvider.TOKEN_BLOCK}); its holders use tokens of it. */
+	/** Fencing tokens a LEASE take reserves ({@code ExclusiveLease.TOKEN_BLOCK}); its holders use tokens of it. */
 	static final long LEASE_TOKEN_BLOCK = 1024;
 
 	/**
