@@ -162,7 +162,7 @@ final class ExclusiveLocks {
 		Row row = row(resource);
 		ExclusiveHold previous = row.owner;
 		boolean previousLive = previous != null && previous.isLive(now);
-		ExclusiveHold other = new ExclusiveHold(this.monitor, row, resource, InMemoryLockStore.ANOTHER_OWNER,
+		ExclusiveHold other = new ExclusiveHold(this.monitor, row, resource, StoreHold.ANOTHER_OWNER,
 				++row.token, false, leaseNanos, 0, false, now);
 		row.take(other, now);
 		if (previous != null && previousLive) {

@@ -63,7 +63,7 @@ import org.jspecify.annotations.Nullable;
 public final class InMemoryLockStore implements LockFaults {
 
 	/** How the owner of {@link #takeOver} is described to waiters. */
-	static final String ANOTHER_OWNER = "lock-test (another owner)";
+	static final String ANOTHER_OWNER = StoreHold.ANOTHER_OWNER;
 
 	private final StoreMonitor monitor = new StoreMonitor();
 

@@ -146,7 +146,7 @@ final class ReadWriteLocks {
 				lost.addAll(hold.renewNowIfRenewed());
 			}
 		}
-		ReadWriteHold other = new ReadWriteHold(this.monitor, row, resource, InMemoryLockStore.ANOTHER_OWNER,
+		ReadWriteHold other = new ReadWriteHold(this.monitor, row, resource, StoreHold.ANOTHER_OWNER,
 				++row.token, type, false, leaseNanos, 0, now);
 		row.holders.add(other);
 		return other.token;

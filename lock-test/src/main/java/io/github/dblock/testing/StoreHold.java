@@ -17,6 +17,9 @@ import org.jspecify.annotations.Nullable;
  */
 abstract class StoreHold implements HeldLock {
 
+	/** The holder of the holds that {@link LockFaults#takeOver} gives another owner, as waiters see it. */
+	static final String ANOTHER_OWNER = "lock-test (another owner)";
+
 	final StoreMonitor monitor;
 
 	final String resource;
