@@ -54,17 +54,15 @@ import org.jspecify.annotations.Nullable;
  * once (on the real table: at its next renewal). A hold with a lease time of its own does not learn of a fault until
  * it is released, extended or validated, as on the real table.
  * <p>
- * Thread-safe: all state is guarded by one monitor of the store ({@link StoreMonitor}). Renewals and {@code onLost}
- * listeners run on up to two daemon threads of the store, which end after 10 s idle. The exclusive locks, the
- * read/write locks, OPTIMISTIC work and the holds' leases each live in a class of their own
- * ({@link ExclusiveLocks}, {@link ReadWriteLocks}, {@link OptimisticRuns}, {@link StoreHold}); this class is the
- * public face: the clock, the inspection and the faults.
+ * Thread-safe: all state is guarded by one monitor of the store. Renewals and {@code onLost} listeners run on up to
+ * two daemon threads of the store, which end after 10 s idle.
  */
 public final class InMemoryLockStore implements LockFaults {
 
 	/** How the owner of {@link #takeOver} is described to waiters. */
 	static final String ANOTHER_OWNER = StoreHold.ANOTHER_OWNER;
 
+	/** The monitor of all state, with the clock, the stalls and the background threads. */
 	private final StoreMonitor monitor = new StoreMonitor();
 
 	private final ExclusiveLocks exclusiveLocks = new ExclusiveLocks(this.monitor);
