@@ -1,6 +1,7 @@
 package io.github.dblock.autoconfigure;
 
 import java.time.Duration;
+import java.util.Objects;
 
 import org.jspecify.annotations.Nullable;
 import org.springframework.core.Ordered;
@@ -66,6 +67,30 @@ public class DistributedLockIdempotencyProperties {
 
 	public void setOrder(int order) {
 		this.order = order;
+	}
+
+	/** Checks the values at start-up, for {@link DistributedLockProperties#afterPropertiesSet()}. */
+	void check() {
+		try {
+			io.github.dblock.idempotency.IdempotencyOptions.checkRetention("retention", this.retention);
+		}
+		catch (IllegalArgumentException ex) {
+			throw InvalidProperty.invalid("idempotency.retention", this.retention,
+					Objects.requireNonNullElse(ex.getMessage(), ex.toString()));
+		}
+		if (this.onDuplicate == null) {
+			throw InvalidProperty.invalid("idempotency.on-duplicate", null, "must be set");
+		}
+		Duration lease = this.leaseTime;
+		if (lease != null) {
+			try {
+				io.github.dblock.idempotency.IdempotencyOptions.checkLeaseTime("lease time", lease);
+			}
+			catch (IllegalArgumentException ex) {
+				throw InvalidProperty.invalid("idempotency.lease-time", lease,
+						Objects.requireNonNullElse(ex.getMessage(), ex.toString()));
+			}
+		}
 	}
 
 }

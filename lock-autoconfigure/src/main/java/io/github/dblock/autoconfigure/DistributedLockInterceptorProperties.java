@@ -1,5 +1,7 @@
 package io.github.dblock.autoconfigure;
 
+import io.github.dblock.interceptor.DistributedLocksConfiguration;
+
 /**
  * The {@code @DistributedLock} method interceptor, under {@code distributed-lock.interceptor.*}.
  * <p>
@@ -11,7 +13,7 @@ public class DistributedLockInterceptorProperties {
 	 * Order of the @DistributedLock advisor. Must be smaller than the transaction advisor's order (Integer.MAX_VALUE
 	 * by default) for the lock to be taken before the method's transaction begins and released after it ends.
 	 */
-	private int order = DistributedLockProperties.DEFAULT_INTERCEPTOR_ORDER;
+	private int order = DistributedLocksConfiguration.DEFAULT_INTERCEPTOR_ORDER;
 
 	public int getOrder() {
 		return this.order;

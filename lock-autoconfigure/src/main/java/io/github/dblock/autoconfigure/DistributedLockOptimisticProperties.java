@@ -20,4 +20,11 @@ public class DistributedLockOptimisticProperties {
 		this.maxAttempts = maxAttempts;
 	}
 
+	/** Checks the values at start-up, for {@link DistributedLockProperties#afterPropertiesSet()}. */
+	void check() {
+		if (this.maxAttempts < 1) {
+			throw InvalidProperty.invalid("optimistic.max-attempts", this.maxAttempts, "must be at least 1");
+		}
+	}
+
 }

@@ -66,4 +66,11 @@ public class DistributedLockPessimisticProperties {
 		this.fencing = fencing;
 	}
 
+	/** Checks the values at start-up, for {@link DistributedLockProperties#afterPropertiesSet()}. */
+	void check() {
+		if (this.maxConnections != null && this.maxConnections < 1) {
+			throw InvalidProperty.invalid("pessimistic.max-connections", this.maxConnections, "must be at least 1");
+		}
+	}
+
 }

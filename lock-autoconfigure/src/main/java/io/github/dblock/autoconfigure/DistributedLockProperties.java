@@ -26,7 +26,7 @@ import org.springframework.boot.context.properties.source.InvalidConfigurationPr
 public class DistributedLockProperties implements InitializingBean {
 
 	/** The prefix of every property. */
-	public static final String PREFIX = "distributed-lock";
+	public static final String PREFIX = InvalidProperty.PREFIX;
 
 	/** Default order of the lock advisor: smaller (outer) than the transaction advisor's default. */
 	public static final int DEFAULT_INTERCEPTOR_ORDER = DistributedLocksConfiguration.DEFAULT_INTERCEPTOR_ORDER;
@@ -284,10 +284,12 @@ public class DistributedLockProperties implements InitializingBean {
 	@Override
 	public void afterPropertiesSet() {
 		checkLockDefaults();
-		checkRetryAndModes();
+		this.retry.check();
+		this.pessimistic.check();
+		this.optimistic.check();
 		checkCleanupAndFlyway();
 		checkSemaphores();
-		checkIdempotency();
+		this.idempotency.check();
 	}
 
 	private void checkLockDefaults() {
@@ -315,23 +317,6 @@ public class DistributedLockProperties implements InitializingBean {
 		}
 		if (this.statementTimeout == null || this.statementTimeout.compareTo(Duration.ofSeconds(1)) < 0) {
 			throw invalid("statement-timeout", this.statementTimeout, "must be at least 1s (JDBC counts seconds)");
-		}
-	}
-
-	private void checkRetryAndModes() {
-		Duration initial = this.retry.getInitialBackoff();
-		if (initial == null || initial.isNegative() || initial.isZero()) {
-			throw invalid("retry.initial-backoff", initial, "must be positive");
-		}
-		if (this.retry.getMaxBackoff() == null || this.retry.getMaxBackoff().compareTo(initial) < 0) {
-			throw invalid("retry.max-backoff", this.retry.getMaxBackoff(),
-					"must be at least retry.initial-backoff (" + initial + ")");
-		}
-		if (this.pessimistic.getMaxConnections() != null && this.pessimistic.getMaxConnections() < 1) {
-			throw invalid("pessimistic.max-connections", this.pessimistic.getMaxConnections(), "must be at least 1");
-		}
-		if (this.optimistic.getMaxAttempts() < 1) {
-			throw invalid("optimistic.max-attempts", this.optimistic.getMaxAttempts(), "must be at least 1");
 		}
 	}
 
@@ -372,31 +357,10 @@ public class DistributedLockProperties implements InitializingBean {
 		});
 	}
 
-	private void checkIdempotency() {
-		try {
-			io.github.dblock.idempotency.IdempotencyOptions.checkRetention("retention", this.idempotency.getRetention());
-		}
-		catch (IllegalArgumentException ex) {
-			throw invalid("idempotency.retention", this.idempotency.getRetention(),
-					Objects.requireNonNullElse(ex.getMessage(), ex.toString()));
-		}
-		if (this.idempotency.getOnDuplicate() == null) {
-			throw invalid("idempotency.on-duplicate", null, "must be set");
-		}
-		if (this.idempotency.getLeaseTime() != null) {
-			try {
-				io.github.dblock.idempotency.IdempotencyOptions.checkLeaseTime("lease time", this.idempotency.getLeaseTime());
-			}
-			catch (IllegalArgumentException ex) {
-				throw invalid("idempotency.lease-time", this.idempotency.getLeaseTime(),
-						Objects.requireNonNullElse(ex.getMessage(), ex.toString()));
-			}
-		}
-	}
 
 	private static InvalidConfigurationPropertyValueException invalid(String name, @Nullable Object value,
 			String reason) {
-		return new InvalidConfigurationPropertyValueException(PREFIX + "." + name, value, reason);
+		return InvalidProperty.invalid(name, value, reason);
 	}
 
 	/** One semaphore's configuration. */

@@ -36,4 +36,16 @@ public class DistributedLockRetryProperties {
 		this.maxBackoff = maxBackoff;
 	}
 
+	/** Checks the values at start-up, for {@link DistributedLockProperties#afterPropertiesSet()}. */
+	void check() {
+		Duration initial = this.initialBackoff;
+		if (initial == null || initial.isNegative() || initial.isZero()) {
+			throw InvalidProperty.invalid("retry.initial-backoff", initial, "must be positive");
+		}
+		if (getMaxBackoff() == null || getMaxBackoff().compareTo(initial) < 0) {
+			throw InvalidProperty.invalid("retry.max-backoff", getMaxBackoff(),
+					"must be at least retry.initial-backoff (" + initial + ")");
+		}
+	}
+
 }

@@ -105,6 +105,15 @@ public class LockPoolChecks implements SmartInitializingSingleton {
 					+ statementTimeout + "), so validating a connection can stretch a lock call beyond that bound. Lower "
 					+ "spring.datasource.hikari.validation-timeout (or the lock pool's validationTimeout) below it.");
 		}
+		checkPessimisticCap(pool, warnings);
+		return warnings;
+	}
+
+	/**
+	 * The check of the PESSIMISTIC cap against the pool's size, when PESSIMISTIC locks are in use: adds its warnings.
+	 * @throws InvalidConfigurationPropertyValueException if the cap exceeds the pool's size
+	 */
+	private void checkPessimisticCap(Hikari.Settings pool, List<String> warnings) {
 		String pessimistic = this.pessimisticAllowed ? pessimisticUse() : null;
 		int cap = maxConnections(this.properties, this.dataSource);
 		if (pessimistic != null && cap > pool.maximumPoolSize()) {
@@ -137,7 +146,6 @@ public class LockPoolChecks implements SmartInitializingSingleton {
 					+ ") with spring.datasource.hikari.maximum-pool-size (or the lock pool's maximumPoolSize), or lower "
 					+ DistributedLockProperties.PREFIX + ".pessimistic.max-connections.");
 		}
-		return warnings;
 	}
 
 	/**

@@ -12,7 +12,7 @@ import org.jspecify.annotations.Nullable;
 /**
  * A {@link LockHandle} for one hold of a resource's {@link LocalLock}. Closed by the thread that acquired it.
  */
-final class ExclusiveHandle implements LockHandle {
+final class ExclusiveHandle implements LockHandle, CommitValidatedHold {
 
 	private final ExclusiveRelease release;
 
@@ -56,9 +56,15 @@ final class ExclusiveHandle implements LockHandle {
 		return this.pessimisticHold != null;
 	}
 
-	/** Registers commit-time validation of this LEASE hold in the current transaction, if the template validates. */
-	void validateInTransaction() {
-		this.release.settings().validateAtCommit(this.entry.resource, this.lock);
+	/**
+	 * Registers commit-time validation of this hold in the current transaction if it is a LEASE hold (a PESSIMISTIC
+	 * hold's row lock is in its transaction already) and the template validates.
+	 */
+	@Override
+	public void validateInTransaction() {
+		if (this.mode == LockMode.LEASE) {
+			this.release.settings().validateAtCommit(this.entry.resource, this.lock);
+		}
 	}
 
 	@Override

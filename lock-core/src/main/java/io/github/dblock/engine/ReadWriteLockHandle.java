@@ -4,24 +4,24 @@ import io.github.dblock.LockHandle;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockType;
 import io.github.dblock.spi.HeldLock;
-import org.jspecify.annotations.Nullable;
 
 /**
  * A {@link LockHandle} for one hold of a read or write lock. All holds of one thread on one resource share a
- * {@link State}, whose database lock is released when the thread's last hold is closed.
+ * {@link ReadWriteHold}, whose database lock is released ({@link ReadWriteRelease}) when the thread's last hold is
+ * closed.
  */
-final class ReadWriteLockHandle implements LockHandle {
+final class ReadWriteLockHandle implements LockHandle, CommitValidatedHold {
 
-	private final ReadWriteHolds holds;
+	private final ReadWriteRelease release;
 
-	private final State state;
+	private final ReadWriteHold state;
 
 	private final LockType type;
 
 	private volatile boolean closed;
 
-	ReadWriteLockHandle(ReadWriteHolds holds, State state, LockType type) {
-		this.holds = holds;
+	ReadWriteLockHandle(ReadWriteRelease release, ReadWriteHold state, LockType type) {
+		this.release = release;
 		this.state = state;
 		this.type = type;
 	}
@@ -68,16 +68,17 @@ final class ReadWriteLockHandle implements LockHandle {
 		}
 		this.closed = true;
 		ThreadHolds.pop(this);
-		this.holds.release(this.state);
+		this.release.release(this.state);
 	}
 
 	/**
 	 * Registers commit-time validation of this hold in the transaction that has just begun on the owning thread, if
 	 * it is a LEASE WRITE hold (a hold whose handle is a READ re-entry of the thread's WRITE hold included).
 	 */
-	void validateInTransaction() {
+	@Override
+	public void validateInTransaction() {
 		if (this.state.type == LockType.WRITE && this.state.mode == LockMode.LEASE) {
-			this.holds.settings().validateAtCommit(this.state.resource, this.state.held);
+			this.release.settings().validateAtCommit(this.state.resource, this.state.held);
 		}
 	}
 
@@ -85,41 +86,6 @@ final class ReadWriteLockHandle implements LockHandle {
 	public String toString() {
 		return "LockHandle[resource=" + resource() + ", mode=" + mode() + ", type=" + this.type + ", fencingToken="
 				+ fencingToken() + ", held=" + isHeld() + "]";
-	}
-
-	/**
-	 * One thread's hold of a resource's read or write lock in the database, shared by its reentrant handles.
-	 * Written only by the owning thread; read by any (diagnostics).
-	 */
-	static final class State {
-
-		final String resource;
-
-		final Thread owner;
-
-		final LockMode mode;
-
-		/** The type taken in the database: READ, or WRITE (which also covers the thread's READ holds). */
-		final LockType type;
-
-		final HeldLock held;
-
-		final String holder;
-
-		/** Open handles of the owning thread (its hold count). */
-		volatile int holds = 1;
-
-		volatile io.micrometer.observation.@Nullable Observation holding;
-
-		State(String resource, LockMode mode, LockType type, HeldLock held, String holder) {
-			this.resource = resource;
-			this.owner = Thread.currentThread();
-			this.mode = mode;
-			this.type = type;
-			this.held = held;
-			this.holder = holder;
-		}
-
 	}
 
 }

@@ -7,7 +7,6 @@ import java.util.List;
 import java.util.Optional;
 
 import io.github.dblock.LockHandle;
-import io.github.dblock.LockMode;
 
 /**
  * The handles the current thread holds through the engine, innermost first: what
@@ -47,11 +46,8 @@ public final class ThreadHolds {
 	 */
 	public static void validateInNewTransaction() {
 		for (LockHandle handle : all()) {
-			if (handle instanceof ExclusiveHandle open && open.mode() == LockMode.LEASE) {
-				open.validateInTransaction();
-			}
-			else if (handle instanceof ReadWriteLockHandle readWrite) {
-				readWrite.validateInTransaction(); // WRITE holds only
+			if (handle instanceof CommitValidatedHold hold) {
+				hold.validateInTransaction(); // LEASE exclusive and LEASE WRITE holds only
 			}
 		}
 	}

@@ -71,6 +71,31 @@ public class IdempotentAttributeSource {
 		String template = TemplateExpressions.resolve(this.placeholders, where, annotation.key());
 		List<Expression> parts = TemplateExpressions.parse(where, "key", template);
 		TemplateExpressions.checkVariables(where, "key", parts, method);
+		IdempotencyOptions options = options(where, annotation);
+		if (method.getReturnType() == java.util.concurrent.Future.class
+				|| java.util.concurrent.CompletionStage.class.isAssignableFrom(method.getReturnType())
+				|| method.getReturnType().getName().startsWith("org.reactivestreams.")
+				|| method.getReturnType().getName().startsWith("reactor.core.publisher.")) {
+			throw new IllegalStateException(where + ": asynchronous return type " + method.getReturnType().getName()
+					+ " is not supported: the outcome would be recorded before the work completes");
+		}
+		Class<?> owner = (targetClass != null) ? targetClass : method.getDeclaringClass();
+		IdempotentAttribute attribute = new IdempotentAttribute(method, template, parts, options,
+				org.springframework.core.GenericTypeResolver.resolveType(method.getGenericReturnType(), owner),
+				requiresTransaction(method, owner));
+		if (attribute.isLiteral()) {
+			try {
+				IdempotencyTemplate.validateKey(template);
+			}
+			catch (IllegalArgumentException ex) {
+				throw new IllegalStateException(where + ": " + ex.getMessage(), ex);
+			}
+		}
+		return attribute;
+	}
+
+	/** The annotation's retention, wait time, lease time and on-duplicate over the defaults. */
+	private IdempotencyOptions options(String where, Idempotent annotation) {
 		IdempotencyOptions options = IdempotencyOptions.defaults();
 		try {
 			Duration retention = TemplateExpressions.duration(this.placeholders, where, "retention", annotation.retention());
@@ -95,26 +120,7 @@ public class IdempotentAttributeSource {
 		if (annotation.onDuplicate().length == 1) {
 			options = options.withOnDuplicate(annotation.onDuplicate()[0]);
 		}
-		if (method.getReturnType() == java.util.concurrent.Future.class
-				|| java.util.concurrent.CompletionStage.class.isAssignableFrom(method.getReturnType())
-				|| method.getReturnType().getName().startsWith("org.reactivestreams.")
-				|| method.getReturnType().getName().startsWith("reactor.core.publisher.")) {
-			throw new IllegalStateException(where + ": asynchronous return type " + method.getReturnType().getName()
-					+ " is not supported: the outcome would be recorded before the work completes");
-		}
-		Class<?> owner = (targetClass != null) ? targetClass : method.getDeclaringClass();
-		IdempotentAttribute attribute = new IdempotentAttribute(method, template, parts, options,
-				org.springframework.core.GenericTypeResolver.resolveType(method.getGenericReturnType(), owner),
-				requiresTransaction(method, owner));
-		if (attribute.isLiteral()) {
-			try {
-				IdempotencyTemplate.validateKey(template);
-			}
-			catch (IllegalArgumentException ex) {
-				throw new IllegalStateException(where + ": " + ex.getMessage(), ex);
-			}
-		}
-		return attribute;
+		return options;
 	}
 
 	/** Whether Spring's {@code @Transactional} on the method, or else its class, starts or requires a transaction. */
