@@ -1593,6 +1593,7 @@ public final class Workload {
 
 	/** A fault every 1 to 3 s on a random node; {@code killers}: where each node's sessions are killed. */
 	private void inject(Random random, List<JdbcTemplate> killers) {
+		boolean downAtStart = false;
 		while (!this.stopping) {
 			try {
 				Thread.sleep(1_000 + random.nextInt(2_000));
@@ -1602,6 +1603,7 @@ public final class Workload {
 				int index = random.nextInt(this.nodes.size());
 				Node node = this.nodes.get(index);
 				JdbcTemplate direct = killers.get(index);
+				downAtStart = this.serverDown >= 0;
 				switch (random.nextInt(3)) {
 					case 0 -> {
 						if (this.serverDown == index) {
@@ -1642,8 +1644,9 @@ public final class Workload {
 				return;
 			}
 			catch (RuntimeException ex) {
-				if (this.serverDown >= 0) {
-					// listing or killing a session of the server that was just killed
+				if (downAtStart || this.serverDown >= 0) {
+					// listing or killing a session of a server that was just killed (the wait for a connection
+					// may end after its restart)
 					count(this.faults, "KILL CONNECTION failed (server down)");
 					continue;
 				}
