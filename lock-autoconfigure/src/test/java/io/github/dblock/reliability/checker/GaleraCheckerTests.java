@@ -1,5 +1,8 @@
 package io.github.dblock.reliability.checker;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -25,8 +28,11 @@ import static org.assertj.core.api.Assertions.assertThat;
  * The mixed-workload checker on a real 3-node Galera cluster ({@link GaleraCluster}): the {@link Workload} of
  * {@link MixedWorkloadCheckerTests} with each of its 3 nodes on a pool to a different cluster node (through a fault
  * proxy of its own), so that every resource is contended across cluster nodes, and its {@link History} checked by
- * every {@link Checker} invariant. The history, the cleanup job and the forced releases run on cluster node 1 and
- * read with {@code wsrep_sync_wait = 1}, as docs/reference/topology.md advises for reads on Galera.
+ * every {@link Checker} invariant. The history's records are on a standalone MariaDB of the test's own
+ * ({@link HistoryServer}), outside the cluster, so that no cluster fault reaches them; the lock-side work (the lock
+ * tables' migration, the cleanup job, the forced releases, the leftovers check, the session table, and the history's
+ * rows written in the lock's own transactions) runs on cluster node 1 with {@code wsrep_sync_wait = 1}, as
+ * docs/reference/topology.md advises for reads on Galera.
  * <p>
  * As the library sets itself up on Galera: LEASE providers validate at commit by writing the lock row
  * ({@code setMultiPrimary}), and no PESSIMISTIC call is made, since the library refuses PESSIMISTIC on Galera
@@ -53,8 +59,8 @@ class GaleraCheckerTests {
 
 		/**
 		 * Every cluster node gets SIGKILL at once (a coordinated crash); the cluster is started again from the node
-		 * with the highest recovered seqno ({@link GaleraCluster#restartAfterCrash}). The history's server is down
-		 * too: its writes wait for it (History retries them for up to 3 minutes).
+		 * with the highest recovered seqno ({@link GaleraCluster#restartAfterCrash}). The history's server, outside
+		 * the cluster, keeps running.
 		 */
 		CRASH_ALL,
 
@@ -94,8 +100,8 @@ class GaleraCheckerTests {
 
 	private static void run(boolean oneNode, Fault fault) throws Exception {
 		List<HikariDataSource> own = new ArrayList<>();
-		try (GaleraCluster cluster = GaleraCluster.start(3)) {
-			GaleraServers servers = new GaleraServers(cluster, own, oneNode, fault);
+		try (HistoryServer history = HistoryServer.start(); GaleraCluster cluster = GaleraCluster.start(3)) {
+			GaleraServers servers = new GaleraServers(cluster, history, own, oneNode, fault);
 			long conflictsBefore = conflicts(cluster);
 			Workload.Result result;
 			try {
@@ -146,10 +152,71 @@ class GaleraCheckerTests {
 		return cluster.sumOfStatus("wsrep_local_cert_failures") + cluster.sumOfStatus("wsrep_local_bf_aborts");
 	}
 
-	/** Workload node {@code i} on cluster node {@code i}; the history on cluster node 1. */
+	/**
+	 * A standalone {@code mariadbd} of the test's own (no Galera) on a free loopback port, which holds the history's
+	 * records; started before the cluster and killed and deleted after it. It runs on the same machine as the cluster
+	 * nodes, so its clock ({@code UTC_TIMESTAMP(6)} of the section rows) is theirs. Not thread-safe: one test drives it.
+	 */
+	private static final class HistoryServer implements AutoCloseable {
+
+		private static final String DATABASE = "checker";
+
+		private final Path baseDir;
+
+		private final MariaDbProcess server;
+
+		private HistoryServer(Path baseDir, MariaDbProcess server) {
+			this.baseDir = baseDir;
+			this.server = server;
+		}
+
+		static HistoryServer start() throws IOException {
+			Path base = Files.createTempDirectory("lock-checker-history-");
+			try {
+				Path dataDir = base.resolve("history");
+				Files.createDirectories(dataDir);
+				MariaDbProcess.install(dataDir);
+				MariaDbProcess server = new MariaDbProcess("checker-history", dataDir, MariaDbProcess.freePort(),
+						List.of());
+				server.start();
+				HistoryServer history = new HistoryServer(base, server);
+				try {
+					server.awaitConnectable(Duration.ofMinutes(1));
+					server.execute(null, "CREATE DATABASE " + DATABASE);
+				}
+				catch (RuntimeException ex) {
+					history.close();
+					throw ex;
+				}
+				return history;
+			}
+			catch (IOException | RuntimeException ex) {
+				MariaDbProcess.deleteTree(base);
+				throw ex;
+			}
+		}
+
+		String jdbcUrl() {
+			return this.server.jdbcUrl(DATABASE);
+		}
+
+		@Override
+		public void close() {
+			this.server.kill();
+			MariaDbProcess.deleteTree(this.baseDir);
+		}
+
+	}
+
+	/**
+	 * Workload node {@code i} on cluster node {@code i}; the history's records on the {@link HistoryServer}, the
+	 * lock-side work on cluster node 1.
+	 */
 	private static final class GaleraServers implements Workload.Servers {
 
 		private final GaleraCluster cluster;
+
+		private final HistoryServer history;
 
 		private final List<HikariDataSource> own;
 
@@ -161,8 +228,10 @@ class GaleraCheckerTests {
 
 		private LockDialect dialect;
 
-		GaleraServers(GaleraCluster cluster, List<HikariDataSource> own, boolean oneNode, Fault fault) {
+		GaleraServers(GaleraCluster cluster, HistoryServer history, List<HikariDataSource> own, boolean oneNode,
+				Fault fault) {
 			this.cluster = cluster;
+			this.history = history;
 			this.own = own;
 			this.oneNode = oneNode;
 			this.fault = fault;
@@ -195,12 +264,24 @@ class GaleraCheckerTests {
 		@Override
 		public HikariDataSource historyPool() {
 			HikariConfig config = new HikariConfig();
-			config.setJdbcUrl(nodeUrl(0));
+			config.setJdbcUrl(this.history.jdbcUrl());
 			config.setUsername("root");
 			config.setPassword("");
 			config.setMaximumPoolSize(12);
 			config.setMinimumIdle(0);
 			config.setPoolName("checker-history");
+			return new HikariDataSource(config);
+		}
+
+		@Override
+		public HikariDataSource lockPool() {
+			HikariConfig config = new HikariConfig();
+			config.setJdbcUrl(this.cluster.node(0).jdbcUrl(GaleraCluster.DATABASE));
+			config.setUsername("root");
+			config.setPassword("");
+			config.setMaximumPoolSize(6);
+			config.setMinimumIdle(0);
+			config.setPoolName("checker-lock-side");
 			// the observer reads what every node committed (the other nodes' commits are applied asynchronously)
 			config.setConnectionInitSql("SET SESSION wsrep_sync_wait = 1");
 			return new HikariDataSource(config);
@@ -217,9 +298,9 @@ class GaleraCheckerTests {
 		}
 
 		@Override
-		public void migrate(DataSource historyPool) {
-			LockNodes.migrate(historyPool);
-			this.dialect = LockDialect.of(DatabaseServer.detect(historyPool));
+		public void migrate(DataSource lockPool) {
+			LockNodes.migrate(lockPool);
+			this.dialect = LockDialect.of(DatabaseServer.detect(lockPool));
 		}
 
 		@Override
@@ -243,7 +324,7 @@ class GaleraCheckerTests {
 		}
 
 		/**
-		 * Cluster nodes 2 and 3 (node 1 holds the history), whose workload nodes' sessions are then unreachable
+		 * Cluster nodes 2 and 3 (node 1 serves the lock-side work), whose workload nodes' sessions are then unreachable
 		 * (through one node: none are); for a coordinated crash the index only names the workload node whose session
 		 * kills are skipped, since every cluster node goes down.
 		 */

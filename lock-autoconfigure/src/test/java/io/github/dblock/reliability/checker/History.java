@@ -29,6 +29,9 @@ import org.springframework.jdbc.datasource.DataSourceTransactionManager;
  * <p>
  * A section's entry and exit are each one short transaction on the history pool (never faulted): the fenced write and
  * the section row's entry (or exit) time, so that the order of the entry times is the order of the fenced writes.
+ * {@code checker_commit} and {@code checker_effect} are written in the lock's own transactions, so they live on the
+ * lock servers and are read back through the lock-side pool, which may be another server than the history's (a
+ * Galera run keeps its history on a server outside the cluster, so that a crash of the cluster loses none of it).
  * Thread-safe.
  */
 public final class History {
@@ -249,6 +252,9 @@ public final class History {
 
 	private final JdbcTemplate jdbc;
 
+	/** On the lock servers: {@code checker_commit} and {@code checker_effect}. */
+	private final JdbcTemplate lockJdbc;
+
 	private final TransactionTemplate transactions;
 
 	private final String prefix;
@@ -258,7 +264,16 @@ public final class History {
 	 * its tables if missing.
 	 */
 	public History(DataSource historyPool, String prefix) {
-		this(historyPool, prefix, 0, false, (from, to) -> 0);
+		this(historyPool, historyPool, prefix);
+	}
+
+	/**
+	 * A history whose records are on {@code historyPool} and whose rows written in the lock's own transactions
+	 * ({@code checker_commit}, {@code checker_effect}) are on the lock servers, read through {@code lockPool};
+	 * creates the tables of each if missing.
+	 */
+	public History(DataSource historyPool, DataSource lockPool, String prefix) {
+		this(historyPool, lockPool, prefix, 0, false, (from, to) -> 0);
 	}
 
 	/**
@@ -269,16 +284,25 @@ public final class History {
 	 */
 	public History(DataSource historyPool, String prefix, long idBase, boolean persistOps,
 			java.util.function.LongBinaryOperator paused) {
+		this(historyPool, historyPool, prefix, idBase, persistOps, paused);
+	}
+
+	private History(DataSource historyPool, DataSource lockPool, String prefix, long idBase, boolean persistOps,
+			java.util.function.LongBinaryOperator paused) {
 		this.ids = new AtomicLong(idBase);
 		this.persistOps = persistOps;
 		this.paused = paused;
 		this.jdbc = new JdbcTemplate(historyPool);
+		this.lockJdbc = (lockPool == historyPool) ? this.jdbc : new JdbcTemplate(lockPool);
 		this.transactions = new TransactionTemplate(new DataSourceTransactionManager(historyPool));
 		// no snapshot: with MariaDB's innodb_snapshot_isolation a REPEATABLE READ transaction's write of a row changed
 		// by another transaction since its snapshot would fail (1020)
 		this.transactions.setIsolationLevel(TransactionTemplate.ISOLATION_READ_COMMITTED);
 		this.prefix = prefix;
 		createTables(this.jdbc);
+		if (this.lockJdbc != this.jdbc) {
+			createLockSideTables(this.lockJdbc);
+		}
 	}
 
 	static void createTables(JdbcTemplate jdbc) {
@@ -299,12 +323,17 @@ public final class History {
 		}
 		jdbc.execute("CREATE TABLE IF NOT EXISTS checker_fenced (resource VARCHAR(100) PRIMARY KEY,"
 				+ " token BIGINT NOT NULL, writes BIGINT NOT NULL)");
-		jdbc.execute("CREATE TABLE IF NOT EXISTS checker_commit (run VARCHAR(64) NOT NULL, op_id BIGINT NOT NULL,"
-				+ " PRIMARY KEY (run, op_id))");
+		createLockSideTables(jdbc);
 		jdbc.execute("CREATE TABLE IF NOT EXISTS checker_op (seq BIGINT AUTO_INCREMENT PRIMARY KEY, run VARCHAR(64) NOT"
 				+ " NULL, op_id BIGINT NOT NULL, node VARCHAR(32) NOT NULL, pcall VARCHAR(64) NOT NULL, resource"
 				+ " VARCHAR(100) NOT NULL, took_nanos BIGINT NOT NULL, bound_nanos BIGINT NOT NULL, outcome VARCHAR(100)"
 				+ " NOT NULL, paused_nanos BIGINT NOT NULL, KEY (run))");
+	}
+
+	/** The tables written in the lock's own transactions, on the lock servers. */
+	private static void createLockSideTables(JdbcTemplate jdbc) {
+		jdbc.execute("CREATE TABLE IF NOT EXISTS checker_commit (run VARCHAR(64) NOT NULL, op_id BIGINT NOT NULL,"
+				+ " PRIMARY KEY (run, op_id))");
 		jdbc.execute("CREATE TABLE IF NOT EXISTS checker_effect (run VARCHAR(64) NOT NULL, op_id BIGINT NOT NULL,"
 				+ " idem_key VARCHAR(100) NOT NULL, PRIMARY KEY (run, op_id))");
 	}
@@ -377,9 +406,9 @@ public final class History {
 	/**
 	 * Runs a history transaction again when the server chose it as a deadlock victim (it was rolled back whole, so
 	 * nothing of it was recorded), up to 5 times; and, for up to 3 minutes, when the server could not be reached or
-	 * the connection broke during the transaction (a restart of the server the test owns, or a crash of the whole
-	 * Galera cluster the history is on: the transaction was rolled back unless the crash came between its commit and
-	 * the reply, a window the runs with such crashes accept), or a Galera node was not in a primary component.
+	 * the connection broke during the transaction (a restart of the server the test owns: the transaction was rolled
+	 * back unless the restart came between its commit and the reply), or a Galera node was not in a primary
+	 * component.
 	 */
 	private static <T> T retried(java.util.function.Supplier<T> transaction) {
 		long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MINUTES.toNanos(3);
@@ -494,7 +523,7 @@ public final class History {
 							rs.getLong(5), rs.getLong(6), rs.getString(7), rs.getLong(8)));
 				}, this.prefix);
 		Set<Long> committed = new HashSet<>(
-				this.jdbc.queryForList("SELECT op_id FROM checker_commit WHERE run = ?", Long.class, this.prefix));
+				this.lockJdbc.queryForList("SELECT op_id FROM checker_commit WHERE run = ?", Long.class, this.prefix));
 		List<Section> sections = new ArrayList<>();
 		this.jdbc.query("SELECT op_id, node, resource, family, mode, token, entered_at, exited_at, entry_accepted,"
 				+ " exit_accepted, lost, transactional, granted_nanos, released_nanos, lost_nanos, watched"
@@ -513,7 +542,7 @@ public final class History {
 							rs.getObject(14, Long.class), rs.getObject(15, Long.class), rs.getBoolean(16)));
 				}, this.prefix);
 		List<Effect> effects = new ArrayList<>();
-		this.jdbc.query("SELECT idem_key, op_id FROM checker_effect WHERE run = ? ORDER BY op_id",
+		this.lockJdbc.query("SELECT idem_key, op_id FROM checker_effect WHERE run = ? ORDER BY op_id",
 				(rs) -> {
 					effects.add(new Effect(rs.getString(1), rs.getLong(2)));
 				}, this.prefix);

@@ -156,6 +156,9 @@ public final class Workload {
 
 	private HikariDataSource historyPool;
 
+	/** The lock-side pool ({@link Servers#lockPool()}); the history pool itself on one server. */
+	private HikariDataSource lockPool;
+
 	private History history;
 
 	private volatile boolean stopping;
@@ -199,20 +202,33 @@ public final class Workload {
 		/** Makes the nodes' pools. */
 		Pools pools();
 
-		/** A new pool for the history, the cleanup job and the forced releases, which faults never touch. */
+		/**
+		 * A new pool for the history's records ({@code checker_section}, {@code checker_fenced}), which faults never
+		 * touch; also the lock-side pool unless {@link #lockPool()} gives one.
+		 */
 		HikariDataSource historyPool();
+
+		/**
+		 * A new pool on the lock servers, not through a proxy, for the lock-side work: the lock tables' migration, the
+		 * cleanup job, the forced releases, the leftovers check, the session table, and the history's rows written in
+		 * the lock's own transactions ({@code checker_commit}, {@code checker_effect}); {@code null}: the history pool
+		 * plays both roles (one server).
+		 */
+		default @org.jspecify.annotations.Nullable HikariDataSource lockPool() {
+			return null;
+		}
 
 		/** The server node {@code index} reaches through its fault proxy. */
 		String nodeUrl(int index);
 
 		/**
 		 * A pool on the server of node {@code index}, without a proxy, on which its sessions are listed and killed
-		 * ({@code null}: the history pool).
+		 * ({@code null}: the lock-side pool).
 		 */
 		javax.sql.@org.jspecify.annotations.Nullable DataSource sessions(int index);
 
-		/** Creates the lock tables on the history pool's database if needed. */
-		void migrate(javax.sql.DataSource historyPool);
+		/** Creates the lock tables on the lock-side pool's database if needed. */
+		void migrate(javax.sql.DataSource lockPool);
 
 		/** Called once the run's tables exist, before any node connects (DDL reaches another server later). */
 		void tablesCreated();
@@ -277,8 +293,8 @@ public final class Workload {
 			}
 
 			@Override
-			public void migrate(javax.sql.DataSource historyPool) {
-				LockNodes.migrateOnce(historyPool);
+			public void migrate(javax.sql.DataSource lockPool) {
+				LockNodes.migrateOnce(lockPool);
 			}
 
 			@Override
@@ -361,9 +377,11 @@ public final class Workload {
 		this.servers = servers;
 		Pools pools = servers.pools();
 		this.historyPool = servers.historyPool();
-		servers.migrate(this.historyPool);
-		this.history = new History(this.historyPool, this.prefix);
-		JdbcTemplate direct = new JdbcTemplate(this.historyPool);
+		HikariDataSource ownLockPool = servers.lockPool();
+		this.lockPool = (ownLockPool != null) ? ownLockPool : this.historyPool;
+		servers.migrate(this.lockPool);
+		this.history = new History(this.historyPool, this.lockPool, this.prefix);
+		JdbcTemplate direct = new JdbcTemplate(this.lockPool);
 		createSessionTable(direct);
 		servers.tablesCreated();
 		Random setup = new Random(this.settings.seed());
@@ -403,7 +421,7 @@ public final class Workload {
 		}
 		// while a server is killed or restarting, a cluster's other nodes stall until it is evicted and refuse
 		// statements during the view changes (Galera: "WSREP has not yet prepared node for application use")
-		Thread cleanup = new Thread(() -> cleanup(this.historyPool, new Random(this.settings.seed() + 1),
+		Thread cleanup = new Thread(() -> cleanup(this.lockPool, new Random(this.settings.seed() + 1),
 				() -> this.stopping, () -> this.serverDown >= 0, this.faults, this.harnessErrors), "checker-cleanup");
 		Thread injector = new Thread(() -> inject(new Random(this.settings.seed() + 2), sessions), "checker-faults");
 		Thread forcer = new Thread(() -> forceReleases(new Random(this.settings.seed() + 3)), "checker-force-release");
@@ -461,7 +479,7 @@ public final class Workload {
 		}
 		// the longest lease of the run (idempotency claims: 2 s) ends; then nothing of the run may be held
 		Thread.sleep(2_500);
-		List<String> leftovers = leftovers(this.historyPool, this.prefix);
+		List<String> leftovers = leftovers(this.lockPool, this.prefix);
 		Observed observed = this.history.observed(permits, leftovers);
 		for (SmallPool small : smallPools) {
 			small.pool().close();
@@ -474,6 +492,9 @@ public final class Workload {
 			node.proxy().close();
 		}
 		this.historyPool.close();
+		if (this.lockPool != this.historyPool) {
+			this.lockPool.close();
+		}
 		Map<String, Long> callCounts = new java.util.TreeMap<>();
 		this.calls.forEach((k, v) -> callCounts.put(k, v.get()));
 		Map<String, Long> faultCounts = new java.util.TreeMap<>();
@@ -896,7 +917,7 @@ public final class Workload {
 	 * through the {@code expires_at} index, which never visits an expired writer's row.
 	 */
 	private void expiredReaders() {
-		JdbcTemplate jdbc = new JdbcTemplate(this.historyPool);
+		JdbcTemplate jdbc = new JdbcTemplate(this.lockPool);
 		byte[] key = (this.prefix + "rw0").getBytes(StandardCharsets.UTF_8);
 		String digits = "(SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4"
 				+ " UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) ";
@@ -1459,12 +1480,13 @@ public final class Workload {
 
 	/**
 	 * Every 1.5 to 4 s, the Actuator's {@link ForceReleasingLocksEndpoint} forces one exclusive resource free (on the
-	 * history pool, which faults never touch); a release that found the lock held goes into the history with the
+	 * lock-side pool, which the fault proxies never touch); a release that found the lock held goes into the history with the
 	 * token it freed.
 	 */
 	private void forceReleases(Random random) {
 		ForceReleasingLocksEndpoint endpoint = new ForceReleasingLocksEndpoint(
-				new LockTableAdmin(this.historyPool, LockNodes.TABLE, STATEMENT_TIMEOUT));
+				new LockTableAdmin(this.lockPool, LockNodes.TABLE, STATEMENT_TIMEOUT));
+		boolean downAtStart = false;
 		while (!this.stopping) {
 			try {
 				Thread.sleep(1_500 + random.nextInt(2_500));
@@ -1472,6 +1494,7 @@ public final class Workload {
 					return;
 				}
 				String resource = this.prefix + "x" + random.nextInt(EXCLUSIVE);
+				downAtStart = this.serverDown >= 0;
 				long invoked = System.nanoTime();
 				Object body = endpoint.forceRelease(null, resource).getBody();
 				long completed = System.nanoTime();
@@ -1493,7 +1516,7 @@ public final class Workload {
 				return;
 			}
 			catch (RuntimeException ex) {
-				if (this.serverDown >= 0) {
+				if (downAtStart || this.serverDown >= 0) {
 					count(this.faults, "force-release failed (a server restarting)");
 					continue;
 				}
@@ -1504,7 +1527,8 @@ public final class Workload {
 
 	/**
 	 * The cleanup job, run aggressively: every 100 to 400 ms, with the shortest retention, until {@code stopping}.
-	 * While {@code serverDown} is true (a restart of the server the test owns), failures are expected and skipped.
+	 * While {@code serverDown} is true (a restart of the server the test owns), failures are expected and skipped, and
+	 * so are those of a run that began while it was (its wait for a connection may end after the restart).
 	 */
 	static void cleanup(javax.sql.DataSource pool, Random random, java.util.function.BooleanSupplier stopping,
 			Map<String, AtomicLong> counts, java.util.Collection<String> errors) {
@@ -1517,6 +1541,7 @@ public final class Workload {
 		LockTableCleaner cleaner = new LockTableCleaner(pool, LockNodes.TABLE, LockTableCleaner.MIN_RETENTION, 100,
 				STATEMENT_TIMEOUT);
 		while (!stopping.getAsBoolean()) {
+			boolean downAtStart = serverDown.getAsBoolean();
 			try {
 				cleaner.deleteExpired();
 				cleaner.deleteExpiredReadWriteHolds();
@@ -1528,7 +1553,7 @@ public final class Workload {
 				return;
 			}
 			catch (RuntimeException ex) {
-				if (!serverDown.getAsBoolean()) {
+				if (!downAtStart && !serverDown.getAsBoolean()) {
 					errors.add("cleanup: " + ex);
 				}
 			}
@@ -1568,6 +1593,7 @@ public final class Workload {
 
 	/** A fault every 1 to 3 s on a random node; {@code killers}: where each node's sessions are killed. */
 	private void inject(Random random, List<JdbcTemplate> killers) {
+		boolean downAtStart = false;
 		while (!this.stopping) {
 			try {
 				Thread.sleep(1_000 + random.nextInt(2_000));
@@ -1577,6 +1603,7 @@ public final class Workload {
 				int index = random.nextInt(this.nodes.size());
 				Node node = this.nodes.get(index);
 				JdbcTemplate direct = killers.get(index);
+				downAtStart = this.serverDown >= 0;
 				switch (random.nextInt(3)) {
 					case 0 -> {
 						if (this.serverDown == index) {
@@ -1617,8 +1644,9 @@ public final class Workload {
 				return;
 			}
 			catch (RuntimeException ex) {
-				if (this.serverDown >= 0) {
-					// listing or killing a session of the server that was just killed
+				if (downAtStart || this.serverDown >= 0) {
+					// listing or killing a session of a server that was just killed (the wait for a connection
+					// may end after its restart)
 					count(this.faults, "KILL CONNECTION failed (server down)");
 					continue;
 				}
