@@ -13,10 +13,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.dblock.spi.Backoff;
 import io.github.dblock.jdbc.PessimisticLockProvider;
 import io.github.dblock.test.LockNodes;
 import io.github.dblock.test.TestDatabase;
+import io.github.dblock.wait.Backoff;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationHandler;
 import io.micrometer.observation.ObservationRegistry;

@@ -15,12 +15,16 @@ import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 
 /**
  * The architecture of lock-core (issue 17): usable from plain Spring without Spring Boot, the API apart from the
- * JDBC engine and from the internal lock engine, the SPI apart from its JDBC implementation, no package cycles.
+ * JDBC engine and from the internal lock engine, the SPI apart from its JDBC implementation, the wait machinery
+ * below the engine and the JDBC providers, no package cycles.
  */
 class CoreArchitectureTests {
 
 	/** The internal engine behind {@link LockTemplate}. */
 	private static final String ENGINE = "io.github.dblock.engine";
+
+	/** The wait loop and back-off shared by the engine and the JDBC providers. */
+	private static final String WAIT = "io.github.dblock.wait";
 
 	/** The API classes that call into the engine. */
 	private static final Class<?>[] FACADE = { LockTemplate.class, CurrentLock.class, CommitValidation.class };
@@ -88,6 +92,29 @@ class CoreArchitectureTests {
 			.dependOnClassesThat()
 			.resideInAPackage("io.github.dblock.jdbc..")
 			.because("the JDBC engine is one implementation of the SPI")
+			.check(core);
+	}
+
+	/**
+	 * The wait loop and back-off are machinery of the engine and the JDBC providers, not contracts: the SPI does not
+	 * use them, and they depend on no other package of the library (so they close no cycle).
+	 */
+	@Test
+	void waitMachineryStandsBelowEngineAndJdbc() {
+		noClasses().that()
+			.resideInAPackage(WAIT)
+			.should()
+			.dependOnClassesThat()
+			.resideInAnyPackage("io.github.dblock", "io.github.dblock.spi..", ENGINE, "io.github.dblock.jdbc..",
+					"io.github.dblock.semaphore..", "io.github.dblock.idempotency..")
+			.because("the wait loop serves the engine and the providers and knows neither")
+			.check(core);
+		noClasses().that()
+			.resideInAnyPackage("io.github.dblock", "io.github.dblock.spi..")
+			.should()
+			.dependOnClassesThat()
+			.resideInAPackage(WAIT)
+			.because("the SPI holds contracts only; waiting is the implementations' machinery")
 			.check(core);
 	}
 

@@ -26,7 +26,7 @@ import io.github.dblock.jdbc.LockTable;
 import io.github.dblock.jdbc.OptimisticLockProvider;
 import io.github.dblock.jdbc.PessimisticLockProvider;
 import io.github.dblock.semaphore.SemaphoreTemplate;
-import io.github.dblock.spi.Backoff;
+import io.github.dblock.wait.Backoff;
 import net.javacrumbs.shedlock.core.LockConfiguration;
 import net.javacrumbs.shedlock.core.SimpleLock;
 import net.javacrumbs.shedlock.provider.jdbctemplate.JdbcTemplateLockProvider;

@@ -21,7 +21,7 @@ import io.github.dblock.idempotency.OnDuplicate;
 import io.github.dblock.jdbc.IdempotencyStore;
 import io.github.dblock.jdbc.LeaseLockProvider;
 import io.github.dblock.jdbc.LockTable;
-import io.github.dblock.spi.Backoff;
+import io.github.dblock.wait.Backoff;
 import tools.jackson.databind.json.JsonMapper;
 
 /**

@@ -4,7 +4,7 @@ import io.github.dblock.LockTemplate;
 import io.github.dblock.idempotency.IdempotencyTemplate;
 import io.github.dblock.jdbc.IdempotencyStore;
 import io.github.dblock.jdbc.LeaseLockProvider;
-import io.github.dblock.spi.Backoff;
+import io.github.dblock.wait.Backoff;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;

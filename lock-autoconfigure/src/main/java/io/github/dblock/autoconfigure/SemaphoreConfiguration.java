@@ -5,7 +5,7 @@ import io.github.dblock.jdbc.JdbcSemaphoreProvider;
 import io.github.dblock.jdbc.LeaseLockProvider;
 import io.github.dblock.semaphore.DistributedSemaphore;
 import io.github.dblock.semaphore.SemaphoreTemplate;
-import io.github.dblock.spi.Backoff;
+import io.github.dblock.wait.Backoff;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;

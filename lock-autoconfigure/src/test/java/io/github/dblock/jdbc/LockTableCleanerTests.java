@@ -1,6 +1,5 @@
 package io.github.dblock.jdbc;
 
-import io.github.dblock.spi.Backoff;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
@@ -37,6 +36,7 @@ import io.github.dblock.test.CountingDataSource;
 import io.github.dblock.test.LockNodes;
 import io.github.dblock.test.SemaphoreNodes;
 import io.github.dblock.test.TestDatabase;
+import io.github.dblock.wait.Backoff;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;

@@ -1,6 +1,5 @@
 package io.github.dblock.jdbc;
 
-import io.github.dblock.spi.Backoff;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
@@ -18,6 +17,7 @@ import io.github.dblock.LockTemplate;
 import io.github.dblock.test.LockNodes;
 import io.github.dblock.test.Reliability;
 import io.github.dblock.test.TestDatabase;
+import io.github.dblock.wait.Backoff;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;

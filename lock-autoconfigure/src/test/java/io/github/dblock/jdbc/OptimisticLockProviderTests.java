@@ -1,6 +1,5 @@
 package io.github.dblock.jdbc;
 
-import io.github.dblock.spi.Backoff;
 import java.time.Duration;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -12,6 +11,7 @@ import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.test.LockNodes;
 import io.github.dblock.test.TestDatabase;
+import io.github.dblock.wait.Backoff;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;

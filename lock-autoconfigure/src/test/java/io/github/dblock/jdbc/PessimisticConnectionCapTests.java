@@ -1,6 +1,5 @@
 package io.github.dblock.jdbc;
 
-import io.github.dblock.spi.Backoff;
 import java.time.Duration;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
@@ -15,6 +14,7 @@ import io.github.dblock.autoconfigure.DistributedLockProperties;
 import io.github.dblock.autoconfigure.LockPoolChecks;
 import io.github.dblock.test.LockNodes;
 import io.github.dblock.test.TestDatabase;
+import io.github.dblock.wait.Backoff;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;

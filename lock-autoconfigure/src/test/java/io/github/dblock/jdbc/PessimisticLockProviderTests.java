@@ -1,6 +1,5 @@
 package io.github.dblock.jdbc;
 
-import io.github.dblock.spi.Backoff;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -26,6 +25,7 @@ import io.github.dblock.test.CountingDataSource;
 import io.github.dblock.test.LockNodes;
 import io.github.dblock.test.OwnerRace;
 import io.github.dblock.test.TestDatabase;
+import io.github.dblock.wait.Backoff;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;

@@ -1,6 +1,5 @@
 package io.github.dblock.jdbc;
 
-import io.github.dblock.spi.Backoff;
 import java.time.Duration;
 import java.util.Map;
 import java.util.UUID;
@@ -16,6 +15,7 @@ import io.github.dblock.spi.LockRequest;
 import io.github.dblock.test.FaultProxy;
 import io.github.dblock.test.LockNodes;
 import io.github.dblock.test.TestDatabase;
+import io.github.dblock.wait.Backoff;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;

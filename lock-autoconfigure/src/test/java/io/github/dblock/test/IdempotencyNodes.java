@@ -8,7 +8,7 @@ import io.github.dblock.idempotency.IdempotencyTemplate;
 import io.github.dblock.idempotency.OnDuplicate;
 import io.github.dblock.jdbc.IdempotencyStore;
 import io.github.dblock.jdbc.LeaseLockProvider;
-import io.github.dblock.spi.Backoff;
+import io.github.dblock.wait.Backoff;
 import tools.jackson.databind.json.JsonMapper;
 
 /**

@@ -8,7 +8,6 @@ import javax.sql.DataSource;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockTemplate;
-import io.github.dblock.spi.Backoff;
 import io.github.dblock.jdbc.DatabaseServer;
 import io.github.dblock.jdbc.LeaseLockProvider;
 import io.github.dblock.jdbc.LockDialect;
@@ -17,6 +16,7 @@ import io.github.dblock.jdbc.PessimisticLockProvider;
 import io.github.dblock.jdbc.LockSchema;
 import io.github.dblock.jdbc.LockTable;
 import io.github.dblock.spi.LockProvider;
+import io.github.dblock.wait.Backoff;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 
 /**

@@ -8,7 +8,7 @@ import javax.sql.DataSource;
 import io.github.dblock.jdbc.JdbcSemaphoreProvider;
 import io.github.dblock.jdbc.LeaseLockProvider;
 import io.github.dblock.semaphore.SemaphoreTemplate;
-import io.github.dblock.spi.Backoff;
+import io.github.dblock.wait.Backoff;
 
 /**
  * Builds {@link SemaphoreTemplate}s that behave like separate application nodes on the shared test database (each

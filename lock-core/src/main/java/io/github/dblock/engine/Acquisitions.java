@@ -6,7 +6,6 @@ import io.github.dblock.LockCallback;
 import io.github.dblock.LockHandle;
 import io.github.dblock.LockNotAcquiredException;
 import io.github.dblock.LockType;
-import io.github.dblock.spi.WorkLockProvider;
 import io.micrometer.observation.Observation;
 import org.jspecify.annotations.Nullable;
 
@@ -30,7 +29,7 @@ final class Acquisitions {
 
 	/** Acquires for the current thread, observed as one {@code distributed.lock.acquire}. */
 	Attempt acquire(LockCall call) {
-		if (call.provider() instanceof WorkLockProvider) {
+		if (Capabilities.work(call.provider()) != null) {
 			return acquireUnobserved(call, null); // refuses with a clear message
 		}
 		Observation observation = this.settings.acquisition(call.resource(), call.mode()).start();
@@ -57,7 +56,7 @@ final class Acquisitions {
 		if (call.type() != LockType.EXCLUSIVE) {
 			return this.readWrite.acquire(call);
 		}
-		if (call.provider() instanceof WorkLockProvider) {
+		if (Capabilities.work(call.provider()) != null) {
 			throw new IllegalArgumentException("Lock mode " + call.mode() + " has no lock to hold: its work runs in the "
 					+ "transaction that checks the version. Use execute(...) or @DistributedLock for '" + call.resource() + "'");
 		}

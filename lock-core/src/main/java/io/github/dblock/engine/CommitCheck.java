@@ -26,8 +26,8 @@ final class CommitCheck implements TransactionSynchronization {
 	 * @param held the hold
 	 */
 	static void register(String resource, HeldLock held) {
-		if (!(held instanceof TransactionCheckedLock checked)
-				|| !TransactionSynchronizationManager.isSynchronizationActive()
+		TransactionCheckedLock checked = Capabilities.transactionChecked(held);
+		if (checked == null || !TransactionSynchronizationManager.isSynchronizationActive()
 				|| !TransactionSynchronizationManager.isActualTransactionActive() || pending(held) != null
 				|| !checked.inTransactionOfItsDatabase()) {
 			return;

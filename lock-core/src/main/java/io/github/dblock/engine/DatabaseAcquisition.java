@@ -28,8 +28,8 @@ final class DatabaseAcquisition {
 		LeaseHandOff.Parked parked = entry.handOff.takeParked();
 		if (parked != null) {
 			HeldLock handedOff = parked.lock();
-			if (parked.mode() == call.mode() && handedOff instanceof HandOffLock lease && !handedOff.isLost()
-					&& lease.canServe(lockRequest)) {
+			HandOffLock lease = Capabilities.handOff(handedOff);
+			if (parked.mode() == call.mode() && lease != null && !handedOff.isLost() && lease.canServe(lockRequest)) {
 				return AcquireResult.acquired(handedOff); // handed off by the previous local holder: no round trip
 			}
 			parked.releaseQuietly(call.resource());
@@ -54,8 +54,8 @@ final class DatabaseAcquisition {
 		PessimisticConnections connections = entry.connections;
 		while (true) {
 			long seen = connections.releases();
-			if (entry.pessimisticHold() != null && call.provider() instanceof TransactionalLockProvider transactional
-					&& !transactional.canWaitInDatabase()) {
+			TransactionalLockProvider transactional = Capabilities.transactional(call.provider());
+			if (entry.pessimisticHold() != null && transactional != null && !transactional.canWaitInDatabase()) {
 				if (!connections.awaitRelease(seen, lockRequest)) {
 					return AcquireResult.busy(entry.localHolder());
 				}

@@ -10,7 +10,6 @@ import io.github.dblock.LockModeConflictException;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
-import io.github.dblock.spi.TransactionalLockProvider;
 import io.micrometer.observation.Observation;
 import org.jspecify.annotations.Nullable;
 
@@ -210,7 +209,7 @@ final class ExclusiveHolds {
 		Observation holding = this.settings.holding(call.resource(), call.mode(), lock);
 		// PESSIMISTIC: the row lock is ours now, so the gate goes to the next local thread, which waits in the
 		// server's row lock queue and is granted the row at our commit (no round trip between the two holders)
-		PessimisticHold pessimisticHold = (call.provider() instanceof TransactionalLockProvider)
+		PessimisticHold pessimisticHold = (Capabilities.transactional(call.provider()) != null)
 				? new PessimisticHold(lock, call.mode()) : null;
 		LeaseHold lease = (pessimisticHold == null) ? new LeaseHold(lock, call.mode()) : null;
 		Observation previous = entry.claim(lock, call.mode(), holder, holding, pessimisticHold, lease);

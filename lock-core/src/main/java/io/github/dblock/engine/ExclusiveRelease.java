@@ -62,7 +62,8 @@ final class ExclusiveRelease {
 		stop(entry.clearLease());
 		boolean queued = entry.hasQueuedThreads();
 		if (queued && entry.nextInLineAsks(lease.mode)) {
-			HeldLock successor = (lock instanceof HandOffLock handOff) ? handOff.handOff() : null;
+			HandOffLock handOff = Capabilities.handOff(lock);
+			HeldLock successor = (handOff != null) ? handOff.handOff() : null;
 			if (successor != null) {
 				// a local thread of the same mode waits: pass the lock on in memory instead of releasing and re-taking it
 				// in the database (a thread of another mode takes its own lock from the database)
@@ -80,7 +81,8 @@ final class ExclusiveRelease {
 		boolean released;
 		try {
 			released = lock.release();
-			long courtesy = (queued && lock instanceof HandOffLock handOff) ? handOff.handOffCourtesyNanos() : 0;
+			HandOffLock handOff = queued ? Capabilities.handOff(lock) : null;
+			long courtesy = (handOff != null) ? handOff.handOffCourtesyNanos() : 0;
 			if (courtesy > 0) {
 				// local threads still wait, and so does another node (as the release learned): they hold back for it
 				entry.handOff.holdBackFor(courtesy);

@@ -69,10 +69,12 @@ public final class LockEngine {
 
 	/** Runs the action under the lock as {@link LockTemplate#execute(String, LockOptions, LockCallback)} describes. */
 	public <T> @Nullable T execute(LockCall call, LockCallback<T> action) {
-		if (call.provider() instanceof WorkLockProvider work) {
+		WorkLockProvider work = Capabilities.work(call.provider());
+		if (work != null) {
 			return executeWork(work, call, action);
 		}
-		if (!(call.provider() instanceof TransactionalLockProvider transactional)) {
+		TransactionalLockProvider transactional = Capabilities.transactional(call.provider());
+		if (transactional == null) {
 			return this.acquisitions.executeHolding(call, action, call.waitTime(), null, null);
 		}
 		if (!TransactionSynchronizationManager.isActualTransactionActive()

@@ -13,7 +13,6 @@ import io.github.dblock.LockUpgradeException;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
-import io.github.dblock.spi.ReadWriteLockProvider;
 import io.micrometer.observation.Observation;
 
 /**
@@ -65,7 +64,7 @@ final class ReadWriteHolds {
 		LockRequest lockRequest = call.toLockRequest(call.deadlineNanos(), this.settings.holderDescription());
 		AcquireResult result;
 		try {
-			result = ((ReadWriteLockProvider) call.provider()).acquire(lockRequest, call.type());
+			result = Capabilities.readWrite(call.provider()).acquire(lockRequest, call.type());
 		}
 		catch (InterruptedException ex) {
 			Thread.currentThread().interrupt();

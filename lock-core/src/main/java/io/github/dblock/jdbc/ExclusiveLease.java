@@ -3,9 +3,9 @@ package io.github.dblock.jdbc;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
-import io.github.dblock.spi.Backoff;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
+import io.github.dblock.wait.Backoff;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;

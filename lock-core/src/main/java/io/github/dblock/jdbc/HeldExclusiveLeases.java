@@ -4,7 +4,7 @@ import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
-import io.github.dblock.spi.Backoff;
+import io.github.dblock.wait.Backoff;
 
 /**
  * The statements on exclusive leases already taken ({@link ExclusiveLease}): release (with hand-off to the waiter next

@@ -1,6 +1,5 @@
 package io.github.dblock.jdbc;
 
-import io.github.dblock.spi.Backoff;
 import java.net.InetAddress;
 import java.time.Duration;
 import java.util.List;
@@ -10,6 +9,7 @@ import javax.sql.DataSource;
 
 import io.github.dblock.LockMode;
 import io.github.dblock.LockTemplate;
+import io.github.dblock.wait.Backoff;
 import org.jspecify.annotations.Nullable;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.PlatformTransactionManager;

@@ -1,7 +1,7 @@
 package io.github.dblock.jdbc;
 
 import io.github.dblock.spi.AcquireResult;
-import io.github.dblock.spi.WaitLoop;
+import io.github.dblock.wait.WaitLoop;
 import org.jspecify.annotations.Nullable;
 import org.springframework.dao.DataAccessException;
 

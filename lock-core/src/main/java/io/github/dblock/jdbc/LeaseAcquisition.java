@@ -8,10 +8,10 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
 import io.github.dblock.spi.AcquireResult;
-import io.github.dblock.spi.Backoff;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
-import io.github.dblock.spi.WaitLoop;
+import io.github.dblock.wait.Backoff;
+import io.github.dblock.wait.WaitLoop;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;

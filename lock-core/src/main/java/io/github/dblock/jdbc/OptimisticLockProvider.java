@@ -1,6 +1,5 @@
 package io.github.dblock.jdbc;
 
-import io.github.dblock.spi.Backoff;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -15,8 +14,9 @@ import io.github.dblock.LockMode;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
-import io.github.dblock.spi.WaitLoop;
 import io.github.dblock.spi.WorkLockProvider;
+import io.github.dblock.wait.Backoff;
+import io.github.dblock.wait.WaitLoop;
 import org.jspecify.annotations.Nullable;
 import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.transaction.PlatformTransactionManager;

@@ -11,7 +11,7 @@ import java.util.function.BooleanSupplier;
 import io.github.dblock.LockLimitExceededException;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.LockRequest;
-import io.github.dblock.spi.WaitLoop;
+import io.github.dblock.wait.WaitLoop;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;

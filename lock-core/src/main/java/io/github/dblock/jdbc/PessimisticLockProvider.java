@@ -1,6 +1,5 @@
 package io.github.dblock.jdbc;
 
-import io.github.dblock.spi.Backoff;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -16,7 +15,8 @@ import io.github.dblock.LockMode;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.LockRequest;
 import io.github.dblock.spi.TransactionalLockProvider;
-import io.github.dblock.spi.WaitLoop;
+import io.github.dblock.wait.Backoff;
+import io.github.dblock.wait.WaitLoop;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;

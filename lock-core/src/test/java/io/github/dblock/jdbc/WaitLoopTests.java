@@ -11,8 +11,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 
 import io.github.dblock.spi.AcquireResult;
-import io.github.dblock.spi.Backoff;
-import io.github.dblock.spi.WaitLoop;
+import io.github.dblock.wait.Backoff;
+import io.github.dblock.wait.WaitLoop;
 import org.apache.commons.logging.Log;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;

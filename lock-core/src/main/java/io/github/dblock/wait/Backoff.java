@@ -1,4 +1,4 @@
-package io.github.dblock.spi;
+package io.github.dblock.wait;
 
 import java.time.Duration;
 import java.util.concurrent.ThreadLocalRandom;
