@@ -127,8 +127,8 @@ class LeaseHandOverTests {
 		LockTableAdmin.ForceRelease forced = admin.forceRelease(this.resource, "test").orElseThrow();
 		assertThat(forced.wasHeld()).isTrue();
 		assertThat(forced.previousHolder()).as("not the releaser, whose hold ended at its release")
-			.doesNotStartWith("releaser [")
-			.contains("next waiter in line");
+			.isEqualTo(io.github.dblock.reliability.checker.Checker.HANDED_OVER_HOLDER)
+			.isEqualTo(LeaseStatements.HANDED_OVER_HOLDER);
 	}
 
 	@Test

@@ -300,6 +300,10 @@ class CheckerTests {
 				List.of(new Forced("x", 10 + 1_023, "n0 [t]", millis(300), millis(310)))))).isEmpty();
 		assertThat(check(new Observed(List.of(earlier, confirmed), List.of(), List.of(), Set.of(), Map.of(), List.of(),
 				List.of(new Forced("x", 10 + 1_023, "n0 [t] (ShedLock)", millis(100), millis(110)))))).isEmpty();
+		// a lease its release handed over to the next waiter in line: the forced release freed the waiter, before its
+		// take, not the releaser (the row keeps the releaser's token until then)
+		assertThat(check(new Observed(List.of(earlier, confirmed), List.of(), List.of(), Set.of(), Map.of(), List.of(),
+				List.of(new Forced("x", 10, Checker.HANDED_OVER_HOLDER, millis(100), millis(110)))))).isEmpty();
 		Section pessimistic = new Section(1, "n0", "x", Family.EXCLUSIVE, "PESSIMISTIC acquire", 10, at(0), at(200),
 				true, true, true, false, 0L, millis(200), null, false);
 		assertThat(check(new Observed(List.of(earlier, pessimistic), List.of(), List.of(), Set.of(), Map.of(),
