@@ -20,8 +20,11 @@ import org.jspecify.annotations.Nullable;
  */
 final class HoldObservations implements ObservationHandler<Observation.Context> {
 
-	/** One hold as the library saw it; {@code lostNanos} is 0 until its loss is declared. */
-	record Hold(String resource, long grantedNanos, AtomicLong lostNanos) {
+	/**
+	 * One hold as the library saw it; {@code lostNanos} is 0 until its loss is declared; {@code key} is its slot in
+	 * the latest holds (the granting thread and the resource).
+	 */
+	record Hold(String resource, long grantedNanos, AtomicLong lostNanos, java.util.List<Object> key) {
 
 		/** {@link System#nanoTime()} of the declared loss, {@code null} if none was declared. */
 		@Nullable
@@ -32,7 +35,10 @@ final class HoldObservations implements ObservationHandler<Observation.Context> 
 
 	}
 
-	/** The latest hold of each thread and resource (a workload thread reuses this slot for its next hold). */
+	/**
+	 * The running hold of each thread and resource, removed when the hold's observation stops (workers on virtual
+	 * threads would otherwise keep one entry per call).
+	 */
 	private final Map<java.util.List<Object>, Hold> latest = new ConcurrentHashMap<>();
 
 	/** A registry that reports the holds to a new instance of this handler. */
@@ -42,7 +48,7 @@ final class HoldObservations implements ObservationHandler<Observation.Context> 
 		return registry;
 	}
 
-	/** The latest hold of the resource granted on the current thread; {@code null} if there was none. */
+	/** The running hold of the resource granted on the current thread; {@code null} if there is none. */
 	@Nullable
 	Hold current(String resource) {
 		return this.latest.get(key(resource));
@@ -74,9 +80,17 @@ final class HoldObservations implements ObservationHandler<Observation.Context> 
 		if (resource == null) {
 			return;
 		}
-		Hold hold = new Hold(resource.getValue(), System.nanoTime(), new AtomicLong());
+		Hold hold = new Hold(resource.getValue(), System.nanoTime(), new AtomicLong(), key(resource.getValue()));
 		context.put(Hold.class, hold);
-		this.latest.put(key(resource.getValue()), hold);
+		this.latest.put(hold.key(), hold);
+	}
+
+	@Override
+	public void onStop(Observation.Context context) {
+		Hold hold = context.get(Hold.class);
+		if (hold != null) {
+			this.latest.remove(hold.key(), hold);
+		}
 	}
 
 	@Override
