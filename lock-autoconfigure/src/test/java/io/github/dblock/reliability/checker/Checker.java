@@ -408,8 +408,10 @@ public final class Checker {
 	 * Per forced release that found the lock held: the section that gave the lease back to the database is not
 	 * clean, since its release must fail. That is the section of the resource with the largest token not above the
 	 * row's token before (a LEASE take reserves a block of tokens, so the row's may be above it; the lease's local
-	 * holders have the block's tokens in order, and the last of them gives it back), provided it is a LEASE hold
-	 * that gave its lock up only after the forced release began. Left out: a ShedLock holder (its adapter's
+	 * holders have the block's tokens in order, and the last of them gives it back), provided it is a clean LEASE
+	 * hold that gave its lock up only after the forced release began. That section is sought among all sections,
+	 * counted or not: one whose transaction rolled back still held the lease it was handed in memory, and the
+	 * documented loss of such a hold is its commit's failure or a log line, so it is not judged. Left out: a ShedLock holder (its adapter's
 	 * {@code unlock()} does not throw, and its token is not known), PESSIMISTIC holds (their row stays locked,
 	 * and the forced release fails instead), and a lease that its holder's release had handed over to the waiter
 	 * next in line ({@link #HANDED_OVER_HOLDER}): that release succeeded, and the waiter had not taken it yet.
@@ -422,8 +424,7 @@ public final class Checker {
 			}
 			observed.sections()
 				.stream()
-				.filter((s) -> s.resource().equals(f.resource()) && s.counted() && s.tokened()
-						&& s.token() <= f.previousToken())
+				.filter((s) -> s.resource().equals(f.resource()) && s.tokened() && s.token() <= f.previousToken())
 				.max(Comparator.comparingLong(Section::token))
 				.filter((holder) -> !holder.mode().startsWith("PESSIMISTIC") && holder.releasedNanos() != null
 						&& holder.releasedNanos() > f.invokedNanos() && holder.clean())

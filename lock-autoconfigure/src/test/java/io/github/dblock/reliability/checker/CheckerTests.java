@@ -333,6 +333,20 @@ class CheckerTests {
 	}
 
 	@Test
+	void aForceReleasedLeasePassedInMemoryToATransactionThatRolledBackIsNotJudged() {
+		// thread A hands the lease to thread B in memory; B's section runs in a transaction that rolls back (its
+		// commit-time validation found the lock lost), so B does not count, yet B, not A, held the lease when it
+		// was forced free: A's clean release, which went to nobody in the database, is no violation
+		Section handedOn = new Section(1, "n0", "x", Family.EXCLUSIVE, "LEASE execute", 10, at(0), at(150), true, true,
+				true, false, 0L, millis(150), null, true);
+		Forced forced = new Forced("x", 10 + 1_023, "n0 [t]", millis(100), millis(110));
+		Section rolledBack = new Section(2, "n0", "x", Family.EXCLUSIVE, "@DistributedLock", 11, at(155), at(200),
+				false, false, false, false, millis(150), millis(200), null, true);
+		assertThat(check(new Observed(List.of(handedOn, rolledBack), List.of(), List.of(), Set.of(), Map.of(),
+				List.of(), List.of(forced)))).isEmpty();
+	}
+
+	@Test
 	void twoTokenlessCleanSectionsAtOneInstantFail() {
 		Section shedLock = section(1, "x", Family.EXCLUSIVE, "ShedLock lock", History.NO_TOKEN, 0, 20L, false, false,
 				true, false);
