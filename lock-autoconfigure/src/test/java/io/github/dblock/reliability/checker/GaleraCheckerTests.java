@@ -46,7 +46,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * {@code -Pclusters} (tag {@code clusters}) also: every workload node on cluster node 1, as
  * docs/reference/topology.md recommends, with node 2 or 3 restarted; and a coordinated crash, every cluster node
  * killed at once and the cluster started again from the most advanced one; and a partition, node 2 or 3 cut off
- * from the others for 1 to 3 s ({@code gmcast.isolate}) instead of killed.
+ * from the others for 1 to 3 s ({@code gmcast.isolate}) instead of killed; and both in one run, a partition then a
+ * coordinated crash while the isolated node is behind.
  */
 @Tag("galera")
 class GaleraCheckerTests {
@@ -70,7 +71,20 @@ class GaleraCheckerTests {
 		 * (a few seconds: its peers must be suspected first), 1 to 3 s more, then joined again
 		 * ({@code gmcast.isolate=0}); the other two keep the primary component.
 		 */
-		ISOLATE_ONE
+		ISOLATE_ONE,
+
+		/**
+		 * A partition, then a coordinated crash: cluster node 2 or 3 is cut off as in {@link #ISOLATE_ONE}; once it is
+		 * alone in a non-primary component, and 1 s more while the two others go on committing, every cluster node gets
+		 * SIGKILL at once. The cluster is started again as after {@link #CRASH_ALL}, from the node with the highest
+		 * recovered seqno: the isolated node, behind the others, must not be chosen, and rejoins from them.
+		 */
+		ISOLATE_THEN_CRASH_ALL;
+
+		/** Whether every cluster node goes down, and the cluster is started again as a whole. */
+		boolean crashesAll() {
+			return this == CRASH_ALL || this == ISOLATE_THEN_CRASH_ALL;
+		}
 
 	}
 
@@ -98,6 +112,12 @@ class GaleraCheckerTests {
 		run(false, Fault.ISOLATE_ONE);
 	}
 
+	@Test
+	@Tag("clusters")
+	void shortRunAcrossClusterNodesWithAPartitionThenACoordinatedCrash() throws Exception {
+		run(false, Fault.ISOLATE_THEN_CRASH_ALL);
+	}
+
 	private static void run(boolean oneNode, Fault fault) throws Exception {
 		List<HikariDataSource> own = new ArrayList<>();
 		try (HistoryServer history = HistoryServer.start(); GaleraCluster cluster = GaleraCluster.start(3)) {
@@ -114,7 +134,7 @@ class GaleraCheckerTests {
 				throw ex;
 			}
 			Observed observed = result.observed();
-			if (!oneNode && fault != Fault.CRASH_ALL) {
+			if (!oneNode && !fault.crashesAll()) {
 				// the status counters start again at 0 on a restarted node; after a coordinated crash on every node
 				long conflicts = conflicts(cluster) - conflictsBefore;
 				System.out.println("[checker] Galera: " + conflicts
@@ -335,36 +355,53 @@ class GaleraCheckerTests {
 
 		@Override
 		public void killServer(int index) {
-			if (this.fault == Fault.CRASH_ALL) {
+			if (this.fault == Fault.ISOLATE_ONE || this.fault == Fault.ISOLATE_THEN_CRASH_ALL) {
+				isolate(this.cluster.node(index));
+			}
+			if (this.fault.crashesAll()) {
+				if (this.fault == Fault.ISOLATE_THEN_CRASH_ALL) {
+					sleep(Duration.ofSeconds(1));
+				}
 				// as close to at once as three SIGKILLs from one thread get
 				for (int i = 0; i < this.cluster.size(); i++) {
 					this.cluster.node(i).kill();
 				}
 			}
-			else if (this.fault == Fault.ISOLATE_ONE) {
-				MariaDbProcess node = this.cluster.node(index);
-				node.execute(null, "SET GLOBAL wsrep_provider_options = 'gmcast.isolate=1'");
-				// the node leaves the primary component only once its peers are suspected (evs.suspect_timeout)
-				long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-				try {
-					while (!"non-Primary".equals(node.status("wsrep_cluster_status"))) {
-						if (System.nanoTime() > deadline) {
-							throw new IllegalStateException(node + " still in the primary component 30 s after"
-									+ " gmcast.isolate=1:\n" + node.logTail());
-						}
-						Thread.sleep(100);
+			else if (this.fault == Fault.RESTART_ONE) {
+				this.cluster.node(index).kill();
+			}
+		}
+
+		/** Cuts a node off from the others ({@code gmcast.isolate=1}) and waits until it is in a non-primary component. */
+		private static void isolate(MariaDbProcess node) {
+			node.execute(null, "SET GLOBAL wsrep_provider_options = 'gmcast.isolate=1'");
+			// the node leaves the primary component only once its peers are suspected (evs.suspect_timeout)
+			long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+			try {
+				while (!"non-Primary".equals(node.status("wsrep_cluster_status"))) {
+					if (System.nanoTime() > deadline) {
+						throw new IllegalStateException(node + " still in the primary component 30 s after"
+								+ " gmcast.isolate=1:\n" + node.logTail());
 					}
-				}
-				catch (SQLException ex) {
-					throw new IllegalStateException(ex);
-				}
-				catch (InterruptedException ex) {
-					Thread.currentThread().interrupt();
-					throw new IllegalStateException(ex);
+					Thread.sleep(100);
 				}
 			}
-			else {
-				this.cluster.node(index).kill();
+			catch (SQLException ex) {
+				throw new IllegalStateException(ex);
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+				throw new IllegalStateException(ex);
+			}
+		}
+
+		private static void sleep(Duration duration) {
+			try {
+				Thread.sleep(duration.toMillis());
+			}
+			catch (InterruptedException ex) {
+				Thread.currentThread().interrupt();
+				throw new IllegalStateException(ex);
 			}
 		}
 
@@ -374,7 +411,7 @@ class GaleraCheckerTests {
 		 */
 		@Override
 		public void restartServer(int index, Duration timeout) {
-			if (this.fault == Fault.CRASH_ALL) {
+			if (this.fault.crashesAll()) {
 				this.cluster.restartAfterCrash(timeout);
 			}
 			else if (this.fault == Fault.ISOLATE_ONE) {
