@@ -35,6 +35,7 @@ public final class CheckerWorker {
 		String user = args[6];
 		String password = args[7].equals("-") ? "" : args[7];
 		var defect = args[8].equals("-") ? null : Defects.named(args[8]);
+		boolean multiPrimary = Boolean.parseBoolean(args[9]);
 		PauseWatch pauses = PauseWatch.start();
 		Workload.Pools pools = (url, size, customizer) -> {
 			HikariConfig config = new HikariConfig();
@@ -67,7 +68,7 @@ public final class CheckerWorker {
 			say("STARTED");
 			Workload workload = new Workload(
 					new Workload.Settings(seed, Duration.ZERO, 1, threads, true, defect), prefix);
-			errors.addAll(workload.runNode(index, lockUrl, pools, history, going::get));
+			errors.addAll(workload.runNode(index, lockUrl, multiPrimary, pools, history, going::get));
 		}
 		catch (RuntimeException ex) {
 			errors.add("worker p" + index + ": " + ex);

@@ -15,6 +15,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import io.github.dblock.jdbc.DatabaseServer;
 import io.github.dblock.jdbc.LockDialect;
 import io.github.dblock.reliability.checker.History.Family;
+import io.github.dblock.reliability.checker.Checker.Violation;
 import io.github.dblock.reliability.checker.History.Observed;
 import io.github.dblock.test.GaleraCluster;
 import io.github.dblock.test.LockNodes;
@@ -116,6 +117,123 @@ class GaleraCheckerTests {
 	@Tag("clusters")
 	void shortRunAcrossClusterNodesWithAPartitionThenACoordinatedCrash() throws Exception {
 		run(false, Fault.ISOLATE_THEN_CRASH_ALL);
+	}
+
+	/**
+	 * The workload in worker processes ({@link ProcessWorkload}: 3 JVMs × 3 threads, worker {@code i} on cluster node
+	 * {@code i} modulo 3, each through a fault proxy of its own) under SIGKILL, SIGSTOP, killed connections, blackholes
+	 * and late replies, and one cluster node (2 or 3) killed and restarted a third of the way in; the history on the
+	 * {@link HistoryServer}, the lock-side work on node 1. The checker judges what a worker's own clock cannot spoil:
+	 * every invariant but those comparing two JVMs' timings.
+	 */
+	@Test
+	@Tag("clusters")
+	void shortRunInWorkerProcesses() throws Exception {
+		long seed = MixedWorkloadCheckerTests.seed();
+		Duration duration = MixedWorkloadCheckerTests.duration("lock.checker.galera-duration", Duration.ofSeconds(40));
+		System.out.println("[checker] Galera, worker processes, seed " + seed + " (replay: -Dlock.checker.seed=" + seed
+				+ "), " + duration);
+		try (HistoryServer history = HistoryServer.start(); GaleraCluster cluster = GaleraCluster.start(3);
+				ProcessCluster processCluster = new ProcessCluster(cluster, history)) {
+			Workload.Result result;
+			try {
+				result = new ProcessWorkload(
+						new ProcessWorkload.Settings(seed, duration, 3, 3, null, null, null, processCluster)).run();
+			}
+			catch (Exception | AssertionError ex) {
+				System.out.println("[checker] Galera: the cluster nodes' events:\n" + cluster.events());
+				throw ex;
+			}
+			Observed observed = result.observed();
+			List<Violation> violations = Checker.check(observed);
+			System.out.println("[checker] Galera, worker processes, seed " + seed + ": "
+					+ MixedWorkloadCheckerTests.summary(result) + ", " + observed.rowChanges().size()
+					+ " lock row changes, " + violations.size() + " violation(s)");
+			assertThat(result.harnessErrors()).as("errors of the workload itself, seed %d", seed).isEmpty();
+			assertThat(violations).as("%s", Checker.report(seed, observed, violations)).isEmpty();
+			assertThat(MixedWorkloadCheckerTests.count(observed, Family.EXCLUSIVE)).as("exclusive sections")
+				.isGreaterThanOrEqualTo(30);
+			assertThat(MixedWorkloadCheckerTests.count(observed, Family.PERMIT)).as("permit sections")
+				.isGreaterThanOrEqualTo(5);
+			assertThat(observed.rowChanges()).as("the lock rows' history").isNotEmpty();
+			assertThat(result.faults()).as("faults").containsKeys("SIGKILL", "SIGSTOP", "cluster node SIGKILL and restart");
+			assertThat(observed.sections()).as("PESSIMISTIC sections").noneMatch((s) -> s.mode().startsWith("PESSIMISTIC"));
+		}
+	}
+
+	/** {@link ProcessWorkload}'s view of the cluster: locks on the nodes, the history on the {@link HistoryServer}. */
+	private static final class ProcessCluster implements ProcessWorkload.Cluster, AutoCloseable {
+
+		private final GaleraCluster cluster;
+
+		private final HistoryServer history;
+
+		private final HikariDataSource lockPool;
+
+		private final List<HikariDataSource> sessions = new ArrayList<>();
+
+		ProcessCluster(GaleraCluster cluster, HistoryServer history) {
+			this.cluster = cluster;
+			this.history = history;
+			HikariConfig config = new HikariConfig();
+			config.setJdbcUrl(cluster.node(0).jdbcUrl(GaleraCluster.DATABASE));
+			config.setUsername("root");
+			config.setPassword("");
+			config.setMaximumPoolSize(6);
+			config.setMinimumIdle(0);
+			config.setPoolName("checker-lock-side");
+			// reads see what every node committed (the other nodes' commits are applied asynchronously)
+			config.setConnectionInitSql("SET SESSION wsrep_sync_wait = 1");
+			this.lockPool = new HikariDataSource(config);
+			for (int i = 0; i < cluster.size(); i++) {
+				this.sessions.add(cluster.node(i).newDataSource(GaleraCluster.DATABASE, 2));
+			}
+		}
+
+		@Override
+		public String historyUrl() {
+			return this.history.jdbcUrl();
+		}
+
+		@Override
+		public String lockUrl(int index) {
+			return this.cluster.node(index % this.cluster.size()).jdbcUrl(GaleraCluster.DATABASE);
+		}
+
+		@Override
+		public HikariDataSource lockPool() {
+			return this.lockPool;
+		}
+
+		@Override
+		public void tablesCreated() {
+			try {
+				this.cluster.awaitSchema(GaleraCluster.DATABASE, Duration.ofMinutes(1));
+			}
+			catch (SQLException ex) {
+				throw new IllegalStateException(ex);
+			}
+		}
+
+		@Override
+		public DataSource sessions(int index) {
+			return this.sessions.get(index % this.cluster.size());
+		}
+
+		@Override
+		public void restartOneNode(java.util.Random random) {
+			int index = 1 + random.nextInt(this.cluster.size() - 1);
+			this.cluster.node(index).kill();
+			this.cluster.restart(index);
+			GaleraCluster.awaitState(this.cluster.node(index), this.cluster.size(), Duration.ofMinutes(2));
+		}
+
+		@Override
+		public void close() {
+			this.sessions.forEach(HikariDataSource::close);
+			this.lockPool.close();
+		}
+
 	}
 
 	private static void run(boolean oneNode, Fault fault) throws Exception {

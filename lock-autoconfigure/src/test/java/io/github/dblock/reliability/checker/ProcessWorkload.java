@@ -31,7 +31,8 @@ import org.springframework.jdbc.core.JdbcTemplate;
 /**
  * The checker's {@link Workload} in worker processes: {@link Settings#processes()} {@link CheckerWorker} JVMs × {@link
  * Settings#threads()} threads, each JVM one node reached through a {@link FaultProxy} of its own in this JVM, all
- * recording into one {@link History} on the server. This JVM runs the cleanup job and, every 1 to 3 s, one fault of
+ * recording into one {@link History} on the server (or, with a {@link Cluster}, on a server of its own, while the
+ * workers lock on the cluster's nodes and the cluster restarts one node once). This JVM runs the cleanup job and, every 1 to 3 s, one fault of
  * a random kind on a random worker: SIGKILL (a new worker, a new node, replaces it), SIGSTOP for 0.5 to 3 s then
  * SIGCONT, {@code KILL CONNECTION} of one of its sessions, a blackhole of its proxy for 0.5 to 3 s (then passed on, or
  * every connection reset), late replies (100 to 700 ms) for 1 to 3 s, and, with a server of the test's own, a restart
@@ -50,14 +51,50 @@ final class ProcessWorkload {
 	 * @param restartEvery at most one restart per this much time ({@code null}: none)
 	 * @param defect the name of a {@link Defects} switch for the first worker ({@code p0}) and each worker that
 	 * replaces it after a SIGKILL, or {@code null}
+	 * @param cluster the nodes of a cluster on which the workers lock (worker {@code i} on node {@code i} modulo their
+	 * number), the history on a server of its own; {@code null}: locks and history on one server
 	 */
 	record Settings(long seed, Duration duration, int processes, int threads, @Nullable EmbeddedMariaDb server,
-			@Nullable Duration restartEvery, @Nullable String defect) {
+			@Nullable Duration restartEvery, @Nullable String defect, @Nullable Cluster cluster) {
 
 		Settings(long seed, Duration duration, int processes, int threads, @Nullable EmbeddedMariaDb server,
 				@Nullable Duration restartEvery) {
-			this(seed, duration, processes, threads, server, restartEvery, null);
+			this(seed, duration, processes, threads, server, restartEvery, null, null);
 		}
+
+		Settings(long seed, Duration duration, int processes, int threads, @Nullable EmbeddedMariaDb server,
+				@Nullable Duration restartEvery, @Nullable String defect) {
+			this(seed, duration, processes, threads, server, restartEvery, defect, null);
+		}
+
+	}
+
+	/**
+	 * A multi-primary cluster whose nodes hold the locks, with the history's records on a server outside it (as
+	 * {@link Workload.Servers} for a run in one JVM). The run restarts one of its nodes once, a third of the way in.
+	 */
+	interface Cluster {
+
+		/** The URL of the history's server (never faulted); user root, no password, as for the nodes. */
+		String historyUrl();
+
+		/** The URL of the cluster node on which worker {@code index} locks. */
+		String lockUrl(int index);
+
+		/**
+		 * This JVM's pool for the lock-side work: the lock table's migration, the session table, the row triggers,
+		 * the cleanup job, the rows written in the locks' transactions and the leftovers check.
+		 */
+		HikariDataSource lockPool();
+
+		/** Once the tables made through {@link #lockPool()} exist: waits until every node has them. */
+		void tablesCreated();
+
+		/** A pool on the node of worker {@code index}, to find and kill its sessions there. */
+		javax.sql.DataSource sessions(int index);
+
+		/** Kills one node other than the lock pool's (SIGKILL), starts it again, and returns once it is in sync. */
+		void restartOneNode(Random random);
 
 	}
 
@@ -88,8 +125,9 @@ final class ProcessWorkload {
 	ProcessWorkload(Settings settings) {
 		this.settings = settings;
 		this.prefix = Workload.newPrefix(settings.seed());
-		if (settings.server() != null) {
-			this.directUrl = settings.server().jdbcUrl() + "?sslMode=DISABLED&allowPublicKeyRetrieval=true";
+		if (settings.server() != null || settings.cluster() != null) {
+			this.directUrl = (settings.cluster() != null) ? settings.cluster().historyUrl()
+					: settings.server().jdbcUrl() + "?sslMode=DISABLED&allowPublicKeyRetrieval=true";
 			this.user = "root";
 			this.password = "";
 			this.pools = (url, size, customizer) -> {
@@ -117,6 +155,8 @@ final class ProcessWorkload {
 
 		final String node;
 
+		final int index;
+
 		/** Whether this worker runs with {@link Settings#defect()}: the first one, and each that replaces it. */
 		final boolean defective;
 
@@ -132,17 +172,19 @@ final class ProcessWorkload {
 
 		Worker(int index, boolean defective) throws Exception {
 			this.node = "p" + index;
+			this.index = index;
 			this.defective = defective;
-			this.proxy = FaultProxy.forJdbcUrl(ProcessWorkload.this.directUrl);
+			Cluster cluster = ProcessWorkload.this.settings.cluster();
+			String lockUrl = (cluster != null) ? cluster.lockUrl(index) : ProcessWorkload.this.directUrl;
+			this.proxy = FaultProxy.forJdbcUrl(lockUrl);
 			List<String> cmd = List.of(System.getProperty("java.home") + File.separator + "bin" + File.separator + "java",
 					"-Xmx160m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", System.getProperty("java.class.path"),
 					"-Dlock.checker.virtual-threads=" + Boolean.getBoolean("lock.checker.virtual-threads"),
 					CheckerWorker.class.getName(), ProcessWorkload.this.prefix, String.valueOf(ProcessWorkload.this.settings.seed()),
 					String.valueOf(index), String.valueOf(ProcessWorkload.this.settings.threads()),
-					this.proxy.jdbcUrl(ProcessWorkload.this.directUrl), ProcessWorkload.this.directUrl,
-					ProcessWorkload.this.user,
+					this.proxy.jdbcUrl(lockUrl), ProcessWorkload.this.directUrl, ProcessWorkload.this.user,
 					ProcessWorkload.this.password.isEmpty() ? "-" : ProcessWorkload.this.password,
-					defective ? ProcessWorkload.this.settings.defect() : "-");
+					defective ? ProcessWorkload.this.settings.defect() : "-", String.valueOf(cluster != null));
 			this.process = new ProcessBuilder(cmd).redirectErrorStream(true).start();
 			Thread reader = new Thread(() -> {
 				try (BufferedReader in = new BufferedReader(
@@ -177,30 +219,41 @@ final class ProcessWorkload {
 
 	/** Runs the workers for the duration under faults, lets every call end, and returns the history. */
 	Workload.Result run() throws Exception {
+		Cluster cluster = this.settings.cluster();
 		HikariDataSource historyPool = this.pools.pool(null, 6, (config) -> config.setPoolName("checker-history"));
-		if (this.settings.server() != null) {
-			LockNodes.migrate(historyPool);
+		HikariDataSource lockPool = (cluster != null) ? cluster.lockPool() : historyPool;
+		if (this.settings.server() != null || cluster != null) {
+			LockNodes.migrate(lockPool);
 		}
 		else {
-			LockNodes.migrateOnce(historyPool);
+			LockNodes.migrateOnce(lockPool);
 		}
-		History history = new History(historyPool, this.prefix);
-		JdbcTemplate direct = new JdbcTemplate(historyPool);
-		recordRowChanges(direct);
+		History history = new History(historyPool, lockPool, this.prefix);
+		JdbcTemplate lockSide = new JdbcTemplate(lockPool);
+		recordRowChanges(lockSide);
 		try {
-			return run(historyPool, history, direct);
+			Workload.createSessionTable(lockSide);
+			if (cluster != null) {
+				cluster.tablesCreated();
+			}
+			return run(lockPool, history, new JdbcTemplate(historyPool), lockSide);
 		}
 		finally {
-			if (this.settings.server() == null) {
+			if (this.settings.server() == null && cluster == null) {
 				// the shared test database: its lock table goes back to how the other tests know it
-				dropTriggers(direct);
+				dropTriggers(lockSide);
 			}
 			historyPool.close();
 		}
 	}
 
-	private Workload.Result run(HikariDataSource historyPool, History history, JdbcTemplate direct) throws Exception {
-		Workload.createSessionTable(direct);
+	/**
+	 * @param lockPool the lock-side pool (the history's own on one server)
+	 * @param direct the history's records
+	 * @param lockSide the lock-side work through {@code lockPool}
+	 */
+	private Workload.Result run(HikariDataSource lockPool, History history, JdbcTemplate direct, JdbcTemplate lockSide)
+			throws Exception {
 		Map<String, Integer> permits = new LinkedHashMap<>();
 		Workload.SEMAPHORES.forEach((name, n) -> permits.put(this.prefix + name, n));
 		List<Worker> workers = new ArrayList<>();
@@ -211,12 +264,13 @@ final class ProcessWorkload {
 			awaitStarted(worker);
 		}
 		Random random = new Random(this.settings.seed() + 2);
-		Thread cleanup = new Thread(() -> Workload.cleanup(historyPool, new Random(this.settings.seed() + 1),
+		Thread cleanup = new Thread(() -> Workload.cleanup(lockPool, new Random(this.settings.seed() + 1),
 				() -> this.stopping, () -> this.serverDown, this.faults, this.harnessErrors), "checker-cleanup");
 		cleanup.start();
 		long started = System.nanoTime();
 		long deadline = started + this.settings.duration().toNanos();
 		long lastRestart = started;
+		boolean clusterRestarted = false;
 		List<Worker> all = new ArrayList<>(workers);
 		List<Integer> round = new ArrayList<>();
 		while (true) {
@@ -233,26 +287,39 @@ final class ProcessWorkload {
 			boolean restart = this.settings.server() != null && this.settings.restartEvery() != null
 					&& System.nanoTime() - lastRestart >= this.settings.restartEvery().toNanos()
 					&& deadline - System.nanoTime() > Duration.ofSeconds(30).toNanos();
+			boolean clusterRestart = this.settings.cluster() != null && !clusterRestarted
+					&& System.nanoTime() - started >= this.settings.duration().toNanos() / 3;
 			if (round.isEmpty()) {
 				// every kind once in a random order, then again: each kind at least once in a short run
 				round.addAll(List.of(0, 1, 2, 3, 4));
 				java.util.Collections.shuffle(round, random);
 			}
-			int kind = restart ? -1 : round.remove(0);
+			int kind = clusterRestart ? -2 : restart ? -1 : round.remove(0);
 			try {
 				switch (kind) {
+					case -2 -> {
+						clusterRestarted = true;
+						this.serverDown = true;
+						try {
+							this.settings.cluster().restartOneNode(random);
+						}
+						finally {
+							this.serverDown = false;
+						}
+						count("cluster node SIGKILL and restart");
+					}
 					case -1 -> {
 						lastRestart = System.nanoTime();
 						this.serverDown = true;
 						this.settings.server().stop();
 						this.settings.server().restart();
-						awaitServer(direct);
+						awaitServer(lockSide);
 						this.serverDown = false;
 						count("server restart");
 					}
 					case 0 -> {
 						awaitOpenSection(direct, worker.node);
-						LocalDateTime at = serverNow(direct);
+						LocalDateTime at = serverNow(lockSide);
 						worker.process.destroyForcibly();
 						if (!worker.process.waitFor(30, TimeUnit.SECONDS)) {
 							this.harnessErrors.add(worker.node + " did not die of SIGKILL");
@@ -271,12 +338,14 @@ final class ProcessWorkload {
 						count("SIGSTOP");
 					}
 					case 2 -> {
-						List<Long> sessions = direct.queryForList("SELECT s.id FROM checker_session s JOIN"
+						JdbcTemplate server = (this.settings.cluster() != null)
+								? new JdbcTemplate(this.settings.cluster().sessions(worker.index)) : lockSide;
+						List<Long> sessions = server.queryForList("SELECT s.id FROM checker_session s JOIN"
 								+ " information_schema.PROCESSLIST p ON p.ID = s.id WHERE s.run = ? AND s.node = ?",
 								Long.class, this.prefix, worker.node);
 						if (!sessions.isEmpty()) {
 							try {
-								direct.update("KILL CONNECTION ?", sessions.get(random.nextInt(sessions.size())));
+								server.update("KILL CONNECTION ?", sessions.get(random.nextInt(sessions.size())));
 								count("KILL CONNECTION");
 							}
 							catch (org.springframework.dao.DataAccessException ex) {
@@ -322,8 +391,8 @@ final class ProcessWorkload {
 		cleanup.join(10_000);
 		// the longest lease of the run (idempotency claims: 2 s) ends; then nothing of the run may be held
 		Thread.sleep(2_500);
-		List<String> leftovers = Workload.leftovers(historyPool, this.prefix);
-		Observed observed = history.observed(permits, leftovers, this.killed, rowChanges(direct));
+		List<String> leftovers = Workload.leftovers(lockPool, this.prefix);
+		Observed observed = history.observed(permits, leftovers, this.killed, rowChanges(lockSide));
 		for (Worker worker : all) {
 			worker.proxy.close();
 		}

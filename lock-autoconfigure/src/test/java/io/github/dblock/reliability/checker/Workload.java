@@ -166,6 +166,9 @@ public final class Workload {
 	/** Where the run is; the test database unless {@link #run(Servers)} says otherwise. */
 	private Servers servers;
 
+	/** In a worker process: whether its server is a node of a multi-primary cluster. */
+	private boolean multiPrimaryNode;
+
 	/** The node whose server is killed or restarting, or -1. */
 	private volatile int serverDown = -1;
 
@@ -331,11 +334,13 @@ public final class Workload {
 	 * cleanup and no faults: the test process runs those.
 	 * @param index the node's index: its name is {@code p<index>}, its threads' seeds follow from the run's seed and it
 	 * @param lockUrl the URL of the node's pool (the test's fault proxy for this process)
+	 * @param multiPrimary whether the server is a node of a multi-primary cluster (as {@link Servers#multiPrimary()})
 	 * @return the errors of the workload itself
 	 */
-	List<String> runNode(int index, String lockUrl, Pools pools, History history,
+	List<String> runNode(int index, String lockUrl, boolean multiPrimary, Pools pools, History history,
 			java.util.function.BooleanSupplier going) throws InterruptedException {
 		this.history = history;
+		this.multiPrimaryNode = multiPrimary;
 		Map<String, Integer> permits = new LinkedHashMap<>();
 		SEMAPHORES.forEach((name, n) -> permits.put(this.prefix + name, n));
 		boolean validateAtCommit = new Random(this.settings.seed() + index).nextBoolean();
@@ -356,6 +361,11 @@ public final class Workload {
 		node.leaseProviders().forEach(LeaseLockProvider::close);
 		node.pool().close();
 		return List.copyOf(this.harnessErrors);
+	}
+
+	/** Whether the nodes' server is a multi-primary cluster, in this JVM's run or in a worker process. */
+	private boolean multiPrimary() {
+		return (this.servers != null && this.servers.multiPrimary()) || this.multiPrimaryNode;
 	}
 
 	/** One node: its pool behind its proxy, and its templates. */
@@ -520,7 +530,7 @@ public final class Workload {
 		});
 		io.github.dblock.jdbc.LockDialect dialect = (this.servers != null && this.servers.dialect() != null)
 				? this.servers.dialect() : LockNodes.dialect(pool);
-		boolean multiPrimary = this.servers != null && this.servers.multiPrimary();
+		boolean multiPrimary = multiPrimary();
 		LockProvider lease = LockNodes.provider(LockMode.LEASE, pool, dialect);
 		LockProvider pessimistic = LockNodes.provider(LockMode.PESSIMISTIC, pool, dialect);
 		LockProvider optimistic = LockNodes.provider(LockMode.OPTIMISTIC, pool, dialect);
@@ -558,7 +568,7 @@ public final class Workload {
 	}
 
 	private void work(Node node, Random random, java.util.function.BooleanSupplier going) {
-		boolean multiPrimary = this.servers != null && this.servers.multiPrimary();
+		boolean multiPrimary = multiPrimary();
 		while (going.getAsBoolean()) {
 			int pick = random.nextInt(166);
 			if (multiPrimary && ((pick >= 30 && pick < 50) || (pick >= 118 && (pick - 118) % 16 >= 6))) {
