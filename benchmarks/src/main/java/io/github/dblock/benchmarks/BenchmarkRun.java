@@ -35,10 +35,10 @@ import org.openjdk.jmh.util.Statistics;
  */
 public final class BenchmarkRun {
 
-	static final Contender.Kind[] LOCKS = { Contender.Kind.LEASE, Contender.Kind.PESSIMISTIC,
+	static final Contender.Kind[] LOCKS = Contender.Kind.measurable(Contender.Kind.LEASE, Contender.Kind.PESSIMISTIC,
 			Contender.Kind.PESSIMISTIC_SERVER_CLOCK, Contender.Kind.OPTIMISTIC, Contender.Kind.SHEDLOCK,
 			Contender.Kind.JDBC_LOCK_REGISTRY, Contender.Kind.RAW_LEASE_UPSERT, Contender.Kind.MINIMAL_FOR_UPDATE,
-			Contender.Kind.GET_LOCK };
+			Contender.Kind.GET_LOCK, Contender.Kind.REDISSON);
 
 	/** Connections of each contender's own pool in the contended scenarios run in this JVM. */
 	static final int POOL = 20;
@@ -46,12 +46,12 @@ public final class BenchmarkRun {
 	/**
 	 * The contenders of the hot-lock scenarios (2 and 3): {@link #LOCKS}, PESSIMISTIC with {@code fencing =
 	 * server-clock}, and the two row-lock baselines (PESSIMISTIC's statements in plain JDBC, and the bare
-	 * {@code SELECT … FOR UPDATE} that writes nothing).
+	 * {@code SELECT … FOR UPDATE} that writes nothing); Redisson where {@code -Dbench.redis-url} is given.
 	 */
-	static final Contender.Kind[] HOT = { Contender.Kind.LEASE, Contender.Kind.PESSIMISTIC,
+	static final Contender.Kind[] HOT = Contender.Kind.measurable(Contender.Kind.LEASE, Contender.Kind.PESSIMISTIC,
 			Contender.Kind.PESSIMISTIC_SERVER_CLOCK, Contender.Kind.PLAIN_PESSIMISTIC, Contender.Kind.BARE_ROW_LOCK,
 			Contender.Kind.OPTIMISTIC, Contender.Kind.SHEDLOCK, Contender.Kind.JDBC_LOCK_REGISTRY,
-			Contender.Kind.MINIMAL_FOR_UPDATE, Contender.Kind.GET_LOCK };
+			Contender.Kind.MINIMAL_FOR_UPDATE, Contender.Kind.GET_LOCK, Contender.Kind.REDISSON);
 
 	/** The hold times of scenarios 2 and 3, in milliseconds. */
 	private static final int[] HOLDS = { 0, 1 };
@@ -88,6 +88,9 @@ public final class BenchmarkRun {
 			environment(pool);
 			log("scenario 1: uncontended latency");
 			uncontended();
+			FloorComparison.Params floors = FloorComparison.Params.of(this.settings);
+			log("against the minimal loops: " + floors.rounds() + " rotated round(s) per scenario");
+			this.results.floors.putAll(FloorComparison.run(this.db, "ush", floors, null));
 			log("scenario 5: table size");
 			tableSize();
 			log("scenario 6: @DistributedLock overhead");
@@ -127,6 +130,7 @@ public final class BenchmarkRun {
 					.add(throughput(phase.kind(), processResults.get(i)));
 			}
 			acrossProcesses.forEach((hold, byKind) -> this.results.hotAcrossProcesses.put(hold, medianRounds(byKind)));
+			this.results.hotAcrossProcessesRounds.putAll(acrossProcesses);
 			log("scenario 4: 16 threads over 1,000 resources");
 			for (Contender.Kind kind : LOCKS) {
 				try (Contender contender = Contenders.pooled(kind, this.db, POOL, BenchSchema.SMALL, "spread")) {
@@ -174,14 +178,16 @@ public final class BenchmarkRun {
 				+ System.getProperty("os.name") + " " + System.getProperty("os.arch"));
 		this.results.environment.put("JVM", System.getProperty("java.vm.name") + " " + System.getProperty("java.version")
 				+ ", max heap " + runtime.maxMemory() / (1024 * 1024) + " MB");
-		this.results.environment.put("connection pool", "HikariCP; scenarios 1, 2 and 4: a pool of " + POOL
+		this.results.environment.put("connection pool", "HikariCP; in this JVM a pool of " + POOL
 				+ " connections per contender (worker processes of scenario 3: threads + 2 per contender); Connector/J with "
 				+ "cachePrepStmts=true, prepStmtCacheSize=250, prepStmtCacheSqlLimit=4096, useLocalSessionState=true, "
-				+ "tcpNoDelay=true, client-side prepared statements (the raw lease upsert's pool also useAffectedRows=true)");
+				+ "tcpNoDelay=true, client-side prepared statements (the raw lease upsert's pool also useAffectedRows=true)"
+				+ ((Contenders.redisUrl() != null) ? "; Redisson: a client of " + Contenders.REDIS_POOL
+						+ " connections per contender" : ""));
 	}
 
 	private void uncontended() throws RunnerException {
-		Contender.Kind[] kinds = Contender.Kind.values();
+		Contender.Kind[] kinds = Contender.Kind.measurable();
 		java.util.Map<Contender.Kind, List<Results.Latency>> rounds = new java.util.EnumMap<>(Contender.Kind.class);
 		for (int round = 0; round < this.settings.rounds(); round++) {
 			List<String> order = new ArrayList<>();

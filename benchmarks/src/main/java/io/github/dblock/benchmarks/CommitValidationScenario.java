@@ -206,32 +206,22 @@ public final class CommitValidationScenario {
 		}
 	}
 
-	/** Replaces (or adds) section 12 before the targets and its rows at the end of the targets table. */
+	/** Replaces section 12 of the report (up to the next section), or adds it at the end. */
 	static void splice(java.nio.file.Path file, String[] section, String note) throws java.io.IOException {
 		String md = java.nio.file.Files.readString(file);
 		String heading = "## 12. Commit-time validation";
-		String targets = "## Targets";
-		int old = md.indexOf(heading);
-		int at = md.indexOf(targets);
-		if (at < 0) {
-			throw new IllegalStateException(file + " has no targets section");
-		}
 		String body = section[0];
 		int paragraph = body.indexOf("\n\n") + 2; // after the heading
 		body = body.substring(0, paragraph) + note + body.substring(paragraph);
-		md = md.substring(0, (old >= 0) ? old : at) + body + md.substring(at);
-		java.util.List<String> lines = new java.util.ArrayList<>(java.util.List.of(md.split("\n", -1)));
-		lines.removeIf((line) -> line.startsWith("| 12 | "));
-		int start = lines.indexOf(targets);
-		int end = start + 1;
-		while (end < lines.size() && !lines.get(end).startsWith("|")) {
-			end++;
+		int old = md.indexOf(heading);
+		if (old < 0) {
+			md = md + (md.endsWith("\n\n") ? "" : "\n") + body;
 		}
-		while (end < lines.size() && lines.get(end).startsWith("|")) {
-			end++;
+		else {
+			int next = md.indexOf("\n## ", old + heading.length());
+			md = md.substring(0, old) + body + ((next < 0) ? "" : md.substring(next + 1));
 		}
-		lines.addAll(end, java.util.List.of(section[1].strip().split("\n")));
-		java.nio.file.Files.writeString(file, String.join("\n", lines));
+		java.nio.file.Files.writeString(file, md);
 	}
 
 }

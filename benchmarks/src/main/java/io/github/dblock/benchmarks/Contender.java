@@ -34,7 +34,8 @@ public interface Contender extends AutoCloseable {
 		PESSIMISTIC_SERVER_CLOCK("PESSIMISTIC, fencing = server-clock", true),
 		BARE_ROW_LOCK("baseline: bare row lock (no write)", false),
 		RAW_LEASE_UPSERT("baseline: raw lease upsert", false),
-		MINIMAL_FOR_UPDATE("baseline: minimal FOR UPDATE", false), GET_LOCK("baseline: GET_LOCK", false);
+		MINIMAL_FOR_UPDATE("baseline: minimal FOR UPDATE", false), GET_LOCK("baseline: GET_LOCK", false),
+		REDISSON("Redisson RLock", true);
 
 		private final String label;
 
@@ -48,6 +49,24 @@ public interface Contender extends AutoCloseable {
 		/** The name in the report. */
 		public String label() {
 			return this.label;
+		}
+
+		/**
+		 * Every kind this run can measure, in declaration order: all of them, less {@link #REDISSON} unless
+		 * {@code -Dbench.redis-url} names a Redis server.
+		 */
+		public static Kind[] measurable() {
+			return java.util.Arrays.stream(values()).filter(Kind::isMeasured).toArray(Kind[]::new);
+		}
+
+		/** The kinds given, less those this run cannot measure ({@link #measurable()}). */
+		public static Kind[] measurable(Kind... kinds) {
+			return java.util.Arrays.stream(kinds).filter(Kind::isMeasured).toArray(Kind[]::new);
+		}
+
+		/** Whether this run measures the kind: every kind but {@link #REDISSON}, which needs {@code -Dbench.redis-url}. */
+		public boolean isMeasured() {
+			return this != REDISSON || Contenders.redisUrl() != null;
 		}
 
 		/** Whether this is a real lock (that may be contended), not a baseline. */

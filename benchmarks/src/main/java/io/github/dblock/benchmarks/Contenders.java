@@ -81,6 +81,65 @@ public final class Contenders {
 			case RAW_LEASE_UPSERT -> new RawLeaseUpsert(dataSource);
 			case MINIMAL_FOR_UPDATE -> new MinimalForUpdate(dataSource, table);
 			case GET_LOCK -> new GetLock(dataSource);
+			case REDISSON -> redisson(node);
+		};
+	}
+
+	/**
+	 * The Redis server of the Redisson contender, {@code -Dbench.redis-url} (e.g. {@code redis://127.0.0.1:6379}),
+	 * or null where none is given (Redisson is then not measured).
+	 */
+	public static @org.jspecify.annotations.Nullable String redisUrl() {
+		String url = System.getProperty("bench.redis-url", "");
+		return url.isBlank() ? null : url;
+	}
+
+	/** Connections of the Redisson client's pool: as many as each contender's JDBC pool. */
+	static final int REDIS_POOL = 20;
+
+	/**
+	 * Redisson's {@code RLock} on a client of its own (single server {@link #redisUrl()}, a pool of
+	 * {@link #REDIS_POOL} connections): {@code tryLock(wait 1 min, lease 30 s)}, the section, {@code unlock()}; the
+	 * client is shut down with the contender. Keys are {@code bench-lock:} + the resource.
+	 */
+	private static Contender redisson(String node) {
+		String url = redisUrl();
+		if (url == null) {
+			throw new IllegalStateException("Redisson needs -Dbench.redis-url=redis://host:port");
+		}
+		org.redisson.config.Config config = new org.redisson.config.Config();
+		config.useSingleServer()
+			.setAddress(url)
+			.setConnectionPoolSize(REDIS_POOL)
+			.setConnectionMinimumIdleSize(REDIS_POOL)
+			.setClientName("bench-" + node);
+		org.redisson.api.RedissonClient client = org.redisson.Redisson.create(config);
+		return new Contender() {
+
+			@Override
+			public Contender.Kind kind() {
+				return Contender.Kind.REDISSON;
+			}
+
+			@Override
+			public void cycle(String resource, Runnable section) throws InterruptedException {
+				org.redisson.api.RLock lock = client.getLock("bench-lock:" + resource);
+				if (!lock.tryLock(WAIT.toMillis(), LEASE.toMillis(), TimeUnit.MILLISECONDS)) {
+					throw new IllegalStateException("Redisson: '" + resource + "' stayed busy for " + WAIT);
+				}
+				try {
+					section.run();
+				}
+				finally {
+					lock.unlock();
+				}
+			}
+
+			@Override
+			public void close() {
+				client.shutdown();
+			}
+
 		};
 	}
 
@@ -630,6 +689,9 @@ public final class Contenders {
 	 * with the contender.
 	 */
 	public static Contender pooled(Contender.Kind kind, BenchDatabase db, int size, LockTable table, String node) {
+		if (kind == Contender.Kind.REDISSON) {
+			return redisson(node); // talks to Redis only: no JDBC pool
+		}
 		com.zaxxer.hikari.HikariDataSource pool = db.newPool(size, "bench-" + kind.name().toLowerCase(),
 				(kind == Contender.Kind.RAW_LEASE_UPSERT) ? java.util.Map.of("useAffectedRows", "true")
 						: java.util.Map.of());

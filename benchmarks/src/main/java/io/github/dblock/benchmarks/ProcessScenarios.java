@@ -137,7 +137,12 @@ public final class ProcessScenarios {
 	private static Process start(BenchDatabase db, String... args) throws Exception {
 		List<String> command = new ArrayList<>(List.of(
 				System.getProperty("java.home") + File.separator + "bin" + File.separator + "java", "-Xmx256m",
-				"-XX:+UseSerialGC", "-cp", System.getProperty("java.class.path"), BenchWorker.class.getName(), args[0],
+				"-XX:+UseSerialGC"));
+		String redis = Contenders.redisUrl();
+		if (redis != null) {
+			command.add("-Dbench.redis-url=" + redis); // the Redisson contender of the workers
+		}
+		command.addAll(List.of("-cp", System.getProperty("java.class.path"), BenchWorker.class.getName(), args[0],
 				db.jdbcUrl(), db.username(), db.password().isEmpty() ? "-" : db.password()));
 		for (int i = 1; i < args.length; i++) {
 			command.add(args[i]);

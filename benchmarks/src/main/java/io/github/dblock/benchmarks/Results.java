@@ -76,6 +76,12 @@ public final class Results {
 	/** Scenario 3: hold time in ms → per contender. */
 	public final Map<Integer, List<Throughput>> hotAcrossProcesses = new LinkedHashMap<>();
 
+	/** Scenario 3, every round: hold time in ms → contender → its figures of each round, in round order. */
+	public final Map<Integer, Map<Contender.Kind, List<Throughput>>> hotAcrossProcessesRounds = new LinkedHashMap<>();
+
+	/** Against the minimal loops ({@link FloorComparison}): scenario → its rounds. */
+	public final Map<FloorComparison.Scenario, FloorComparison.Table> floors = new LinkedHashMap<>();
+
 	/** Scenario 4: per contender. */
 	public final List<Throughput> spread = new ArrayList<>();
 
@@ -106,6 +112,11 @@ public final class Results {
 	/** The scenario 1 figures of a contender. */
 	public Latency uncontended(Contender.Kind kind) {
 		return this.uncontended.stream().filter((l) -> l.label().equals(kind.label())).findFirst().orElseThrow();
+	}
+
+	/** The figures of a contender in a list of contended runs, or null where it was not run. */
+	public static @Nullable Throughput optional(List<Throughput> list, Contender.Kind kind) {
+		return list.stream().filter((t) -> t.label().equals(kind.label())).findFirst().orElse(null);
 	}
 
 	/** The figures of a contender in a list of contended runs. */

@@ -22,6 +22,16 @@ public record ThreadCost(long cpuNanos, long allocatedBytes) {
 		return new ThreadCost(cpu, bytes);
 	}
 
+	/** This cost less another, component by component. */
+	public ThreadCost minus(ThreadCost other) {
+		return new ThreadCost(this.cpuNanos - other.cpuNanos, this.allocatedBytes - other.allocatedBytes);
+	}
+
+	/** This cost and another, component by component. */
+	public ThreadCost plus(ThreadCost other) {
+		return new ThreadCost(this.cpuNanos + other.cpuNanos, this.allocatedBytes + other.allocatedBytes);
+	}
+
 	/** What the current thread spent since this reading, as a reading of its own. */
 	public ThreadCost since() {
 		ThreadCost now = now();

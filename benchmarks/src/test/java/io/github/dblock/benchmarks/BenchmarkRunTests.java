@@ -40,7 +40,13 @@ class BenchmarkRunTests {
 		Results results = new BenchmarkRun(settings, BenchDatabase.get()).run();
 		Path markdown = new Report(settings, results).write(output);
 
-		assertThat(results.uncontended).hasSize(Contender.Kind.values().length);
+		assertThat(results.uncontended).hasSize(Contender.Kind.measurable().length);
+		assertThat(results.floors.keySet()).containsExactly(FloorComparison.Scenario.values());
+		results.floors.values().forEach((table) -> {
+			for (Contender.Kind kind : table.kinds()) {
+				assertThat(table.of(kind)).as(kind.label()).hasSize(FloorComparison.Params.of(settings).rounds());
+			}
+		});
 		assertThat(results.tableSize).hasSize(2);
 		assertThat(results.annotation).hasSize(4);
 		for (Results.Latency latency : concat(results.uncontended, results.tableSize, results.annotation)) {
@@ -85,8 +91,15 @@ class BenchmarkRunTests {
 		});
 		assertThat(results.semaphore.stream().mapToLong((run) -> run.throughput().completed()).sum()).isPositive();
 
-		assertThat(Files.readString(markdown)).contains("## 1. Uncontended", "## 8. Recovery after SIGKILL",
-				"## 9. Read/write locks", "## 10. Semaphore", "## 11. Idempotency keys", "## 12. Commit-time validation", "## Targets");
+		String page = Files.readString(markdown);
+		assertThat(page).contains("## At a glance", "## What this means for you", "## Targets",
+				"## Against the minimal loops", "## 1. Uncontended", "## 8. Recovery after SIGKILL",
+				"## 9. Read/write locks", "## 10. Semaphore", "## 11. Idempotency keys", "## 12. Commit-time validation");
+		assertThat(page.indexOf("## At a glance")).isLessThan(page.indexOf("## What this means for you"))
+			.isLessThan(page.indexOf("## Targets"));
+		if (Contenders.redisUrl() == null) {
+			assertThat(page).contains("not measured (no -Dbench.redis-url)");
+		}
 		assertThat(results.idempotency.executions()).isEqualTo(results.idempotency.bursts()).isPositive();
 		CommitValidationScenario.Result commit = results.commitValidation;
 		for (Samples samples : List.of(commit.onCycle(), commit.offCycle(), commit.onTransaction(),
@@ -96,7 +109,7 @@ class BenchmarkRunTests {
 		}
 		// interleaved one unit each: the variants differ in count by at most the last round
 		assertThat(Math.abs(commit.onCycle().size() - commit.offCycle().size())).isLessThanOrEqualTo(1);
-		for (String chart : new String[] { "uncontended", "hot-lock-threads", "hot-lock-processes", "spread" }) {
+		for (String chart : new String[] { "uncontended", "hot-lock-threads", "hot-lock-processes", "spread", "floors" }) {
 			Path png = output.resolve("benchmarks").resolve(chart + ".png");
 			assertThat(png).exists();
 			assertThat(Files.size(png)).as(chart).isGreaterThan(1000);
