@@ -16,7 +16,8 @@ import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 /**
  * The architecture of lock-core (issue 17): usable from plain Spring without Spring Boot, the API apart from the
  * JDBC engine and from the internal lock engine, the SPI apart from its JDBC implementation, the wait machinery
- * below the engine and the JDBC providers, no package cycles.
+ * below the engine and the JDBC providers, the JDBC mechanisms in packages of their own on a shared SQL foundation,
+ * no package cycles.
  */
 class CoreArchitectureTests {
 
@@ -186,6 +187,57 @@ class CoreArchitectureTests {
 			.dependOnClassesThat()
 			.resideInAPackage(ENGINE)
 			.check(core);
+	}
+
+	/** The JDBC engine's entry point, which wires the mechanisms together. */
+	private static final String JDBC = "io.github.dblock.jdbc";
+
+	/** The foundation every JDBC mechanism builds on: the table, dialects, statements, errors, connections. */
+	private static final String JDBC_SQL = "io.github.dblock.jdbc.sql..";
+
+	/** The JDBC mechanisms, each in its own package on top of {@link #JDBC_SQL}. */
+	private static final String[] JDBC_MECHANISMS = { "io.github.dblock.jdbc.lease..",
+			"io.github.dblock.jdbc.pessimistic..", "io.github.dblock.jdbc.optimistic..", "io.github.dblock.jdbc.admin.." };
+
+	/** Only the builder wires the mechanisms: nothing below it depends on it. */
+	@Test
+	void jdbcSubPackagesDoNotDependOnTheBuilder() {
+		noClasses().that()
+			.resideInAPackage("io.github.dblock.jdbc.*..")
+			.should()
+			.dependOnClassesThat()
+			.resideInAPackage(JDBC)
+			.because(JDBC + " holds the entry point that wires the mechanisms, not machinery they share")
+			.check(core);
+	}
+
+	/** The shared SQL foundation knows none of the mechanisms built on it. */
+	@Test
+	void jdbcSqlDependsOnNoMechanism() {
+		noClasses().that()
+			.resideInAPackage(JDBC_SQL)
+			.should()
+			.dependOnClassesThat()
+			.resideInAnyPackage(JDBC_MECHANISMS)
+			.because("what two mechanisms share goes down into " + JDBC_SQL)
+			.check(core);
+	}
+
+	/** Each mechanism stands on the SQL foundation alone, never on another mechanism. */
+	@Test
+	void jdbcMechanismsDoNotDependOnEachOther() {
+		for (String mechanism : JDBC_MECHANISMS) {
+			String[] others = java.util.Arrays.stream(JDBC_MECHANISMS)
+				.filter((other) -> !other.equals(mechanism))
+				.toArray(String[]::new);
+			noClasses().that()
+				.resideInAPackage(mechanism)
+				.should()
+				.dependOnClassesThat()
+				.resideInAnyPackage(others)
+				.because("what two mechanisms share goes down into " + JDBC_SQL)
+				.check(core);
+		}
 	}
 
 	/** The engine works against the SPI, not its JDBC implementation; the SPI knows nothing of the engine. */
