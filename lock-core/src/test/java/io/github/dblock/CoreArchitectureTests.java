@@ -240,6 +240,28 @@ class CoreArchitectureTests {
 		}
 	}
 
+	/**
+	 * A mechanism's helpers serve its provider and are called by it, never the other way round: no helper depends
+	 * on a provider (the semaphore and idempotency providers, themselves providers, use the lease provider's
+	 * renewal scheduler).
+	 */
+	@Test
+	void jdbcHelpersDoNotDependOnTheirProviders() {
+		DescribedPredicate<com.tngtech.archunit.core.domain.JavaClass> providers = belongToAnyOf(
+				io.github.dblock.jdbc.lease.LeaseLockProvider.class, io.github.dblock.jdbc.lease.JdbcSemaphoreProvider.class,
+				io.github.dblock.jdbc.lease.IdempotencyStore.class,
+				io.github.dblock.jdbc.pessimistic.PessimisticLockProvider.class,
+				io.github.dblock.jdbc.optimistic.OptimisticLockProvider.class,
+				io.github.dblock.jdbc.admin.LockTableCleaner.class, io.github.dblock.jdbc.admin.LockTableAdmin.class);
+		noClasses().that()
+			.resideInAPackage("io.github.dblock.jdbc.*..")
+			.and(DescribedPredicate.not(providers))
+			.should()
+			.dependOnClassesThat(providers.as("a provider"))
+			.because("a helper that calls back into its provider hides a cycle inside the package")
+			.check(core);
+	}
+
 	/** The engine works against the SPI, not its JDBC implementation; the SPI knows nothing of the engine. */
 	@Test
 	void engineAndSpiStayApart() {

@@ -15,12 +15,12 @@ import org.apache.commons.logging.LogFactory;
 
 /**
  * The clean-up of the holder tables beside a lock table ({@code <table>_rw_hold}, {@code <table>_sem_hold}) for
- * {@link LockTableCleaner}: expired holder rows, deleted by primary key in batches, each delete re-checking the expiry.
+ * {@code LockTableCleaner}: expired holder rows, deleted by primary key in batches, each delete re-checking the expiry.
  * Thread-safe.
  */
 final class HolderRowsCleanup {
 
-	/** The cleaner's logger: these messages are the cleaner's. */
+	/** This class's own logger. */
 	private static final Log logger = LogFactory.getLog(HolderRowsCleanup.class);
 
 	private final JdbcLockSupport jdbc;
@@ -30,10 +30,14 @@ final class HolderRowsCleanup {
 
 	private final int batchSize;
 
-	HolderRowsCleanup(JdbcLockSupport jdbc, String table, int batchSize) {
+	/** The most batches one call deletes. */
+	private final int maxBatches;
+
+	HolderRowsCleanup(JdbcLockSupport jdbc, String table, int batchSize, int maxBatches) {
 		this.jdbc = jdbc;
 		this.table = table;
 		this.batchSize = batchSize;
+		this.maxBatches = maxBatches;
 	}
 
 	/**
@@ -45,7 +49,7 @@ final class HolderRowsCleanup {
 	 */
 	int deleteExpiredKeys(String what, String candidatesSql, String deleteSql) {
 		int deleted = 0;
-		for (int batch = 0; batch < LockTableCleaner.MAX_BATCHES_PER_RUN && !Thread.currentThread().isInterrupted(); batch++) {
+		for (int batch = 0; batch < this.maxBatches && !Thread.currentThread().isInterrupted(); batch++) {
 			int[] result = this.jdbc.execute("delete expired " + what + " beside " + this.table,
 					(connection) -> deleteKeyBatch(connection, what, candidatesSql, deleteSql));
 			deleted += result[1];

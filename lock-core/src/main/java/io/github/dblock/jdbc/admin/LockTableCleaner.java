@@ -132,7 +132,7 @@ public class LockTableCleaner {
 		this.cleanup = idempotencyRecords ? this.sql.cleanup.idempotencyCleanup : this.sql.cleanup.lockCleanup;
 		this.retentionMicros = retentionMicros;
 		this.batchSize = batchSize;
-		this.holderRows = new HolderRowsCleanup(this.jdbc, table, batchSize);
+		this.holderRows = new HolderRowsCleanup(this.jdbc, table, batchSize, MAX_BATCHES_PER_RUN);
 		this.holderBase = holderBase;
 	}
 
