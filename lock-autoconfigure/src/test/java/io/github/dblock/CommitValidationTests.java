@@ -11,7 +11,7 @@ import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.dblock.jdbc.LeaseLockProvider;
+import io.github.dblock.jdbc.lease.LeaseLockProvider;
 import io.github.dblock.test.LockNodes;
 import io.github.dblock.test.TestDatabase;
 import org.junit.jupiter.api.Test;

@@ -10,7 +10,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.dblock.jdbc.LeaseLockProvider;
+import io.github.dblock.jdbc.lease.LeaseLockProvider;
 import io.github.dblock.test.CountingDataSource;
 import io.github.dblock.test.LockNodes;
 import io.github.dblock.test.TestDatabase;

@@ -13,7 +13,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.dblock.jdbc.PessimisticLockProvider;
+import io.github.dblock.jdbc.pessimistic.PessimisticLockProvider;
 import io.github.dblock.test.LockNodes;
 import io.github.dblock.test.TestDatabase;
 import io.github.dblock.wait.Backoff;

@@ -19,7 +19,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.dblock.jdbc.PessimisticLockProvider;
+import io.github.dblock.jdbc.pessimistic.PessimisticLockProvider;
 import io.github.dblock.test.LockNodes;
 import io.github.dblock.test.TestDatabase;
 import io.github.dblock.wait.Backoff;

@@ -10,7 +10,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
-import io.github.dblock.jdbc.LeaseLockProvider;
+import io.github.dblock.jdbc.lease.LeaseLockProvider;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
 import io.github.dblock.spi.TransactionCheckedLock;

@@ -16,7 +16,8 @@ import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 /**
  * The architecture of lock-core (issue 17): usable from plain Spring without Spring Boot, the API apart from the
  * JDBC engine and from the internal lock engine, the SPI apart from its JDBC implementation, the wait machinery
- * below the engine and the JDBC providers, no package cycles.
+ * below the engine and the JDBC providers, the JDBC mechanisms in packages of their own on a shared SQL foundation,
+ * no package cycles.
  */
 class CoreArchitectureTests {
 
@@ -185,6 +186,79 @@ class CoreArchitectureTests {
 			.should()
 			.dependOnClassesThat()
 			.resideInAPackage(ENGINE)
+			.check(core);
+	}
+
+	/** The JDBC engine's entry point, which wires the mechanisms together. */
+	private static final String JDBC = "io.github.dblock.jdbc";
+
+	/** The foundation every JDBC mechanism builds on: the table, dialects, statements, errors, connections. */
+	private static final String JDBC_SQL = "io.github.dblock.jdbc.sql..";
+
+	/** The JDBC mechanisms, each in its own package on top of {@link #JDBC_SQL}. */
+	private static final String[] JDBC_MECHANISMS = { "io.github.dblock.jdbc.lease..",
+			"io.github.dblock.jdbc.pessimistic..", "io.github.dblock.jdbc.optimistic..", "io.github.dblock.jdbc.admin.." };
+
+	/** Only the builder wires the mechanisms: nothing below it depends on it. */
+	@Test
+	void jdbcSubPackagesDoNotDependOnTheBuilder() {
+		noClasses().that()
+			.resideInAPackage("io.github.dblock.jdbc.*..")
+			.should()
+			.dependOnClassesThat()
+			.resideInAPackage(JDBC)
+			.because(JDBC + " holds the entry point that wires the mechanisms, not machinery they share")
+			.check(core);
+	}
+
+	/** The shared SQL foundation knows none of the mechanisms built on it. */
+	@Test
+	void jdbcSqlDependsOnNoMechanism() {
+		noClasses().that()
+			.resideInAPackage(JDBC_SQL)
+			.should()
+			.dependOnClassesThat()
+			.resideInAnyPackage(JDBC_MECHANISMS)
+			.because("what two mechanisms share goes down into " + JDBC_SQL)
+			.check(core);
+	}
+
+	/** Each mechanism stands on the SQL foundation alone, never on another mechanism. */
+	@Test
+	void jdbcMechanismsDoNotDependOnEachOther() {
+		for (String mechanism : JDBC_MECHANISMS) {
+			String[] others = java.util.Arrays.stream(JDBC_MECHANISMS)
+				.filter((other) -> !other.equals(mechanism))
+				.toArray(String[]::new);
+			noClasses().that()
+				.resideInAPackage(mechanism)
+				.should()
+				.dependOnClassesThat()
+				.resideInAnyPackage(others)
+				.because("what two mechanisms share goes down into " + JDBC_SQL)
+				.check(core);
+		}
+	}
+
+	/**
+	 * A mechanism's helpers serve its provider and are called by it, never the other way round: no helper depends
+	 * on a provider (the semaphore and idempotency providers, themselves providers, use the lease provider's
+	 * renewal scheduler).
+	 */
+	@Test
+	void jdbcHelpersDoNotDependOnTheirProviders() {
+		DescribedPredicate<com.tngtech.archunit.core.domain.JavaClass> providers = belongToAnyOf(
+				io.github.dblock.jdbc.lease.LeaseLockProvider.class, io.github.dblock.jdbc.lease.JdbcSemaphoreProvider.class,
+				io.github.dblock.jdbc.lease.IdempotencyStore.class,
+				io.github.dblock.jdbc.pessimistic.PessimisticLockProvider.class,
+				io.github.dblock.jdbc.optimistic.OptimisticLockProvider.class,
+				io.github.dblock.jdbc.admin.LockTableCleaner.class, io.github.dblock.jdbc.admin.LockTableAdmin.class);
+		noClasses().that()
+			.resideInAPackage("io.github.dblock.jdbc.*..")
+			.and(DescribedPredicate.not(providers))
+			.should()
+			.dependOnClassesThat(providers.as("a provider"))
+			.because("a helper that calls back into its provider hides a cycle inside the package")
 			.check(core);
 	}
 

@@ -2,8 +2,8 @@ package io.github.dblock.benchmarks;
 
 import javax.sql.DataSource;
 
-import io.github.dblock.jdbc.LockSchema;
-import io.github.dblock.jdbc.LockTable;
+import io.github.dblock.jdbc.sql.LockSchema;
+import io.github.dblock.jdbc.sql.LockTable;
 
 /**
  * Creates the tables of a run from scratch: our lock table with 1,000 rows and a large one, ShedLock's

@@ -1,5 +1,6 @@
 package io.github.dblock.benchmarks;
 
+import io.github.dblock.jdbc.sql.LockSchema;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
@@ -9,7 +10,7 @@ import javax.sql.DataSource;
 import io.github.dblock.CommitValidation;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockTemplate;
-import io.github.dblock.jdbc.LockTable;
+import io.github.dblock.jdbc.sql.LockTable;
 import org.jspecify.annotations.Nullable;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
@@ -179,7 +180,7 @@ public final class CommitValidationScenario {
 		BenchDatabase db = BenchDatabase.get();
 		Results results = new Results();
 		try (com.zaxxer.hikari.HikariDataSource pool = db.newPool(8, "bench-commit-validation")) {
-			io.github.dblock.jdbc.LockSchema.migrate(pool, BenchSchema.SMALL);
+			io.github.dblock.jdbc.sql.LockSchema.migrate(pool, BenchSchema.SMALL);
 			results.commitValidation = run(pool, BenchSchema.SMALL, settings.warmup(),
 					settings.measure().multipliedBy(MEASURE_FACTOR));
 			Result result = results.commitValidation;

@@ -1,5 +1,6 @@
 package io.github.dblock.benchmarks;
 
+import io.github.dblock.jdbc.pessimistic.PessimisticLockProvider;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -30,8 +31,8 @@ public final class CycleProfile {
 			List<String> names = Contention.resources(BenchSchema.SMALL_ROWS);
 			for (LockMode mode : new LockMode[] { LockMode.LEASE, LockMode.PESSIMISTIC }) {
 				LockTemplate template = Contenders.template(mode,
-						(mode == LockMode.PESSIMISTIC) ? io.github.dblock.jdbc.PessimisticLockProvider.Fencing.SERVER_CLOCK
-								: io.github.dblock.jdbc.PessimisticLockProvider.Fencing.DURABLE,
+						(mode == LockMode.PESSIMISTIC) ? io.github.dblock.jdbc.pessimistic.PessimisticLockProvider.Fencing.SERVER_CLOCK
+								: io.github.dblock.jdbc.pessimistic.PessimisticLockProvider.Fencing.DURABLE,
 						counted, BenchSchema.SMALL, "profile");
 				LockOptions options = LockOptions.defaults().withWaitTime(Contenders.WAIT);
 				for (String name : names) {

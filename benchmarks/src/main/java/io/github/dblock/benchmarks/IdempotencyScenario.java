@@ -1,5 +1,6 @@
 package io.github.dblock.benchmarks;
 
+import io.github.dblock.jdbc.sql.LockSchema;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -18,9 +19,9 @@ import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.idempotency.IdempotencyTemplate;
 import io.github.dblock.idempotency.OnDuplicate;
-import io.github.dblock.jdbc.IdempotencyStore;
-import io.github.dblock.jdbc.LeaseLockProvider;
-import io.github.dblock.jdbc.LockTable;
+import io.github.dblock.jdbc.lease.IdempotencyStore;
+import io.github.dblock.jdbc.lease.LeaseLockProvider;
+import io.github.dblock.jdbc.sql.LockTable;
 import io.github.dblock.wait.Backoff;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -139,7 +140,7 @@ public final class IdempotencyScenario {
 	public static void main(String[] args) throws Exception {
 		BenchDatabase db = BenchDatabase.get();
 		try (com.zaxxer.hikari.HikariDataSource pool = db.newPool(24, "bench-idempotency")) {
-			io.github.dblock.jdbc.LockSchema.migrate(pool, BenchSchema.SMALL);
+			io.github.dblock.jdbc.sql.LockSchema.migrate(pool, BenchSchema.SMALL);
 			Result result = run(pool, BenchSchema.SMALL, Duration.ofSeconds(Long.getLong("bench.seconds", 5)), 8);
 			System.out.printf("first call  p50 %.3f ms  p99 %.3f ms  (%d calls)%n", result.firstCall().percentileMillis(50),
 					result.firstCall().percentileMillis(99), result.firstCall().size());

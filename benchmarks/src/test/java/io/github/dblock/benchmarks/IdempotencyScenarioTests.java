@@ -3,8 +3,8 @@ package io.github.dblock.benchmarks;
 import java.time.Duration;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.dblock.jdbc.LockSchema;
-import io.github.dblock.jdbc.LockTable;
+import io.github.dblock.jdbc.sql.LockSchema;
+import io.github.dblock.jdbc.sql.LockTable;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;

@@ -3,7 +3,7 @@ package io.github.dblock.actuate;
 import java.security.Principal;
 import java.util.Objects;
 
-import io.github.dblock.jdbc.LockTableAdmin;
+import io.github.dblock.jdbc.admin.LockTableAdmin;
 
 import org.springframework.boot.actuate.endpoint.SecurityContext;
 import org.springframework.boot.actuate.endpoint.annotation.DeleteOperation;

@@ -1,7 +1,7 @@
 package io.github.dblock.actuate;
 
-import io.github.dblock.jdbc.DatabaseServer;
-import io.github.dblock.jdbc.LockTableAdmin;
+import io.github.dblock.jdbc.sql.DatabaseServer;
+import io.github.dblock.jdbc.admin.LockTableAdmin;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.boot.health.contributor.AbstractHealthIndicator;

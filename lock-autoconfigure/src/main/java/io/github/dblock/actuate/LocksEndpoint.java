@@ -7,9 +7,9 @@ import java.util.Objects;
 import io.github.dblock.LockIntrospection;
 import io.github.dblock.LockIntrospection.LocalHold;
 import io.github.dblock.LockTemplate;
-import io.github.dblock.jdbc.LockTableAdmin;
-import io.github.dblock.jdbc.LockTableAdmin.HeldLocks;
-import io.github.dblock.jdbc.LockTableAdmin.LockRow;
+import io.github.dblock.jdbc.admin.LockTableAdmin;
+import io.github.dblock.jdbc.admin.LockTableAdmin.HeldLocks;
+import io.github.dblock.jdbc.admin.LockTableAdmin.LockRow;
 import org.jspecify.annotations.Nullable;
 
 import org.springframework.boot.actuate.endpoint.InvalidEndpointRequestException;

@@ -2,7 +2,7 @@ package io.github.dblock.autoconfigure;
 
 import io.github.dblock.actuate.ForceReleasingLocksEndpoint;
 import io.github.dblock.actuate.LocksEndpoint;
-import io.github.dblock.jdbc.LockTableAdmin;
+import io.github.dblock.jdbc.admin.LockTableAdmin;
 
 import org.springframework.boot.actuate.autoconfigure.endpoint.condition.ConditionalOnAvailableEndpoint;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;

@@ -1,7 +1,7 @@
 package io.github.dblock.autoconfigure;
 
 import io.github.dblock.actuate.LockTableHealthIndicator;
-import io.github.dblock.jdbc.LockTableAdmin;
+import io.github.dblock.jdbc.admin.LockTableAdmin;
 
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;

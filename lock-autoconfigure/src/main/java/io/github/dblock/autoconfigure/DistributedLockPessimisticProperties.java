@@ -2,7 +2,7 @@ package io.github.dblock.autoconfigure;
 
 import java.time.Duration;
 
-import io.github.dblock.jdbc.PessimisticLockProvider;
+import io.github.dblock.jdbc.pessimistic.PessimisticLockProvider;
 import org.jspecify.annotations.Nullable;
 
 /**

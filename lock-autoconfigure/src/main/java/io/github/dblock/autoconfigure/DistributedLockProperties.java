@@ -7,8 +7,8 @@ import java.util.Objects;
 
 import io.github.dblock.LockMode;
 import io.github.dblock.interceptor.DistributedLocksConfiguration;
-import io.github.dblock.jdbc.LockDialect;
-import io.github.dblock.jdbc.LockTable;
+import io.github.dblock.jdbc.sql.LockDialect;
+import io.github.dblock.jdbc.sql.LockTable;
 import org.jspecify.annotations.Nullable;
 import org.springframework.beans.factory.InitializingBean;
 import org.springframework.boot.context.properties.ConfigurationProperties;

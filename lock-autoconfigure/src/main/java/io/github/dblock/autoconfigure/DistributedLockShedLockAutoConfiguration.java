@@ -1,7 +1,7 @@
 package io.github.dblock.autoconfigure;
 
 import io.github.dblock.LockTemplate;
-import io.github.dblock.jdbc.LeaseLockProvider;
+import io.github.dblock.jdbc.lease.LeaseLockProvider;
 import io.github.dblock.shedlock.DistributedLockShedLockProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;

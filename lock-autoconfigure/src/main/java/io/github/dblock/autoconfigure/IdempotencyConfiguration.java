@@ -2,8 +2,8 @@ package io.github.dblock.autoconfigure;
 
 import io.github.dblock.LockTemplate;
 import io.github.dblock.idempotency.IdempotencyTemplate;
-import io.github.dblock.jdbc.IdempotencyStore;
-import io.github.dblock.jdbc.LeaseLockProvider;
+import io.github.dblock.jdbc.lease.IdempotencyStore;
+import io.github.dblock.jdbc.lease.LeaseLockProvider;
 import io.github.dblock.wait.Backoff;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;

@@ -4,7 +4,7 @@ import java.util.Set;
 
 import io.github.dblock.LockOperations;
 import io.github.dblock.idempotency.IdempotencyTemplate;
-import io.github.dblock.jdbc.LockTableAdmin;
+import io.github.dblock.jdbc.admin.LockTableAdmin;
 import io.github.dblock.semaphore.SemaphoreTemplate;
 import io.github.dblock.spi.LockProvider;
 import org.springframework.boot.sql.init.dependency.AbstractBeansOfTypeDependsOnDatabaseInitializationDetector;

@@ -1,5 +1,7 @@
 package io.github.dblock.autoconfigure;
 
+import io.github.dblock.jdbc.JdbcLockTemplateBuilder;
+import io.github.dblock.jdbc.admin.LockTableAdmin;
 import java.lang.reflect.Method;
 import java.util.List;
 
@@ -9,12 +11,12 @@ import io.github.dblock.CommitValidation;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.interceptor.LockAttributeSource;
 import io.github.dblock.interceptor.SkippedOutcomeFilter;
-import io.github.dblock.jdbc.LeaseLockProvider;
-import io.github.dblock.jdbc.LockDialect;
-import io.github.dblock.jdbc.LockTable;
-import io.github.dblock.jdbc.LockTableCleaner;
-import io.github.dblock.jdbc.OptimisticLockProvider;
-import io.github.dblock.jdbc.PessimisticLockProvider;
+import io.github.dblock.jdbc.lease.LeaseLockProvider;
+import io.github.dblock.jdbc.sql.LockDialect;
+import io.github.dblock.jdbc.sql.LockTable;
+import io.github.dblock.jdbc.admin.LockTableCleaner;
+import io.github.dblock.jdbc.optimistic.OptimisticLockProvider;
+import io.github.dblock.jdbc.pessimistic.PessimisticLockProvider;
 import io.github.dblock.spi.LockProvider;
 import io.github.dblock.wait.Backoff;
 import io.micrometer.observation.ObservationRegistry;
@@ -86,9 +88,9 @@ class LockJdbcConfiguration {
 	 */
 	@Bean
 	@ConditionalOnMissingBean
-	io.github.dblock.jdbc.LockTableAdmin distributedLockTableAdmin(DistributedLockProperties properties,
+	io.github.dblock.jdbc.admin.LockTableAdmin distributedLockTableAdmin(DistributedLockProperties properties,
 			LockSchemaInitializer schema) {
-		return new io.github.dblock.jdbc.LockTableAdmin(schema.getDataSource(), schema.getTable(),
+		return new io.github.dblock.jdbc.admin.LockTableAdmin(schema.getDataSource(), schema.getTable(),
 				properties.getStatementTimeout());
 	}
 

@@ -11,10 +11,10 @@ import java.util.Set;
 import javax.sql.DataSource;
 
 import io.github.dblock.LockMode;
-import io.github.dblock.jdbc.DatabaseServer;
-import io.github.dblock.jdbc.DatabaseTopology;
-import io.github.dblock.jdbc.LockSchema;
-import io.github.dblock.jdbc.LockTable;
+import io.github.dblock.jdbc.sql.DatabaseServer;
+import io.github.dblock.jdbc.admin.DatabaseTopology;
+import io.github.dblock.jdbc.sql.LockSchema;
+import io.github.dblock.jdbc.sql.LockTable;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.flywaydb.core.api.FlywayException;

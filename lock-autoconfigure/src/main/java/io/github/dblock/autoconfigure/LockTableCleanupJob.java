@@ -12,7 +12,7 @@ import io.github.dblock.LockHandle;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
-import io.github.dblock.jdbc.LockTableCleaner;
+import io.github.dblock.jdbc.admin.LockTableCleaner;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.jspecify.annotations.Nullable;

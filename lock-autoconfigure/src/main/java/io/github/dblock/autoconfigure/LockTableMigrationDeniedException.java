@@ -1,6 +1,6 @@
 package io.github.dblock.autoconfigure;
 
-import io.github.dblock.jdbc.LockTable;
+import io.github.dblock.jdbc.sql.LockTable;
 
 /**
  * Thrown at start-up when the database refuses the lock table's migration for lack of a privilege (server errors

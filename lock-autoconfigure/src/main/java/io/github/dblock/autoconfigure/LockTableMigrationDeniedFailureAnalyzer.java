@@ -1,6 +1,6 @@
 package io.github.dblock.autoconfigure;
 
-import io.github.dblock.jdbc.LockTable;
+import io.github.dblock.jdbc.sql.LockTable;
 import org.springframework.boot.diagnostics.AbstractFailureAnalyzer;
 import org.springframework.boot.diagnostics.FailureAnalysis;
 

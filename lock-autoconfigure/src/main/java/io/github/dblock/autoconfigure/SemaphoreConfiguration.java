@@ -1,8 +1,8 @@
 package io.github.dblock.autoconfigure;
 
 import io.github.dblock.LockTemplate;
-import io.github.dblock.jdbc.JdbcSemaphoreProvider;
-import io.github.dblock.jdbc.LeaseLockProvider;
+import io.github.dblock.jdbc.lease.JdbcSemaphoreProvider;
+import io.github.dblock.jdbc.lease.LeaseLockProvider;
 import io.github.dblock.semaphore.DistributedSemaphore;
 import io.github.dblock.semaphore.SemaphoreTemplate;
 import io.github.dblock.wait.Backoff;

@@ -17,7 +17,7 @@ import io.github.dblock.LockTemplate;
 import io.github.dblock.autoconfigure.unproxied.NotABean;
 import io.github.dblock.autoconfigure.unproxied.SelfInvokingWorker;
 import io.github.dblock.interceptor.IneffectiveAnnotationException;
-import io.github.dblock.jdbc.LockSchema;
+import io.github.dblock.jdbc.sql.LockSchema;
 import io.github.dblock.test.TestDatabase;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;

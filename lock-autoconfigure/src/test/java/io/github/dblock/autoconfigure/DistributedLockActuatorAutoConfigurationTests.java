@@ -7,7 +7,7 @@ import io.github.dblock.LockTemplate;
 import io.github.dblock.actuate.ForceReleasingLocksEndpoint;
 import io.github.dblock.actuate.LockTableHealthIndicator;
 import io.github.dblock.actuate.LocksEndpoint;
-import io.github.dblock.jdbc.LockTableAdmin;
+import io.github.dblock.jdbc.admin.LockTableAdmin;
 import io.github.dblock.test.TestDatabase;
 import org.junit.jupiter.api.Test;
 

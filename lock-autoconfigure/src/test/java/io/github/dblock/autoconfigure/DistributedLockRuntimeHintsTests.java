@@ -12,7 +12,7 @@ import io.github.dblock.actuate.ForceReleasingLocksEndpoint;
 import io.github.dblock.actuate.LocksEndpoint;
 import io.github.dblock.idempotency.Idempotent;
 import io.github.dblock.interceptor.LockExpressionRootObject;
-import io.github.dblock.jdbc.LockTableAdmin;
+import io.github.dblock.jdbc.admin.LockTableAdmin;
 import io.github.dblock.semaphore.DistributedSemaphore;
 import org.junit.jupiter.api.Test;
 import org.mockito.Mockito;

@@ -1,5 +1,7 @@
 package io.github.dblock.autoconfigure;
 
+import com.tngtech.archunit.base.DescribedPredicate;
+import com.tngtech.archunit.core.domain.JavaClass;
 import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.ImportOption;
@@ -122,6 +124,33 @@ class LibraryArchitectureTests {
 			.dependOnClassesThat()
 			.resideInAPackage("io.github.dblock.engine..")
 			.because("the engine is not API and may change in any release")
+			.check(library);
+	}
+
+	/**
+	 * The JDBC engine's machinery is internal to lock-core: outside it, only the entry point, the providers, the
+	 * table's administration and the types of the lock table, its dialect and schema are used (with their nested
+	 * types); every other class of {@code io.github.dblock.jdbc..} is public only for the mechanisms' sake.
+	 */
+	@Test
+	void internalJdbcClassesAreNotUsedOutsideLockCore() {
+		DescribedPredicate<JavaClass> jdbcApi = JavaClass.Predicates.belongToAnyOf(
+				io.github.dblock.jdbc.JdbcLockTemplateBuilder.class, io.github.dblock.jdbc.sql.LockTable.class,
+				io.github.dblock.jdbc.sql.LockDialect.class, io.github.dblock.jdbc.sql.DatabaseServer.class,
+				io.github.dblock.jdbc.sql.LockSchema.class, io.github.dblock.jdbc.lease.LeaseLockProvider.class,
+				io.github.dblock.jdbc.lease.JdbcSemaphoreProvider.class, io.github.dblock.jdbc.lease.IdempotencyStore.class,
+				io.github.dblock.jdbc.pessimistic.PessimisticLockProvider.class,
+				io.github.dblock.jdbc.optimistic.OptimisticLockProvider.class,
+				io.github.dblock.jdbc.admin.LockTableAdmin.class, io.github.dblock.jdbc.admin.LockTableCleaner.class,
+				io.github.dblock.jdbc.admin.DatabaseTopology.class);
+		noClasses().that()
+			.resideInAnyPackage(AUTOCONFIGURE + "..", "io.github.dblock.actuate..", "io.github.dblock.interceptor..",
+					"io.github.dblock.shedlock..", "io.github.dblock.integration..")
+			.should()
+			.dependOnClassesThat(JavaClass.Predicates.resideInAPackage("io.github.dblock.jdbc..")
+				.and(DescribedPredicate.not(jdbcApi))
+				.as("internal classes of io.github.dblock.jdbc.."))
+			.because("the JDBC engine's machinery is not API and may change in any release")
 			.check(library);
 	}
 

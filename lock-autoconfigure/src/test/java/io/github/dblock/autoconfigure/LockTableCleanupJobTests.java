@@ -7,7 +7,7 @@ import java.util.UUID;
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockTemplate;
-import io.github.dblock.jdbc.LockTableCleaner;
+import io.github.dblock.jdbc.admin.LockTableCleaner;
 import io.github.dblock.test.LockNodes;
 import io.github.dblock.test.TestDatabase;
 import org.junit.jupiter.api.AfterAll;

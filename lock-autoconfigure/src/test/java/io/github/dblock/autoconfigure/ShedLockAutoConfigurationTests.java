@@ -6,7 +6,7 @@ import java.util.Optional;
 import java.util.UUID;
 
 import io.github.dblock.LockTemplate;
-import io.github.dblock.jdbc.LockTableAdmin;
+import io.github.dblock.jdbc.admin.LockTableAdmin;
 import io.github.dblock.shedlock.DistributedLockShedLockProvider;
 import io.github.dblock.test.TestDatabase;
 import net.javacrumbs.shedlock.core.ExtensibleLockProvider;

@@ -1,5 +1,6 @@
 package io.github.dblock.autoconfigure;
 
+import io.github.dblock.jdbc.pessimistic.PessimisticLockProvider;
 import javax.sql.DataSource;
 
 import io.github.dblock.DistributedLock;
@@ -111,12 +112,12 @@ class StartupChecksTests {
 			.withPropertyValues("distributed-lock.mode=PESSIMISTIC", "spring.datasource.hikari.maximum-pool-size=3")
 			.run((context) -> {
 				assertThat(context).hasNotFailed();
-				assertThat(context.getBean(io.github.dblock.jdbc.PessimisticLockProvider.class).getMaxConnections())
+				assertThat(context.getBean(io.github.dblock.jdbc.pessimistic.PessimisticLockProvider.class).getMaxConnections())
 					.isEqualTo(1);
 			});
 		assertThat(output.getOut()).doesNotContain("pessimistic.max-connections");
 		withDatabase().withPropertyValues("spring.datasource.hikari.maximum-pool-size=12")
-			.run((context) -> assertThat(context.getBean(io.github.dblock.jdbc.PessimisticLockProvider.class)
+			.run((context) -> assertThat(context.getBean(io.github.dblock.jdbc.pessimistic.PessimisticLockProvider.class)
 				.getMaxConnections()).isEqualTo(9));
 	}
 

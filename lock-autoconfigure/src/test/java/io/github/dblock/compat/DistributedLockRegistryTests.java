@@ -15,7 +15,7 @@ import io.github.dblock.CurrentLock;
 import io.github.dblock.LockLostException;
 import io.github.dblock.LockMode;
 import io.github.dblock.integration.DistributedLockRegistry;
-import io.github.dblock.jdbc.LockTableAdmin;
+import io.github.dblock.jdbc.admin.LockTableAdmin;
 import io.github.dblock.test.LockNodes;
 import io.github.dblock.test.TestDatabase;
 import org.junit.jupiter.api.AfterAll;

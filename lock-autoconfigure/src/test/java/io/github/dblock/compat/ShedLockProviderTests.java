@@ -4,7 +4,7 @@ import java.time.Duration;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.github.dblock.LockMode;
-import io.github.dblock.jdbc.LockTableAdmin;
+import io.github.dblock.jdbc.admin.LockTableAdmin;
 import io.github.dblock.shedlock.DistributedLockShedLockProvider;
 import io.github.dblock.test.LockNodes;
 import io.github.dblock.test.TestDatabase;

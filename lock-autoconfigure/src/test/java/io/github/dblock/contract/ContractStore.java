@@ -5,7 +5,7 @@ import java.util.List;
 import java.util.Optional;
 
 import io.github.dblock.LockTemplate;
-import io.github.dblock.jdbc.LockTableAdmin;
+import io.github.dblock.jdbc.admin.LockTableAdmin;
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -1,5 +1,6 @@
 package io.github.dblock.contract;
 
+import io.github.dblock.jdbc.admin.LockTableAdmin;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -74,7 +75,7 @@ public class LeaseLockContractTests extends HeldLockContractTests {
 		String resource = newResource();
 		Duration lease = Duration.ofSeconds(7);
 		try (LockHandle lock = this.nodeA.acquire(resource, LockOptions.defaults().withLeaseTime(lease))) {
-			io.github.dblock.jdbc.LockTableAdmin.LockRow row = this.store.row(resource).orElseThrow();
+			io.github.dblock.jdbc.admin.LockTableAdmin.LockRow row = this.store.row(resource).orElseThrow();
 			assertThat(Duration.between(row.acquiredAt(), row.expiresAt())).isEqualTo(lease);
 			assertThat(Duration.between(row.acquiredAt(), this.store.now()))
 				.as("acquired_at is the store's (the server's UTC) now")

@@ -1,5 +1,6 @@
 package io.github.dblock.contract;
 
+import io.github.dblock.jdbc.admin.LockTableAdmin;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -256,14 +257,14 @@ public abstract class LockContractTests {
 		}
 
 		@Override
-		public java.util.Optional<io.github.dblock.jdbc.LockTableAdmin.LockRow> row(String resource) {
-			return new io.github.dblock.jdbc.LockTableAdmin(LockContractTests.this.nodes.dataSource(), LockNodes.TABLE,
+		public java.util.Optional<io.github.dblock.jdbc.admin.LockTableAdmin.LockRow> row(String resource) {
+			return new io.github.dblock.jdbc.admin.LockTableAdmin(LockContractTests.this.nodes.dataSource(), LockNodes.TABLE,
 					Duration.ofSeconds(5)).find(resource);
 		}
 
 		@Override
 		public java.time.Instant now() {
-			return new io.github.dblock.jdbc.LockTableAdmin(LockContractTests.this.nodes.dataSource(), LockNodes.TABLE,
+			return new io.github.dblock.jdbc.admin.LockTableAdmin(LockContractTests.this.nodes.dataSource(), LockNodes.TABLE,
 					Duration.ofSeconds(5)).serverTime();
 		}
 

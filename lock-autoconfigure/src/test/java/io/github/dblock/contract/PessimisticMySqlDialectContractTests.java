@@ -3,7 +3,7 @@ package io.github.dblock.contract;
 import javax.sql.DataSource;
 
 import io.github.dblock.LockMode;
-import io.github.dblock.jdbc.LockDialect;
+import io.github.dblock.jdbc.sql.LockDialect;
 import io.github.dblock.spi.LockProvider;
 import io.github.dblock.test.LockNodes;
 

@@ -25,7 +25,7 @@ import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.LockType;
 import io.github.dblock.LockUpgradeException;
-import io.github.dblock.jdbc.LockTableCleaner;
+import io.github.dblock.jdbc.admin.LockTableCleaner;
 import io.github.dblock.spi.LockProvider;
 import io.github.dblock.test.LockNodes;
 import org.junit.jupiter.api.AfterAll;

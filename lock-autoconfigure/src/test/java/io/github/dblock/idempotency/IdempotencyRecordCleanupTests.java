@@ -6,8 +6,8 @@ import java.util.List;
 import java.util.UUID;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.dblock.jdbc.LockTable;
-import io.github.dblock.jdbc.LockTableCleaner;
+import io.github.dblock.jdbc.sql.LockTable;
+import io.github.dblock.jdbc.admin.LockTableCleaner;
 import io.github.dblock.test.CountingDataSource;
 import io.github.dblock.test.LockNodes;
 import io.github.dblock.test.TestDatabase;

@@ -1,5 +1,6 @@
 package io.github.dblock.process;
 
+import io.github.dblock.jdbc.pessimistic.PessimisticLockProvider;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -46,8 +47,8 @@ public final class LockWorker {
 		try (HikariDataSource dataSource = dataSource(args)) {
 			io.github.dblock.spi.LockProvider provider = LockNodes.provider(mode, dataSource);
 			if (modeArg.length > 1) {
-				((io.github.dblock.jdbc.PessimisticLockProvider) provider)
-					.setFencing(io.github.dblock.jdbc.PessimisticLockProvider.Fencing.valueOf(modeArg[1]));
+				((io.github.dblock.jdbc.pessimistic.PessimisticLockProvider) provider)
+					.setFencing(io.github.dblock.jdbc.pessimistic.PessimisticLockProvider.Fencing.valueOf(modeArg[1]));
 			}
 			LockTemplate locks = LockNodes.node(provider, node);
 			if (command.equals("hold")) {

@@ -12,7 +12,7 @@ import javax.sql.DataSource;
 
 import io.github.dblock.LockMode;
 import io.github.dblock.LockTemplate;
-import io.github.dblock.jdbc.PessimisticLockProvider;
+import io.github.dblock.jdbc.pessimistic.PessimisticLockProvider;
 import io.github.dblock.spi.LockProvider;
 
 /**

@@ -6,8 +6,8 @@ import javax.sql.DataSource;
 
 import io.github.dblock.idempotency.IdempotencyTemplate;
 import io.github.dblock.idempotency.OnDuplicate;
-import io.github.dblock.jdbc.IdempotencyStore;
-import io.github.dblock.jdbc.LeaseLockProvider;
+import io.github.dblock.jdbc.lease.IdempotencyStore;
+import io.github.dblock.jdbc.lease.LeaseLockProvider;
 import io.github.dblock.wait.Backoff;
 import tools.jackson.databind.json.JsonMapper;
 

@@ -5,8 +5,8 @@ import java.util.Map;
 
 import javax.sql.DataSource;
 
-import io.github.dblock.jdbc.JdbcSemaphoreProvider;
-import io.github.dblock.jdbc.LeaseLockProvider;
+import io.github.dblock.jdbc.lease.JdbcSemaphoreProvider;
+import io.github.dblock.jdbc.lease.LeaseLockProvider;
 import io.github.dblock.semaphore.SemaphoreTemplate;
 import io.github.dblock.wait.Backoff;
 

@@ -1,5 +1,13 @@
 package io.github.dblock.jdbc;
 
+import io.github.dblock.jdbc.sql.DatabaseServer;
+import io.github.dblock.jdbc.admin.DatabaseTopology;
+import io.github.dblock.jdbc.lease.LeaseLockProvider;
+import io.github.dblock.jdbc.sql.LockDialect;
+import io.github.dblock.jdbc.sql.LockSchema;
+import io.github.dblock.jdbc.sql.LockTable;
+import io.github.dblock.jdbc.optimistic.OptimisticLockProvider;
+import io.github.dblock.jdbc.pessimistic.PessimisticLockProvider;
 import java.net.InetAddress;
 import java.time.Duration;
 import java.util.List;

@@ -14,7 +14,7 @@ import io.github.dblock.LockMode;
 import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.LockType;
-import io.github.dblock.jdbc.LockTableAdmin;
+import io.github.dblock.jdbc.admin.LockTableAdmin;
 import io.github.dblock.spi.AcquireResult;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;

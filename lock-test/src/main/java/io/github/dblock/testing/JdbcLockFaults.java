@@ -22,7 +22,7 @@ import javax.sql.DataSource;
 import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.LockType;
-import io.github.dblock.jdbc.LockTable;
+import io.github.dblock.jdbc.sql.LockTable;
 import org.jspecify.annotations.Nullable;
 import org.springframework.dao.DataAccessException;
 import org.springframework.jdbc.UncategorizedSQLException;

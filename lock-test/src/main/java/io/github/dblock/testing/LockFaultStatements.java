@@ -1,6 +1,6 @@
 package io.github.dblock.testing;
 
-import io.github.dblock.jdbc.LockTable;
+import io.github.dblock.jdbc.sql.LockTable;
 
 /**
  * Every statement {@link JdbcLockFaults} sends, on the library's own lock tables ({@code <table>},

@@ -12,7 +12,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.contract.ContractStore;
-import io.github.dblock.jdbc.LockTableAdmin;
+import io.github.dblock.jdbc.admin.LockTableAdmin;
 import org.jspecify.annotations.Nullable;
 
 /**

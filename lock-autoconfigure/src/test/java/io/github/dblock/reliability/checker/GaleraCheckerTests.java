@@ -12,8 +12,8 @@ import javax.sql.DataSource;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
-import io.github.dblock.jdbc.DatabaseServer;
-import io.github.dblock.jdbc.LockDialect;
+import io.github.dblock.jdbc.sql.DatabaseServer;
+import io.github.dblock.jdbc.sql.LockDialect;
 import io.github.dblock.reliability.checker.History.Family;
 import io.github.dblock.reliability.checker.Checker.Violation;
 import io.github.dblock.reliability.checker.History.Observed;

@@ -1,5 +1,7 @@
 package io.github.dblock.reliability.checker;
 
+import io.github.dblock.jdbc.sql.LockDialect;
+import io.github.dblock.jdbc.pessimistic.PessimisticLockProvider;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -28,9 +30,9 @@ import io.github.dblock.LockType;
 import io.github.dblock.actuate.ForceReleasingLocksEndpoint;
 import io.github.dblock.idempotency.IdempotencyOptions;
 import io.github.dblock.integration.DistributedLockRegistry;
-import io.github.dblock.jdbc.LeaseLockProvider;
-import io.github.dblock.jdbc.LockTableAdmin;
-import io.github.dblock.jdbc.LockTableCleaner;
+import io.github.dblock.jdbc.lease.LeaseLockProvider;
+import io.github.dblock.jdbc.admin.LockTableAdmin;
+import io.github.dblock.jdbc.admin.LockTableCleaner;
 import io.github.dblock.reliability.checker.History.Family;
 import io.github.dblock.reliability.checker.History.Observed;
 import io.github.dblock.semaphore.PermitHandle;
@@ -244,7 +246,7 @@ public final class Workload {
 		boolean multiPrimary();
 
 		/** The dialect of the nodes' server ({@code null}: the test database's, as detected). */
-		io.github.dblock.jdbc.@org.jspecify.annotations.Nullable LockDialect dialect();
+		io.github.dblock.jdbc.sql.@org.jspecify.annotations.Nullable LockDialect dialect();
 
 		/**
 		 * The nodes whose server a run with faults kills once (SIGKILL) and starts again; none by default. Never the
@@ -310,7 +312,7 @@ public final class Workload {
 			}
 
 			@Override
-			public io.github.dblock.jdbc.LockDialect dialect() {
+			public io.github.dblock.jdbc.sql.LockDialect dialect() {
 				return null;
 			}
 
@@ -408,7 +410,7 @@ public final class Workload {
 			this.nodes.add(node("n" + i, pools, proxy, proxy.jdbcUrl(url), permits, validateAtCommit, i == 0));
 			if (!servers.multiPrimary()) {
 				HikariDataSource nodePool = this.nodes.get(i).pool();
-				io.github.dblock.jdbc.LockDialect dialect = (servers.dialect() != null) ? servers.dialect()
+				io.github.dblock.jdbc.sql.LockDialect dialect = (servers.dialect() != null) ? servers.dialect()
 						: LockNodes.dialect(nodePool);
 				smallPools.add(smallPool("n" + i, pools, proxy.jdbcUrl(url), dialect));
 				if (i == 0) {
@@ -528,7 +530,7 @@ public final class Workload {
 			config.setConnectionInitSql("INSERT IGNORE INTO checker_session (run, node, id) VALUES ('" + run + "', '"
 					+ name + "', CONNECTION_ID())");
 		});
-		io.github.dblock.jdbc.LockDialect dialect = (this.servers != null && this.servers.dialect() != null)
+		io.github.dblock.jdbc.sql.LockDialect dialect = (this.servers != null && this.servers.dialect() != null)
 				? this.servers.dialect() : LockNodes.dialect(pool);
 		boolean multiPrimary = multiPrimary();
 		LockProvider lease = LockNodes.provider(LockMode.LEASE, pool, dialect);
@@ -549,9 +551,9 @@ public final class Workload {
 			locks.refuseMode(LockMode.PESSIMISTIC, "a multi-primary cluster (as DatabaseTopology reports Galera)");
 		}
 		// PESSIMISTIC with fencing: server-clock, on the PESSIMISTIC-only resource (see pessimistic(Random, String))
-		io.github.dblock.jdbc.PessimisticLockProvider serverClock = (io.github.dblock.jdbc.PessimisticLockProvider) LockNodes
+		io.github.dblock.jdbc.pessimistic.PessimisticLockProvider serverClock = (io.github.dblock.jdbc.pessimistic.PessimisticLockProvider) LockNodes
 			.provider(LockMode.PESSIMISTIC, pool, dialect);
-		serverClock.setFencing(io.github.dblock.jdbc.PessimisticLockProvider.Fencing.SERVER_CLOCK);
+		serverClock.setFencing(io.github.dblock.jdbc.pessimistic.PessimisticLockProvider.Fencing.SERVER_CLOCK);
 		LockTemplate serverClockLocks = new LockTemplate(List.of(serverClock), LockMode.PESSIMISTIC, Duration.ZERO,
 				Duration.ofSeconds(1), name);
 		serverClockLocks.setValidateAtCommit(validateAtCommit);
@@ -778,7 +780,7 @@ public final class Workload {
 	/** The size of a node's {@link SmallPool}: fewer connections than a burst's callers. */
 	static final int SMALL_POOL = 2;
 
-	private SmallPool smallPool(String name, Pools pools, String poolUrl, io.github.dblock.jdbc.LockDialect dialect) {
+	private SmallPool smallPool(String name, Pools pools, String poolUrl, io.github.dblock.jdbc.sql.LockDialect dialect) {
 		String run = this.prefix;
 		HikariDataSource pool = pools.pool(poolUrl, SMALL_POOL, (config) -> {
 			config.setPoolName("checker-" + name + "-small");

@@ -6,7 +6,7 @@ import io.github.dblock.LockHandle;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockNotAcquiredException;
 import io.github.dblock.LockTemplate;
-import io.github.dblock.jdbc.LockTableAdmin;
+import io.github.dblock.jdbc.admin.LockTableAdmin;
 import io.github.dblock.test.TestDatabase;
 import io.github.dblock.testing.JdbcLockFaults;
 import io.github.dblock.testing.LockFaults;
