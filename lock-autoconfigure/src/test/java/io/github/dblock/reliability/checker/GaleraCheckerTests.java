@@ -175,16 +175,7 @@ class GaleraCheckerTests {
 		ProcessCluster(GaleraCluster cluster, HistoryServer history) {
 			this.cluster = cluster;
 			this.history = history;
-			HikariConfig config = new HikariConfig();
-			config.setJdbcUrl(cluster.node(0).jdbcUrl(GaleraCluster.DATABASE));
-			config.setUsername("root");
-			config.setPassword("");
-			config.setMaximumPoolSize(6);
-			config.setMinimumIdle(0);
-			config.setPoolName("checker-lock-side");
-			// reads see what every node committed (the other nodes' commits are applied asynchronously)
-			config.setConnectionInitSql("SET SESSION wsrep_sync_wait = 1");
-			this.lockPool = new HikariDataSource(config);
+			this.lockPool = lockSidePool(cluster);
 			for (int i = 0; i < cluster.size(); i++) {
 				this.sessions.add(cluster.node(i).newDataSource(GaleraCluster.DATABASE, 2));
 			}
@@ -207,12 +198,7 @@ class GaleraCheckerTests {
 
 		@Override
 		public void tablesCreated() {
-			try {
-				this.cluster.awaitSchema(GaleraCluster.DATABASE, Duration.ofMinutes(1));
-			}
-			catch (SQLException ex) {
-				throw new IllegalStateException(ex);
-			}
+			awaitSchema(this.cluster);
 		}
 
 		@Override
@@ -307,6 +293,32 @@ class GaleraCheckerTests {
 		}
 		finally {
 			own.forEach(HikariDataSource::close);
+		}
+	}
+
+	/**
+	 * The lock-side pool on cluster node 1: its reads see what every node committed ({@code wsrep_sync_wait = 1}; the
+	 * other nodes' commits are applied asynchronously).
+	 */
+	private static HikariDataSource lockSidePool(GaleraCluster cluster) {
+		HikariConfig config = new HikariConfig();
+		config.setJdbcUrl(cluster.node(0).jdbcUrl(GaleraCluster.DATABASE));
+		config.setUsername("root");
+		config.setPassword("");
+		config.setMaximumPoolSize(6);
+		config.setMinimumIdle(0);
+		config.setPoolName("checker-lock-side");
+		config.setConnectionInitSql("SET SESSION wsrep_sync_wait = 1");
+		return new HikariDataSource(config);
+	}
+
+	/** Until every node has the tables created on node 1, at most a minute. */
+	private static void awaitSchema(GaleraCluster cluster) {
+		try {
+			cluster.awaitSchema(GaleraCluster.DATABASE, Duration.ofMinutes(1));
+		}
+		catch (SQLException ex) {
+			throw new IllegalStateException(ex);
 		}
 	}
 
@@ -437,16 +449,7 @@ class GaleraCheckerTests {
 
 		@Override
 		public HikariDataSource lockPool() {
-			HikariConfig config = new HikariConfig();
-			config.setJdbcUrl(this.cluster.node(0).jdbcUrl(GaleraCluster.DATABASE));
-			config.setUsername("root");
-			config.setPassword("");
-			config.setMaximumPoolSize(6);
-			config.setMinimumIdle(0);
-			config.setPoolName("checker-lock-side");
-			// the observer reads what every node committed (the other nodes' commits are applied asynchronously)
-			config.setConnectionInitSql("SET SESSION wsrep_sync_wait = 1");
-			return new HikariDataSource(config);
+			return lockSidePool(this.cluster);
 		}
 
 		@Override
@@ -467,12 +470,7 @@ class GaleraCheckerTests {
 
 		@Override
 		public void tablesCreated() {
-			try {
-				this.cluster.awaitSchema(GaleraCluster.DATABASE, Duration.ofMinutes(1));
-			}
-			catch (SQLException ex) {
-				throw new IllegalStateException(ex);
-			}
+			awaitSchema(this.cluster);
 		}
 
 		@Override
