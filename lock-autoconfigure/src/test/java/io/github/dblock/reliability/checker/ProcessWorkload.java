@@ -32,12 +32,13 @@ import org.springframework.jdbc.core.JdbcTemplate;
  * The checker's {@link Workload} in worker processes: {@link Settings#processes()} {@link CheckerWorker} JVMs × {@link
  * Settings#threads()} threads, each JVM one node reached through a {@link FaultProxy} of its own in this JVM, all
  * recording into one {@link History} on the server (or, with a {@link Cluster}, on a server of its own, while the
- * workers lock on the cluster's nodes and the cluster restarts one node once). This JVM runs the cleanup job and, every 1 to 3 s, one fault of
- * a random kind on a random worker: SIGKILL (a new worker, a new node, replaces it), SIGSTOP for 0.5 to 3 s then
- * SIGCONT, {@code KILL CONNECTION} of one of its sessions, a blackhole of its proxy for 0.5 to 3 s (then passed on, or
- * every connection reset), late replies (100 to 700 ms) for 1 to 3 s, and, with a server of the test's own, a restart
- * of the server at most every {@link Settings#restartEvery()}. A SIGKILLed node's server time of death goes into the
- * history ({@link Observed#killed()}). Not thread-safe: one {@link #run()} per instance.
+ * workers lock on the cluster's nodes and the cluster restarts one node once). This JVM runs the cleanup job and,
+ * every 1 to 3 s, one fault of a random kind on a random worker: SIGKILL (a new worker, a new node, replaces it),
+ * SIGSTOP for 0.5 to 3 s then SIGCONT, {@code KILL CONNECTION} of one of its sessions, a blackhole of its proxy for
+ * 0.5 to 3 s (then passed on, or every connection reset), late replies (100 to 700 ms) for 1 to 3 s, and, with a
+ * server of the test's own, a restart of the server at most every {@link Settings#restartEvery()}. A SIGKILLed
+ * node's server time of death goes into the history ({@link Observed#killed()}). Not thread-safe: one {@link #run()}
+ * per instance.
  */
 final class ProcessWorkload {
 
