@@ -124,13 +124,17 @@ class GaleraCheckerTests {
 	 * {@code i} modulo 3, each through a fault proxy of its own) under SIGKILL, SIGSTOP, killed connections, blackholes
 	 * and late replies, and one cluster node (2 or 3) killed and restarted a third of the way in; the history on the
 	 * {@link HistoryServer}, the lock-side work on node 1. The checker judges what a worker's own clock cannot spoil:
-	 * every invariant but those comparing two JVMs' timings.
+	 * every invariant but those comparing two JVMs' timings. {@code -Dlock.checker.galera-process-duration=} (ISO-8601,
+	 * {@code PT40S} by default) sets its length.
 	 */
 	@Test
 	@Tag("clusters")
 	void shortRunInWorkerProcesses() throws Exception {
 		long seed = MixedWorkloadCheckerTests.seed();
-		Duration duration = MixedWorkloadCheckerTests.duration("lock.checker.galera-duration", Duration.ofSeconds(40));
+		// a run of its own length: the one-node restart takes a fault slot of about 10 s, and every kind of process
+		// fault (asserted below) needs the rest of a 40 s run
+		Duration duration = MixedWorkloadCheckerTests.duration("lock.checker.galera-process-duration",
+				Duration.ofSeconds(40));
 		System.out.println("[checker] Galera, worker processes, seed " + seed + " (replay: -Dlock.checker.seed=" + seed
 				+ "), " + duration);
 		try (HistoryServer history = HistoryServer.start(); GaleraCluster cluster = GaleraCluster.start(3);
