@@ -124,15 +124,8 @@ public final class Contenders {
 			@Override
 			public void cycle(String resource, Runnable section) throws InterruptedException {
 				org.redisson.api.RLock lock = client.getLock("bench-lock:" + resource);
-				if (!lock.tryLock(WAIT.toMillis(), LEASE.toMillis(), TimeUnit.MILLISECONDS)) {
-					throw new IllegalStateException("Redisson: '" + resource + "' stayed busy for " + WAIT);
-				}
-				try {
-					section.run();
-				}
-				finally {
-					lock.unlock();
-				}
+				runTaken("Redisson", resource, lock, lock.tryLock(WAIT.toMillis(), LEASE.toMillis(), TimeUnit.MILLISECONDS),
+						section);
 			}
 
 			@Override
@@ -323,15 +316,7 @@ public final class Contenders {
 			@Override
 			public void cycle(String resource, Runnable section) throws InterruptedException {
 				Lock lock = registry.obtain(resource);
-				if (!lock.tryLock(WAIT.toMillis(), TimeUnit.MILLISECONDS)) {
-					throw new IllegalStateException("JdbcLockRegistry: '" + resource + "' stayed busy for " + WAIT);
-				}
-				try {
-					section.run();
-				}
-				finally {
-					lock.unlock();
-				}
+				runTaken("JdbcLockRegistry", resource, lock, lock.tryLock(WAIT.toMillis(), TimeUnit.MILLISECONDS), section);
 			}
 
 			@Override
@@ -734,6 +719,23 @@ public final class Contenders {
 				ps.setObject(i + 1, args[i]);
 			}
 			return ps.executeUpdate();
+		}
+	}
+
+
+	/**
+	 * Runs the section under a {@link Lock} its contender's {@code tryLock} just asked for, and unlocks it.
+	 * @throws IllegalStateException if {@code taken} is false (the lock stayed busy for {@link #WAIT})
+	 */
+	private static void runTaken(String contender, String resource, Lock lock, boolean taken, Runnable section) {
+		if (!taken) {
+			throw new IllegalStateException(contender + ": '" + resource + "' stayed busy for " + WAIT);
+		}
+		try {
+			section.run();
+		}
+		finally {
+			lock.unlock();
 		}
 	}
 
