@@ -177,10 +177,10 @@ public final class GaleraCluster implements AutoCloseable {
 	 * {@code grastate.dat}, as an operator does after {@code galera_recovery}), waits until it is Synced, then
 	 * starts the others, which rejoin from their positions, and waits until all are Synced in a primary component
 	 * of {@link #size()}.
-	 * @return the index of the node that bootstrapped
+	 * @return each node's recovered seqno, by node index (the highest one bootstrapped)
 	 * @throws IllegalStateException with a node's log if the cluster does not form within {@code timeout}
 	 */
-	public int restartAfterCrash(Duration timeout) {
+	public List<Long> restartAfterCrash(Duration timeout) {
 		long deadline = System.nanoTime() + timeout.toNanos();
 		List<String> positions = new ArrayList<>();
 		int most = 0;
@@ -213,7 +213,7 @@ public final class GaleraCluster implements AutoCloseable {
 		}
 		System.out.println("[lock tests] Galera cluster restarted after a crash of every node, bootstrapped from "
 				+ first.name() + "; recovered positions " + positions);
-		return most;
+		return positions.stream().map(GaleraCluster::seqno).toList();
 	}
 
 	private static Duration remaining(long deadline) {

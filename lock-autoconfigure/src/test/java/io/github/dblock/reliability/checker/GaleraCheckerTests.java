@@ -406,6 +406,9 @@ class GaleraCheckerTests {
 
 		private LockDialect dialect;
 
+		/** The node the partition cut off, or -1. */
+		private int isolated = -1;
+
 		GaleraServers(GaleraCluster cluster, HistoryServer history, List<HikariDataSource> own, boolean oneNode,
 				Fault fault) {
 			this.cluster = cluster;
@@ -500,6 +503,7 @@ class GaleraCheckerTests {
 		@Override
 		public void killServer(int index) {
 			if (this.fault == Fault.ISOLATE_ONE || this.fault == Fault.ISOLATE_THEN_CRASH_ALL) {
+				this.isolated = index;
 				isolate(this.cluster.node(index));
 			}
 			if (this.fault.crashesAll()) {
@@ -556,7 +560,13 @@ class GaleraCheckerTests {
 		@Override
 		public void restartServer(int index, Duration timeout) {
 			if (this.fault.crashesAll()) {
-				this.cluster.restartAfterCrash(timeout);
+				List<Long> seqnos = this.cluster.restartAfterCrash(timeout);
+				if (this.fault == Fault.ISOLATE_THEN_CRASH_ALL
+						&& seqnos.get(this.isolated) >= java.util.Collections.max(seqnos)) {
+					// the run would not have tested a bootstrap that must pass over a node behind the others
+					throw new IllegalStateException("the isolated node was not behind the others at the crash: "
+							+ seqnos);
+				}
 			}
 			else if (this.fault == Fault.ISOLATE_ONE) {
 				this.cluster.node(index).execute(null, "SET GLOBAL wsrep_provider_options = 'gmcast.isolate=0'");
