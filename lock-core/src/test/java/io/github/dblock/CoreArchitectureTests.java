@@ -35,6 +35,7 @@ class CoreArchitectureTests {
 	@BeforeAll
 	static void importCore() {
 		core = new ClassFileImporter().withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+			.withImportOption((location) -> !location.contains("lock-test-support")) // the tests' servers, test scope
 			.importPackages("io.github.dblock");
 	}
 

@@ -13,7 +13,7 @@ import io.github.dblock.LockTemplate;
 import io.github.dblock.jdbc.admin.LockTableAdmin;
 import io.github.dblock.jdbc.admin.LockTableAdmin.ForceRelease;
 import io.github.dblock.jdbc.admin.LockTableAdmin.LockRow;
-import io.github.dblock.test.LockNodes;
+import io.github.dblock.test.nodes.LockNodes;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;

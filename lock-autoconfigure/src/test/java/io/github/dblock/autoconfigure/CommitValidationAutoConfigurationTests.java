@@ -24,7 +24,7 @@ import io.github.dblock.jdbc.sql.DatabaseServer;
 import io.github.dblock.jdbc.admin.DatabaseTopology;
 import io.github.dblock.jdbc.lease.LeaseLockProvider;
 import io.github.dblock.jdbc.sql.LockTable;
-import io.github.dblock.test.LockNodes;
+import io.github.dblock.test.nodes.LockNodes;
 import io.github.dblock.test.TestDatabase;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;

@@ -37,6 +37,7 @@ class LibraryArchitectureTests {
 	@BeforeAll
 	static void importLibrary() {
 		library = new ClassFileImporter().withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+			.withImportOption((location) -> !location.contains("lock-test-support")) // the tests' servers, test scope
 			.importPackages("io.github.dblock");
 	}
 

@@ -8,7 +8,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import io.github.dblock.LockMode;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.jdbc.admin.LockTableCleaner;
-import io.github.dblock.test.LockNodes;
+import io.github.dblock.test.nodes.LockNodes;
 import io.github.dblock.test.TestDatabase;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;

@@ -9,7 +9,7 @@ import io.github.dblock.LockMode;
 import io.github.dblock.LockNotAcquiredException;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.OnLockFailure;
-import io.github.dblock.test.LockNodes;
+import io.github.dblock.test.nodes.LockNodes;
 import io.github.dblock.test.TestDatabase;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.observation.DefaultMeterObservationHandler;

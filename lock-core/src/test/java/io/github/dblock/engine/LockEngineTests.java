@@ -25,7 +25,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 /**
  * The JVM-local engine behind {@link LockTemplate} (reentrancy, the local queue, hand-off, expired holds) against
  * {@link InMemoryLockProvider}, without a database: what it asks of the provider is counted exactly. The same
- * behaviours run against MariaDB/MySQL in lock-autoconfigure's tests (ExpiredLeaseTests, LocalHandOffTests).
+ * behaviours run against MariaDB/MySQL in ExpiredLeaseTests and LocalHandOffTests.
  */
 @SuppressWarnings("try") // some try blocks hold a lock or connection for their scope without using it
 class LockEngineTests {

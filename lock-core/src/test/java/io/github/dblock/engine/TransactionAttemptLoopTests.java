@@ -27,7 +27,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * The engine's PESSIMISTIC {@code execute} outside a transaction, where every attempt is a transaction of its own
  * ({@link TransactionAttemptLoop}), against a scripted in-memory {@link TransactionalLockProvider}: each
  * attempt's outcome is given in advance and everything the engine asks of the provider is counted exactly. The same
- * loop runs against MariaDB/MySQL in lock-autoconfigure (PessimisticLockProviderTests, DatabaseOutageTests).
+ * loop runs against MariaDB/MySQL in PessimisticLockProviderTests and lock-system-tests' DatabaseOutageTests.
  */
 class TransactionAttemptLoopTests {
 

@@ -15,7 +15,7 @@ import io.github.dblock.LockNotAcquiredException;
 import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.autoconfigure.DistributedLockAutoConfiguration;
-import io.github.dblock.test.LockNodes;
+import io.github.dblock.test.nodes.LockNodes;
 import io.github.dblock.test.TestDatabase;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;

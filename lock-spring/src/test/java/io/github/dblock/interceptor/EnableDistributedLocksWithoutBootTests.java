@@ -20,7 +20,7 @@ import static org.assertj.core.api.Assertions.assertThatExceptionOfType;
  * {@link EnableDistributedLocks} with only lock-spring's own dependencies on the class path (no Spring Boot): the
  * advisors, their orders and the start-up validation. No annotated method is called, so no lock is taken and no
  * {@code LockTemplate} is needed (the advisors look it up on the first call); the locking itself is tested on the
- * real database by lock-autoconfigure's {@code EnableDistributedLocksTests}.
+ * real database by lock-system-tests' {@code EnableDistributedLocksTests}.
  */
 class EnableDistributedLocksWithoutBootTests {
 

@@ -4,7 +4,7 @@ import io.github.dblock.contract.ContractStore;
 import io.github.dblock.contract.LeaseLockContractTests;
 
 /**
- * lock-autoconfigure's LEASE contract, the tests the real template passes on the database, against
+ * lock-core's LEASE contract, the tests the real template passes on the database, against
  * {@link InMemoryLockTemplate}s on one {@link InMemoryLockStore}.
  */
 class InMemoryLeaseContractTests extends LeaseLockContractTests {

@@ -4,7 +4,7 @@ import io.github.dblock.contract.ContractStore;
 import io.github.dblock.contract.OptimisticLockContractTests;
 
 /**
- * lock-autoconfigure's OPTIMISTIC contract, the tests the real template passes on the database, against
+ * lock-core's OPTIMISTIC contract, the tests the real template passes on the database, against
  * {@link InMemoryLockTemplate}s on one {@link InMemoryLockStore}.
  */
 class InMemoryOptimisticContractTests extends OptimisticLockContractTests {

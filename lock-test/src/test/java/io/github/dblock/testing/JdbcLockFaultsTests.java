@@ -19,7 +19,7 @@ import io.github.dblock.LockNotAcquiredException;
 import io.github.dblock.LockOptions;
 import io.github.dblock.LockTemplate;
 import io.github.dblock.LockType;
-import io.github.dblock.test.LockNodes;
+import io.github.dblock.test.nodes.LockNodes;
 import io.github.dblock.test.TestDatabase;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;

@@ -28,10 +28,11 @@ class TestKitArchitectureTests {
 
 	@BeforeAll
 	static void importClasses() {
-		// main classes of the library and the kit; not the test classes, nor lock-autoconfigure's test-jar
+		// main classes of the library and the kit; not the test classes, nor lock-core's test-jar
 		ImportOption notTheTestJar = (Location location) -> !location.contains("-tests.jar")
 				&& !location.contains("/test-classes/");
 		classes = new ClassFileImporter().withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+			.withImportOption((location) -> !location.contains("lock-test-support")) // the tests' servers, test scope
 			.withImportOption(notTheTestJar)
 			.importPackages("io.github.dblock");
 	}
