@@ -1,6 +1,5 @@
 package io.github.dblock.engine;
 
-import io.github.dblock.spi.HandOffLock;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockProvider;
 import io.github.dblock.spi.ReadWriteLockProvider;
@@ -13,8 +12,8 @@ import org.jspecify.annotations.Nullable;
  * The one place where the engine asks which optional capabilities of the SPI a provider or a held lock has: a
  * provider of read/write locks ({@link ReadWriteLockProvider}), a provider whose lock a transaction holds
  * ({@link TransactionalLockProvider}, PESSIMISTIC) or whose work runs in the transaction that checks a version
- * ({@link WorkLockProvider}, OPTIMISTIC); a held lock that can be handed to a local successor ({@link HandOffLock}) or
- * checked at commit ({@link TransactionCheckedLock}). An optional capability's answer is {@code null} when it is
+ * ({@link WorkLockProvider}, OPTIMISTIC); a held lock that can be checked at commit
+ * ({@link TransactionCheckedLock}). An optional capability's answer is {@code null} when it is
  * absent. Stateless, so thread-safe.
  */
 final class Capabilities {
@@ -39,11 +38,6 @@ final class Capabilities {
 	 */
 	static ReadWriteLockProvider readWrite(LockProvider provider) {
 		return (ReadWriteLockProvider) provider;
-	}
-
-	/** The held lock as one that can be handed to a local successor, or {@code null}. */
-	static @Nullable HandOffLock handOff(HeldLock lock) {
-		return (lock instanceof HandOffLock handOff) ? handOff : null;
 	}
 
 	/** The held lock as one that can be checked in the transaction that commits the work, or {@code null}. */

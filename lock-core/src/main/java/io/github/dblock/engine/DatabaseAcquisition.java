@@ -4,7 +4,6 @@ import java.util.concurrent.TimeUnit;
 
 import io.github.dblock.LockLimitExceededException;
 import io.github.dblock.spi.AcquireResult;
-import io.github.dblock.spi.HandOffLock;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockRequest;
 import io.github.dblock.spi.TransactionalLockProvider;
@@ -28,8 +27,7 @@ final class DatabaseAcquisition {
 		LeaseHandOff.Parked parked = entry.handOff.takeParked();
 		if (parked != null) {
 			HeldLock handedOff = parked.lock();
-			HandOffLock lease = Capabilities.handOff(handedOff);
-			if (parked.mode() == call.mode() && lease != null && !handedOff.isLost() && lease.canServe(lockRequest)) {
+			if (parked.mode() == call.mode() && !handedOff.isLost() && handedOff.canServe(lockRequest)) {
 				return AcquireResult.acquired(handedOff); // handed off by the previous local holder: no round trip
 			}
 			parked.releaseQuietly(call.resource());

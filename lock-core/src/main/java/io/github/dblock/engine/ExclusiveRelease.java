@@ -1,7 +1,6 @@
 package io.github.dblock.engine;
 
 import io.github.dblock.LockLostException;
-import io.github.dblock.spi.HandOffLock;
 import io.github.dblock.spi.HeldLock;
 import io.micrometer.observation.Observation;
 import org.jspecify.annotations.Nullable;
@@ -62,8 +61,7 @@ final class ExclusiveRelease {
 		stop(entry.clearLease());
 		boolean queued = entry.hasQueuedThreads();
 		if (queued && entry.nextInLineAsks(lease.mode)) {
-			HandOffLock handOff = Capabilities.handOff(lock);
-			HeldLock successor = (handOff != null) ? handOff.handOff() : null;
+			HeldLock successor = lock.handOff();
 			if (successor != null) {
 				// a local thread of the same mode waits: pass the lock on in memory instead of releasing and re-taking it
 				// in the database (a thread of another mode takes its own lock from the database)
@@ -81,8 +79,7 @@ final class ExclusiveRelease {
 		boolean released;
 		try {
 			released = lock.release();
-			HandOffLock handOff = queued ? Capabilities.handOff(lock) : null;
-			long courtesy = (handOff != null) ? handOff.handOffCourtesyNanos() : 0;
+			long courtesy = queued ? lock.handOffCourtesyNanos() : 0;
 			if (courtesy > 0) {
 				// local threads still wait, and so does another node (as the release learned): they hold back for it
 				entry.handOff.holdBackFor(courtesy);

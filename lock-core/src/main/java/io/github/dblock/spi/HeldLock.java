@@ -3,7 +3,10 @@ package io.github.dblock.spi;
 import org.jspecify.annotations.Nullable;
 
 /**
- * A lock taken in the database by a {@link LockProvider} for one owner.
+ * A lock taken in the database by a {@link LockProvider} for one owner. Only {@link #fencingToken()},
+ * {@link #ownerToken()}, {@link #validUntilNanos()} and {@link #release()} must be implemented; the defaults describe a
+ * lock that is released where it was taken, never lost unnoticed, extended or handed off in memory. Implementations
+ * must be thread-safe.
  */
 public interface HeldLock {
 
@@ -69,5 +72,41 @@ public interface HeldLock {
 	 * still run (it then ends on its own)
 	 */
 	boolean release();
+
+	// In-memory hand-off (LEASE; see docs/DESIGN.md, "Hand-off between threads of one JVM"): at its last release in
+	// a JVM where another local thread is queued for the same resource, the engine may pass the lock on instead of
+	// releasing it and taking it again in the database.
+
+	/**
+	 * Passes the lock to the next owner in this JVM instead of releasing it, so that a thread queued for the same
+	 * resource gets it without a database round trip. The successor gets a fencing token greater than this one's and
+	 * smaller than any token another owner can get afterwards; this handle is then finished (do not release it).
+	 * Providers bound how long a JVM may keep a lock this way, so that other nodes get their turn.
+	 * @return the successor's lock, or {@code null} if this lock cannot be handed off now (release it instead); the
+	 * default, for locks that are never handed off
+	 */
+	default @Nullable HeldLock handOff() {
+		return null;
+	}
+
+	/**
+	 * How long, in nanoseconds, the threads of this JVM still queued for the resource hold back after this lock went
+	 * back to the database instead of being handed off: long enough for a waiter on another node to take it, so that a
+	 * JVM with a stream of local waiters cannot starve the other nodes, and zero when no other node is known to wait.
+	 * Asked after {@link #release()} returned, since the release may be what learns of such a waiter.
+	 */
+	default long handOffCourtesyNanos() {
+		return 0;
+	}
+
+	/**
+	 * Whether this lock, received through {@link #handOff()}, gives what the request asks for (the same kind of
+	 * lease), so the request may take it instead of acquiring anew. The engine asks only for a request of the mode the
+	 * lock was taken in (so of the provider that took it), and hands a lock off only to a thread that asked for that
+	 * mode: a lock is never passed off as another mode's.
+	 */
+	default boolean canServe(LockRequest request) {
+		return false;
+	}
 
 }

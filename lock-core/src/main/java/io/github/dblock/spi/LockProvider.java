@@ -12,8 +12,9 @@ import io.github.dblock.LockMode;
  * This interface is all a provider must implement. What only some providers can do is a capability the engine asks
  * for with {@code instanceof}: {@link TransactionalLockProvider} (locks held by a transaction, waiters queued in the
  * server), {@link ReadWriteLockProvider} (shared and exclusive sides), {@link WorkLockProvider} (work run in the
- * provider's own transaction, no lock to hold) and, on the held lock, {@link HandOffLock} (in-memory hand-off to the
- * next local thread).
+ * provider's own transaction, no lock to hold) and, on the held lock, {@link TransactionCheckedLock} (checked in the
+ * transaction that commits the work). A held lock that can be handed to the next local thread in memory overrides
+ * {@link HeldLock#handOff()}.
  * <p>
  * Contention is a value ({@link AcquireResult#busy(String)}); faults are exceptions
  * ({@link org.springframework.dao.DataAccessException}). Implementations must be thread-safe.

@@ -9,7 +9,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import io.github.dblock.LockMode;
 import io.github.dblock.spi.AcquireResult;
-import io.github.dblock.spi.HandOffLock;
 import io.github.dblock.spi.HeldLock;
 import io.github.dblock.spi.LockProvider;
 import io.github.dblock.spi.LockRequest;
@@ -95,7 +94,7 @@ final class InMemoryLockProvider implements LockProvider {
 
 	}
 
-	private final class Lease implements HandOffLock {
+	private final class Lease implements HeldLock {
 
 		private final String resource;
 

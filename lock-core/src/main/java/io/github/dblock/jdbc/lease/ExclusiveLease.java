@@ -29,7 +29,7 @@ final class ExclusiveLease extends RenewableLease {
 
 	/**
 	 * Fencing tokens reserved by each take: the holder uses the first, and up to {@code TOKEN_BLOCK - 1} local
-	 * successors the next ones (see {@link io.github.dblock.spi.HandOffLock#handOff()}); the take ({@link LeaseStatements#leaseTake}) writes it
+	 * successors the next ones (see {@link io.github.dblock.spi.HeldLock#handOff()}); the take ({@link LeaseStatements#leaseTake}) writes it
 	 * as the constant 1024.
 	 */
 	static final int TOKEN_BLOCK = 1024;
@@ -121,7 +121,7 @@ final class ExclusiveLease extends RenewableLease {
 	}
 
 	/** One owner's hold of a {@link ExclusiveLease}: the first taker's, or a local successor's after a hand-off. */
-	static final class Hold implements io.github.dblock.spi.TransactionCheckedLock, io.github.dblock.spi.HandOffLock {
+	static final class Hold implements io.github.dblock.spi.TransactionCheckedLock {
 
 		final ExclusiveLease lease;
 
