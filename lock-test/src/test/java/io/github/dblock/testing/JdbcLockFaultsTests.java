@@ -203,8 +203,9 @@ class JdbcLockFaultsTests {
 	void isLockedSeesLeasesMinimumHoldsReadWriteHoldsAndAnOpenPessimisticRowLock() throws Exception {
 		String resource = newResource();
 		assertThat(this.faults.isLocked(resource)).isFalse();
-		this.nodeA.acquire(resource, LockOptions.defaults().withLeaseTime(Duration.ofSeconds(2))
-			.withMinHoldTime(Duration.ofSeconds(1))).close();
+		// a minimum hold far longer than a loaded machine can stall between the release and the check
+		this.nodeA.acquire(resource, LockOptions.defaults().withLeaseTime(Duration.ofMinutes(2))
+			.withMinHoldTime(Duration.ofMinutes(1))).close();
 		assertThat(this.faults.isLocked(resource)).as("minimum hold").isTrue();
 		this.faults.expire(resource);
 		assertThat(this.faults.isLocked(resource)).isFalse();
