@@ -67,7 +67,7 @@ class MixedWorkloadCheckerTests {
 	 */
 	@Test
 	void aLeaseReportedHeldWithoutTheDatabaseIsCaught() throws Exception {
-		assertThat(runWith(Defects.leaseHeldWithoutTheDatabase())).contains("exclusion");
+		assertCaught(Defects.leaseHeldWithoutTheDatabase(), "exclusion");
 	}
 
 	/**
@@ -76,7 +76,7 @@ class MixedWorkloadCheckerTests {
 	 */
 	@Test
 	void aTokenThatIsNotAdvancedIsCaught() throws Exception {
-		assertThat(runWith(Defects.tokenNotAdvanced())).contains("tokens-increase");
+		assertCaught(Defects.tokenNotAdvanced(), "tokens-increase");
 	}
 
 	/**
@@ -86,7 +86,7 @@ class MixedWorkloadCheckerTests {
 	 */
 	@Test
 	void aShedLockLockReportedHeldWithoutTheDatabaseIsCaught() throws Exception {
-		assertThat(runWith(Defects.shedLockHeldWithoutTheDatabase())).contains("exclusion");
+		assertCaught(Defects.shedLockHeldWithoutTheDatabase(), "exclusion");
 	}
 
 	/**
@@ -95,7 +95,27 @@ class MixedWorkloadCheckerTests {
 	 */
 	@Test
 	void aLeaseThatEndsWithoutOnLostIsCaught() throws Exception {
-		assertThat(runWith(Defects.renewalDroppedSilently())).contains("lost-before-grant");
+		assertCaught(Defects.renewalDroppedSilently(), "lost-before-grant");
+	}
+
+	/**
+	 * Runs {@link #runWith} until {@code invariant} is violated, three runs at most (each with a seed of its own). A
+	 * defect is caught only when its calls meet another holder of the same resource, so a single 15 s run can miss one
+	 * that fires rarely (ShedLock's 20 to 30 sections of a run; seen once in CI): three runs make that unlikely without
+	 * lengthening the runs that catch it at once.
+	 */
+	private static void assertCaught(java.util.function.Function<io.github.dblock.spi.LockProvider,
+			io.github.dblock.spi.LockProvider> defect, String invariant) throws Exception {
+		List<List<String>> runs = new java.util.ArrayList<>();
+		while (runs.size() < 3) {
+			List<String> violated = runWith(defect);
+			if (violated.contains(invariant)) {
+				return;
+			}
+			runs.add(violated);
+		}
+		assertThat(runs).as("invariants violated in each run; expected %s in one of them", invariant)
+			.anySatisfy((violated) -> assertThat(violated).contains(invariant));
 	}
 
 	/** 15 s without faults with the defect on node 0; the names of the invariants violated. */
