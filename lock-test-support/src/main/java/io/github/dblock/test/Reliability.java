@@ -1,5 +1,10 @@
 package io.github.dblock.test;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -67,9 +72,59 @@ public final class Reliability implements TestExecutionListener {
 			if (counts.isEmpty() && samples.isEmpty()) {
 				return;
 			}
+			addEarlierModules(property("lock.reliability.figures"), property("lock.reliability.run"));
 			markdown = render();
 		}
 		Reports.publish("reliability report", markdown, "reliability-report.md", "lock.reliability.report");
+	}
+
+	private static String property(String name) {
+		String value = System.getProperty(name, "");
+		return value.startsWith("${") ? "" : value.trim(); // an unset Maven property arrives as ${…}
+	}
+
+	/**
+	 * One Maven run writes one report although each module's tests run in a JVM of their own: this JVM adds the
+	 * figures that earlier modules of the same run ({@code run}) left in {@code file}, and leaves the sum there for
+	 * the next module. With either blank (the normal build) nothing is read or written.
+	 * @throws UncheckedIOException if the file cannot be read or written
+	 */
+	static void addEarlierModules(String file, String run) {
+		if (file.isEmpty() || run.isEmpty()) {
+			return;
+		}
+		Path path = Path.of(file);
+		try {
+			List<String> lines = Files.exists(path) ? Files.readAllLines(path, StandardCharsets.UTF_8) : List.of();
+			if (!lines.isEmpty() && lines.get(0).equals("run\t" + run)) {
+				for (String line : lines.subList(1, lines.size())) {
+					String[] f = line.split("\t", -1);
+					switch (f[0]) {
+						case "count" -> count(f[1], f[2], Long.parseLong(f[3]));
+						case "sample" -> sample(f[1], f[2], Long.parseLong(f[3]));
+						case "setting" -> settings.putIfAbsent(f[1], f[2]);
+						default -> throw new IllegalStateException("Unknown line in " + path + ": " + line);
+					}
+				}
+			}
+			List<String> out = new ArrayList<>();
+			out.add("run\t" + run);
+			counts.forEach((mode, metrics) -> metrics.forEach((metric, n) -> out.add(String.join("\t", "count", field(mode), field(metric), String.valueOf(n.get())))));
+			samples.forEach((mode, metrics) -> metrics.forEach((metric, values) -> values
+				.forEach((v) -> out.add(String.join("\t", "sample", field(mode), field(metric), String.valueOf(v))))));
+			settings.forEach((name, value) -> out.add(String.join("\t", "setting", field(name), field(value))));
+			if (path.getParent() != null) {
+				Files.createDirectories(path.getParent());
+			}
+			Files.write(path, out, StandardCharsets.UTF_8);
+		}
+		catch (IOException ex) {
+			throw new UncheckedIOException(ex);
+		}
+	}
+
+	private static String field(String text) {
+		return text.replace('\t', ' ').replace('\n', ' ');
 	}
 
 	static String render() {
